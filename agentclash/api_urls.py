@@ -1,0 +1,13 @@
+"""Every API path, under /api/v1/. Each app contributes its own list."""
+
+from __future__ import annotations
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("workspaces.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("workspaces.infrastructure.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("secrets_app.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("runs.api.urls")),
+]

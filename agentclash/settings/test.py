@@ -1,0 +1,19 @@
+"""Test settings: embedded defaults unless DATABASE_URL / CELERY_BROKER_URL say otherwise."""
+
+from __future__ import annotations
+
+import base64
+
+from agentclash.settings.base import *  # noqa: F403
+
+DEBUG = False
+SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
+SECRETS_ENCRYPTION_KEYS = [
+    "test1:" + base64.urlsafe_b64encode(b"t" * 32).decode(),
+]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+CELERY_TASK_ALWAYS_EAGER = False

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from workspaces import views as workspace_views
+
+urlpatterns = [
+    path("", workspace_views.home, name="home"),
+    path("healthz", workspace_views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include("agentclash.api_urls")),
+    path("", include("workspaces.urls")),
+    path("w/<slug:workspace_slug>/", include("workspaces.infrastructure.urls")),
+    path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),
+    path("w/<slug:workspace_slug>/packs/", include("packs.urls")),
+    path("w/<slug:workspace_slug>/", include("runs.urls")),
+]

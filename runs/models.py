@@ -1,0 +1,288 @@
+"""Runs, lanes, per-case executions, events, scores, comparisons and gate results.
+
+State machines follow spec runtime.md §4.2; transitions are compare-and-set updates with a
+history row (see runs/lifecycle.py), never plain saves.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class RunStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    QUEUED = "queued", "Queued"
+    PROVISIONING = "provisioning", "Provisioning"
+    RUNNING = "running", "Running"
+    SCORING = "scoring", "Scoring"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.DRAFT: frozenset({RunStatus.QUEUED}),
+    RunStatus.QUEUED: frozenset({RunStatus.PROVISIONING, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.PROVISIONING: frozenset({RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.RUNNING: frozenset({RunStatus.SCORING, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.SCORING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class LaneStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    READY = "ready", "Ready"
+    EXECUTING = "executing", "Executing"
+    EVALUATING = "evaluating", "Evaluating"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+LANE_TERMINAL = frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED})
+LANE_TRANSITIONS: dict[str, frozenset[str]] = {
+    LaneStatus.QUEUED: frozenset({LaneStatus.READY, LaneStatus.FAILED}),
+    LaneStatus.READY: frozenset({LaneStatus.EXECUTING, LaneStatus.FAILED}),
+    LaneStatus.EXECUTING: frozenset({LaneStatus.EVALUATING, LaneStatus.FAILED}),
+    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED}),
+    LaneStatus.COMPLETED: frozenset(),
+    LaneStatus.FAILED: frozenset(),
+}
+
+
+class CaseStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+CASE_TERMINAL = frozenset({CaseStatus.COMPLETED, CaseStatus.FAILED, CaseStatus.CANCELLED})
+
+
+class ScoreStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SCORED = "scored", "Scored"
+    ERRORED = "errored", "Errored"
+
+
+class Run(models.Model):
+    class Mode(models.TextChoices):
+        SINGLE_AGENT = "single_agent", "Single agent"
+        COMPARISON = "comparison", "Comparison"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="runs")
+    pack_version = models.ForeignKey("packs.PackVersion", on_delete=models.PROTECT, related_name="runs")
+    input_set = models.ForeignKey("packs.InputSet", on_delete=models.PROTECT, related_name="runs")
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.SINGLE_AGENT)
+    failure_reason = models.TextField(blank=True)
+    score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in RUN_TERMINAL
+
+
+class RunStatusHistory(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="status_history")
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    reason = models.TextField(blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["changed_at", "id"]
+        verbose_name_plural = "run status history"
+
+
+class RunAgent(models.Model):
+    """One lane: one deployment, frozen as a snapshot at run creation."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="lanes")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    deployment = models.ForeignKey("workspaces.AgentDeployment", on_delete=models.SET_NULL, null=True, blank=True, related_name="lanes")
+    lane_index = models.PositiveIntegerField()
+    label = models.CharField(max_length=200)
+    snapshot = models.JSONField(help_text="Deployment, provider account, model and runtime profile as they were at run creation.")
+    status = models.CharField(max_length=16, choices=LaneStatus.choices, default=LaneStatus.QUEUED, db_index=True)
+    failure_reason = models.TextField(blank=True)
+    next_sequence = models.PositiveBigIntegerField(default=1)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "lane_index"]
+        constraints = [models.UniqueConstraint(fields=["run", "lane_index"], name="uniq_lane_index_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run} / {self.label}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in LANE_TERMINAL
+
+
+class RunAgentStatusHistory(models.Model):
+    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="status_history")
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["changed_at", "id"]
+        verbose_name_plural = "lane status history"
+
+
+class CaseRun(models.Model):
+    """One lane × one case."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_runs")
+    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="case_runs")
+    case = models.ForeignKey("packs.Case", on_delete=models.PROTECT, related_name="+")
+    case_key = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=CaseStatus.choices, default=CaseStatus.QUEUED, db_index=True)
+    attempt = models.PositiveIntegerField(default=0)
+    stop_reason = models.CharField(max_length=32, blank=True)
+    final_output = models.TextField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    step_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    total_tokens = models.PositiveBigIntegerField(default=0)
+    duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    verification = models.JSONField(default=dict, blank=True, help_text="Post-execution captures (files, listings, code runs).")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
+    passed = models.BooleanField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["lane", "position"]
+        constraints = [models.UniqueConstraint(fields=["lane", "case_key"], name="uniq_case_per_lane")]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.lane} / {self.case_key}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in CASE_TERMINAL
+
+
+class RunEvent(models.Model):
+    """The canonical event envelope (spec runtime.md §4.4). Append-only."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="events")
+    case_run = models.ForeignKey(CaseRun, on_delete=models.CASCADE, related_name="events", null=True, blank=True)
+    event_id = models.CharField(max_length=300, unique=True)
+    sequence_number = models.PositiveBigIntegerField()
+    event_type = models.CharField(max_length=64)
+    source = models.CharField(max_length=32)
+    occurred_at = models.DateTimeField()
+    case_key = models.CharField(max_length=200, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    payload = models.JSONField(default=dict)
+    payload_ref = models.CharField(max_length=300, blank=True, help_text="Storage path when the payload exceeded the inline limit.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["lane", "sequence_number"], name="uniq_event_sequence_per_lane")]
+        indexes = [models.Index(fields=["run", "id"]), models.Index(fields=["case_run", "sequence_number"])]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} #{self.sequence_number}"
+
+
+class CaseScore(models.Model):
+    """Per-case verdicts (the reference only scores per lane; we do both)."""
+
+    case_run = models.OneToOneField(CaseRun, on_delete=models.CASCADE, related_name="case_score")
+    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="case_scores")
+    passed = models.BooleanField(null=True)
+    overall_score = models.FloatField(null=True)
+    validity = models.CharField(max_length=16, blank=True)
+    document = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class LaneScorecard(models.Model):
+    lane = models.OneToOneField(RunAgent, on_delete=models.CASCADE, related_name="scorecard")
+    overall_score = models.FloatField(null=True)
+    pass_rate = models.FloatField(null=True)
+    passed = models.BooleanField(null=True)
+    validity = models.CharField(max_length=16, blank=True)
+    document = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class RunScorecard(models.Model):
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="scorecard")
+    winner_lane = models.ForeignKey(RunAgent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    document = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Comparison(models.Model):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="comparisons")
+    baseline_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    candidate_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    baseline_lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="+")
+    candidate_lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=32)  # comparable | not_comparable
+    reason_code = models.CharField(max_length=64, blank=True)
+    fingerprint = models.CharField(max_length=64)
+    summary = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "fingerprint"], name="uniq_comparison_fingerprint")]
+
+
+class GateResult(models.Model):
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="gate_results")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="gate_results")
+    verdict = models.CharField(max_length=32)  # pass | warn | fail | insufficient_evidence
+    reason_code = models.CharField(max_length=64, blank=True)
+    summary = models.TextField(blank=True)
+    policy_snapshot = models.JSONField(default=dict)
+    policy_fingerprint = models.CharField(max_length=64)
+    details = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

@@ -1,0 +1,44 @@
+"""Bearer token authentication for the API: ``Authorization: Bearer act_…``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from workspaces.models import ApiToken
+
+# Touch last_used_at at most this often, so every request is not a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):  # type: ignore[no-untyped-def]
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Invalid Authorization header: expected 'Bearer <token>'.")
+        try:
+            raw = header[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
+        token = ApiToken.objects.select_related("user").filter(token_hash=ApiToken.hash(raw)).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This token has been revoked.")
+        now = timezone.now()
+        if token.expires_at is not None and token.expires_at <= now:
+            raise exceptions.AuthenticationFailed("This token has expired.")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("This user is inactive.")
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request):  # type: ignore[no-untyped-def]
+        return self.keyword

@@ -1,0 +1,22 @@
+"""Navigation data for base.html: the current workspace and the user's other workspaces."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+
+def navigation(request: HttpRequest) -> dict:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    from workspaces.selectors import memberships_for_user
+
+    workspace = getattr(request, "workspace", None)
+    membership = getattr(request, "membership", None)
+    return {
+        "current_workspace": workspace,
+        "current_membership": membership,
+        "user_memberships": memberships_for_user(user=user),
+        "is_ws_admin": bool(membership and membership.role == "admin"),
+        "is_ws_member": bool(membership and membership.role in ("admin", "member")),
+    }

@@ -1,0 +1,110 @@
+"""Writes for tenancy: workspaces, memberships, API tokens, audit."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from workspaces.models import ApiToken, AuditEvent, Role, Workspace, WorkspaceMembership
+
+User = get_user_model()
+
+
+def audit_record(*, workspace: Workspace, actor: Any, action: str, target: str, metadata: dict | None = None) -> AuditEvent:
+    return AuditEvent.objects.create(
+        workspace=workspace,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        target=target,
+        metadata=metadata or {},
+    )
+
+
+@transaction.atomic
+def workspace_create(*, name: str, slug: str, admin: Any) -> Workspace:
+    workspace = Workspace(name=name.strip(), slug=slug.strip().lower())
+    workspace.full_clean()
+    workspace.save()
+    WorkspaceMembership.objects.create(workspace=workspace, user=admin, role=Role.ADMIN)
+    audit_record(workspace=workspace, actor=admin, action="workspace.created", target=workspace.slug)
+    return workspace
+
+
+def _admin_count(workspace: Workspace) -> int:
+    return WorkspaceMembership.objects.filter(workspace=workspace, role=Role.ADMIN).count()
+
+
+@transaction.atomic
+def membership_add(*, workspace: Workspace, user: Any, role: str, actor: Any = None) -> WorkspaceMembership:
+    if role not in Role.values:
+        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+    if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
+        raise ValidationError({"user": f"{user.username} is already a member of this workspace."})
+    membership = WorkspaceMembership.objects.create(workspace=workspace, user=user, role=role)
+    audit_record(workspace=workspace, actor=actor, action="member.added", target=user.username, metadata={"role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_update(*, membership: WorkspaceMembership, role: str, actor: Any = None) -> WorkspaceMembership:
+    if role not in Role.values:
+        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+    locked = WorkspaceMembership.objects.select_for_update().get(pk=membership.pk)
+    if locked.role == Role.ADMIN and role != Role.ADMIN and _admin_count(locked.workspace) <= 1:
+        raise ValidationError({"role": "A workspace needs at least one admin. Make someone else admin first."})
+    old = locked.role
+    locked.role = role
+    locked.save(update_fields=["role"])
+    audit_record(workspace=locked.workspace, actor=actor, action="member.role_changed", target=locked.user.username, metadata={"from": old, "to": role})
+    return locked
+
+
+@transaction.atomic
+def membership_remove(*, membership: WorkspaceMembership, actor: Any = None) -> None:
+    locked = WorkspaceMembership.objects.select_for_update().get(pk=membership.pk)
+    if locked.role == Role.ADMIN and _admin_count(locked.workspace) <= 1:
+        raise ValidationError({"user": "You cannot remove the last admin of a workspace."})
+    audit_record(workspace=locked.workspace, actor=actor, action="member.removed", target=locked.user.username)
+    locked.delete()
+
+
+def user_get_or_create(*, username: str, email: str = "") -> tuple[Any, str | None]:
+    """The user, and a generated password if the user was created."""
+    username = username.strip()
+    if not username:
+        raise ValidationError({"username": "Enter a username."})
+    user = User.objects.filter(username=username).first()
+    if user is not None:
+        return user, None
+    password = secrets.token_urlsafe(12)
+    user = User(username=username, email=email.strip())
+    user.full_clean(exclude=["password"])
+    user.set_password(password)
+    user.save()
+    return user, password
+
+
+def api_token_create(*, user: Any, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never stored and shown once."""
+    name = (name or "").strip() or "API token"
+    if len(name) > 100:
+        raise ValidationError({"name": "Name must be at most 100 characters."})
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": "Expiry must be in the future."})
+    raw = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(user=user, name=name, token_hash=ApiToken.hash(raw), prefix=raw[:10], expires_at=expires_at)
+    return token, raw
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token

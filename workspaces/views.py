@@ -1,0 +1,170 @@
+"""Tenancy pages: home, workspace creation, dashboard, members, API tokens, health."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from workspaces import selectors, services
+from workspaces.access import workspace_view
+from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
+from workspaces.models import ApiToken, Role, WorkspaceMembership
+
+User = get_user_model()
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    membership = selectors.memberships_for_user(user=request.user).first()
+    if membership is None:
+        return redirect("workspaces:create")
+    return redirect("workspaces:dashboard", workspace_slug=membership.workspace.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace_create(request: HttpRequest) -> HttpResponse:
+    form = WorkspaceCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            workspace = services.workspace_create(name=form.cleaned_data["name"], slug=form.cleaned_data["slug"], admin=request.user)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Workspace “{workspace.name}” created. You are its admin.")
+            return redirect("workspaces:dashboard", workspace_slug=workspace.slug)
+    return render(request, "workspaces/workspace_create.html", {"form": form})
+
+
+@workspace_view()
+def dashboard(request: HttpRequest) -> HttpResponse:
+    from workspaces.dashboard import dashboard_context
+
+    return render(request, "workspaces/dashboard.html", dashboard_context(workspace=request.workspace))
+
+
+@workspace_view()
+def members(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "workspaces/members.html",
+        {"memberships": selectors.members_of(workspace=request.workspace), "add_form": MemberAddForm(), "roles": Role.choices},
+    )
+
+
+@workspace_view(role=Role.ADMIN)
+@require_POST
+def member_add(request: HttpRequest) -> HttpResponse:
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            user, password = services.user_get_or_create(username=form.cleaned_data["username"], email=form.cleaned_data["email"])
+            services.membership_add(workspace=request.workspace, user=user, role=form.cleaned_data["role"], actor=request.user)
+        except ValidationError as exc:
+            for error in exc.messages:
+                messages.error(request, error)
+        else:
+            if password:
+                messages.success(request, f"Created user {user.username} with the password {password} — share it with them once; they can change it after logging in.")
+            else:
+                messages.success(request, f"Added {user.username} as {form.cleaned_data['role']}.")
+    else:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+    return redirect("workspaces:members", workspace_slug=request.workspace.slug)
+
+
+def _membership(request: HttpRequest, pk: int) -> WorkspaceMembership:
+    try:
+        return WorkspaceMembership.objects.select_related("user", "workspace").get(workspace=request.workspace, pk=pk)
+    except WorkspaceMembership.DoesNotExist:
+        raise Http404("Member not found") from None
+
+
+@workspace_view(role=Role.ADMIN)
+@require_POST
+def member_update(request: HttpRequest, pk: int) -> HttpResponse:
+    membership = _membership(request, pk)
+    form = MemberRoleForm(request.POST)
+    if form.is_valid():
+        try:
+            services.membership_update(membership=membership, role=form.cleaned_data["role"], actor=request.user)
+            messages.success(request, f"{membership.user.username} is now {form.cleaned_data['role']}.")
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+    else:
+        messages.error(request, "Choose a valid role.")
+    return redirect("workspaces:members", workspace_slug=request.workspace.slug)
+
+
+@workspace_view(role=Role.ADMIN)
+@require_POST
+def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    membership = _membership(request, pk)
+    try:
+        services.membership_remove(membership=membership, actor=request.user)
+        messages.success(request, f"Removed {membership.user.username}.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("workspaces:members", workspace_slug=request.workspace.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    form = ApiTokenCreateForm(request.POST or None)
+    new_token = None
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data.get("expires_in_days")
+        expires_at = timezone.now() + timedelta(days=days) if days else None
+        _, new_token = services.api_token_create(user=request.user, name=form.cleaned_data["name"], expires_at=expires_at)
+        form = ApiTokenCreateForm()
+    return render(
+        request,
+        "workspaces/api_tokens.html",
+        {"tokens": selectors.api_tokens_for_user(user=request.user), "form": form, "new_token": new_token},
+    )
+
+
+@login_required
+@require_POST
+def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    services.api_token_revoke(token=token)
+    messages.success(request, f"Revoked “{token.name}”.")
+    return redirect("workspaces:api_tokens")
+
+
+def _broker_ok() -> tuple[bool, str]:
+    from agentclash.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:  # noqa: BLE001 - any broker failure is reported, not raised
+        return False, type(exc).__name__
+    return True, "ok"
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    body: dict[str, str] = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        body["db"] = "ok"
+    except Exception as exc:  # noqa: BLE001
+        body["db"] = f"error: {type(exc).__name__}"
+    ok, detail = _broker_ok()
+    body["broker"] = "ok" if ok else f"error: {detail}"
+    status = 200 if all(value == "ok" for value in body.values()) else 503
+    return JsonResponse(body, status=status)

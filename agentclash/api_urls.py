@@ -10,4 +10,5 @@ urlpatterns = [
     path("workspaces/<slug:workspace_slug>/", include("secrets_app.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("runs.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("runs.api.scoring_urls")),
 ]

@@ -23,4 +23,5 @@ urlpatterns = [
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),
     path("w/<slug:workspace_slug>/packs/", include("packs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.urls")),
+    path("w/<slug:workspace_slug>/", include("runs.scoring_urls")),
 ]

@@ -8,5 +8,4 @@ app_name = "runs"
 
 urlpatterns = [
     path("runs/", not_available("Runs"), name="list"),
-    path("compare/", not_available("Compare"), name="compare"),
 ]

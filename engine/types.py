@@ -77,6 +77,9 @@ class ModelRequest:
     tools: list[ToolDefinition]
     step_timeout_seconds: float = 60.0
     metadata: dict[str, JSON] = dataclasses.field(default_factory=dict)  # events only, never sent
+    # Called by streaming providers with the first meaningful delta of the call (a JSON dict,
+    # spec runtime.md §4.4 `model.output.delta`). Never sent to the vendor.
+    on_delta: Callable[[dict[str, JSON]], None] | None = None
 
 
 @dataclasses.dataclass(slots=True)

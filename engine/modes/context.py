@@ -1,0 +1,120 @@
+"""What the model is told: initial messages (spec runtime.md §3.2) and ``{{var}}`` templating.
+
+Ground truth never reaches the model. On top of the caller's sanitising we drop, at any depth,
+``expectations``, turn ``expects``, ``evaluation_spec`` and ``input_sets``, and we pass the case
+through a whitelist (its ``user_simulator`` — future user turns — is left out too).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from engine.modes.case import CaseRequest, Limits
+from engine.types import JSON, Message
+
+_HIDDEN_KEYS = frozenset({"expectations", "expects", "evaluation_spec", "input_sets"})
+_CASE_FIELDS = ("case_key", "item_key", "challenge_key", "payload", "inputs", "artifacts", "assets")
+# Scripted-provider data is test fixture, not context for the model.
+_HIDDEN_DEPLOYMENT_KEYS = frozenset({"script", "judge_responses"})
+
+SANDBOX_STATEMENTS = (
+    "You are running inside an isolated sandbox environment.",
+    "Tool failures are recoverable: read the error, adapt your approach and keep going while "
+    "budget remains.",
+    "When you are finished, call the `submit` tool with your final answer. Plain text does not "
+    "end the run.",
+)
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+
+
+def strip_hidden(value: JSON) -> JSON:
+    if isinstance(value, dict):
+        return {k: strip_hidden(v) for k, v in value.items() if k not in _HIDDEN_KEYS}
+    if isinstance(value, list):
+        return [strip_hidden(item) for item in value]
+    return value
+
+
+def visible_case(case: dict[str, JSON]) -> dict[str, JSON]:
+    return strip_hidden({key: case[key] for key in _CASE_FIELDS if key in case})
+
+
+def system_text(request: CaseRequest, *, with_sandbox_statements: bool = True) -> str:
+    parts = [request.system_prompt.strip()] if request.system_prompt.strip() else []
+    if with_sandbox_statements:
+        parts.append("\n".join(SANDBOX_STATEMENTS))
+    if request.output_schema:
+        parts.append("Final answer contract:\n" + json.dumps(request.output_schema, indent=2, sort_keys=True))
+    return "\n\n".join(parts)
+
+
+def benchmark_context(request: CaseRequest, limits: Limits) -> dict[str, JSON]:
+    deployment = {k: v for k, v in request.deployment_config.items() if k not in _HIDDEN_DEPLOYMENT_KEYS}
+    return {
+        "run_id": request.run_id,
+        "run_agent_id": request.lane_id,
+        "challenge_pack_version": strip_hidden(request.manifest),
+        "challenges": [strip_hidden(request.challenge)],
+        "challenge_input_set": {"cases": [visible_case(request.case)]},
+        "deployment_config": strip_hidden(deployment),
+        "runtime_profile": limits.as_dict(),
+    }
+
+
+def initial_messages(request: CaseRequest, limits: Limits) -> list[Message]:
+    context = json.dumps(benchmark_context(request, limits), indent=2, sort_keys=True, default=str)
+    return [
+        Message(role="system", content=system_text(request)),
+        Message(role="user", content="Benchmark context:\n" + context),
+    ]
+
+
+def template_context(case: dict[str, JSON]) -> dict[str, JSON]:
+    """Payload, then each input with a non-blank key and non-null value (pack-format §3.11)."""
+    payload = case.get("payload")
+    context: dict[str, JSON] = copy.deepcopy(payload) if isinstance(payload, dict) else {}
+    inputs = case.get("inputs") or []
+    if isinstance(inputs, dict):
+        inputs = [{"key": k, "value": v} for k, v in inputs.items()]
+    for item in inputs:
+        if isinstance(item, dict) and str(item.get("key") or "").strip() and item.get("value") is not None:
+            context[str(item["key"]).strip()] = item["value"]
+    return context
+
+
+def _format(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def resolve(path: str, context: dict[str, JSON]) -> tuple[bool, JSON]:
+    current: JSON = context
+    for segment in path.split("."):
+        if not segment or not isinstance(current, dict) or segment not in current:
+            return False, None
+        current = current[segment]
+    return True, current
+
+
+def render(template: str, context: dict[str, JSON]) -> tuple[str, list[str]]:
+    """Render ``{{name.path}}`` placeholders leniently; returns the text and unresolved names."""
+    unresolved: list[str] = []
+
+    def substitute(match: re.Match[str]) -> str:
+        found, value = resolve(match.group(1), context)
+        if not found:
+            unresolved.append(match.group(1))
+            return match.group(0)
+        return _format(value)
+
+    return _PLACEHOLDER.sub(substitute, template), unresolved

@@ -1,0 +1,86 @@
+"""``prompt_eval`` mode (spec runtime.md §3.5): one provider call, no tools, no sandbox.
+
+Messages: an optional system message (the policy text) and a user message holding the
+challenge instructions rendered with ``{{var}}`` from the case (lenient: unresolved
+placeholders stay as text and are logged). There are no in-loop retries, as upstream.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from engine.events import SOURCE_PROMPT_EVAL
+from engine.loop import LoopResult, finish, make_emitter, model_call_payload, trace_mode
+from engine.modes import case as c
+from engine.modes.context import render, template_context
+from engine.types import CancelCheck, EventSink, Message, ModelRequest, Provider, ProviderError, Usage
+
+logger = logging.getLogger(__name__)
+
+
+def instructions_for(challenge: dict) -> str:
+    definition = challenge.get("definition") if isinstance(challenge.get("definition"), dict) else {}
+    return str(challenge.get("instructions") or definition.get("instructions") or "")
+
+
+def run_prompt_eval(
+    request: c.CaseRequest,
+    *,
+    provider: Provider,
+    event_sink: EventSink,
+    cancel_check: CancelCheck,
+    clock: Callable[[], float] = time.monotonic,
+) -> c.CaseOutcome:
+    started_at = clock()
+    emitter = make_emitter(request, event_sink, SOURCE_PROMPT_EVAL)
+    usage = Usage()
+
+    def done(result: LoopResult, steps: int) -> c.CaseOutcome:
+        return finish(emitter, result, step_count=steps, tool_call_count=0, usage=usage,
+                      duration_ms=int((clock() - started_at) * 1000))
+
+    if cancel_check():
+        return done(LoopResult(c.STOP_CANCELLED, error="run cancelled"), 0)
+    text, unresolved = render(instructions_for(request.challenge), template_context(request.case))
+    if unresolved:
+        logger.warning("prompt_eval case %s: unresolved placeholders %s", request.case_key, unresolved)
+    messages = []
+    if request.system_prompt.strip():
+        messages.append(Message(role="system", content=request.system_prompt.strip()))
+    messages.append(Message(role="user", content=text))
+    limits = c.Limits.from_request(request)
+    metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key,
+                "step_index": 1}
+    emitter.emit("system.step.started", {"step_index": 1})
+    emitter.emit("model.call.started", {
+        "provider_key": provider.provider_key,
+        "provider_account_id": str(request.deployment_config.get("provider_account_id") or ""),
+        "model": request.model,
+        "trace_mode": trace_mode(request),
+        "step_timeout_ms": int(limits.step_timeout_seconds * 1000),
+        "message_count": len(messages),
+        "tool_definition_count": 0,
+        "metadata": metadata,
+    })
+    model_request = ModelRequest(
+        model=request.model, messages=messages, tools=[], step_timeout_seconds=limits.step_timeout_seconds,
+        metadata=metadata, on_delta=lambda delta: emitter.emit("model.output.delta", delta),
+    )
+    try:
+        response = provider.complete(model_request)
+    except ProviderError as exc:
+        failure = {"provider_key": provider.provider_key, "code": exc.code, "retryable": exc.retryable,
+                   "message": exc.message}
+        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}",
+                               provider_failure=failure), 1)
+    except Exception as exc:  # noqa: BLE001 - a provider bug must not crash the worker
+        logger.exception("provider %s raised an unclassified error", provider.provider_key)
+        failure = {"provider_key": provider.provider_key, "code": "unknown", "retryable": False,
+                   "message": f"provider raised {type(exc).__name__}"}
+        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=failure["message"], provider_failure=failure), 1)
+    usage.add(response.usage)
+    emitter.emit("model.call.completed", model_call_payload(response))
+    emitter.emit("system.step.completed", {"step_index": 1})
+    return done(LoopResult(c.STOP_COMPLETED, final_output=response.output_text), 1)

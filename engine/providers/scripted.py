@@ -1,0 +1,166 @@
+"""A deterministic, offline provider for demos and tests (provider key ``scripted``).
+
+``deployment_config["script"]`` = ``{"default": [STEP…], "cases": {"<case_key>": [STEP…]}}``
+(the case's list wins over ``default``). A STEP is one of::
+
+    {"tool": "read_file", "args": {"path": "/workspace/a.txt"}}   # one tool call
+    {"tools": [{"tool": …, "args": {…}}, …]}                       # several calls in one turn
+    {"submit": "the answer"}                                         # a `submit` call
+    {"text": "thinking out loud"}                                    # a turn with no tool call
+
+Strings (recursively inside ``args``) may use ``{{input.KEY}}`` (the case input's value; a string
+that is exactly one such placeholder keeps the value's JSON type), ``{{case_key}}`` and
+``{{last_result}}`` (the content of the latest tool message). Unknown placeholders stay as text.
+
+The provider is stateless: the step index is the number of assistant messages already in the
+request, so a redelivered case replays the same script. When the script runs out it answers
+with text and no tool call, so the loop's normal limits apply.
+
+Requests without tools (``prompt_eval``, LLM judges): a ``text`` step is the answer and a
+``submit`` step's answer is returned as text. ``deployment_config["judge_responses"]`` (a
+string, or a list indexed like the script) answers requests whose ``metadata["purpose"]`` is
+``"judge"``, and any tool-less request the script has no step for.
+
+Usage is counted in words so cost metrics have data: input = words of every message,
+output = words of the produced text and arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from engine.providers.base import ProviderSettings
+from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+
+
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+def _as_text(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+class ScriptedProvider:
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.provider_key = settings.provider_key or "scripted"
+        config = settings.deployment_config
+        script = config.get("script") or {}
+        cases = script.get("cases") or {}
+        steps = cases.get(settings.case_key) if settings.case_key in cases else script.get("default")
+        self._steps: list[dict[str, JSON]] = list(steps or [])
+        self._judge_responses = config.get("judge_responses")
+        self._case_key = settings.case_key
+        self._inputs = settings.case_inputs
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        index = sum(1 for message in request.messages if message.role == "assistant")
+        step = self._steps[index] if index < len(self._steps) else None
+        context = self._context(request.messages)
+        if not request.tools:
+            text = self._tool_less_answer(step, index, request, context)
+            return self._response(request, text, [], index)
+        if step is None:
+            return self._response(request, "", [], index)
+        if "text" in step:
+            return self._response(request, self._render(step["text"], context), [], index)
+        if "submit" in step:
+            calls = [("submit", {"answer": self._render(step["submit"], context)})]
+        elif "tools" in step:
+            calls = [(str(item.get("tool", "")), item.get("args") or {}) for item in step["tools"]]
+        else:
+            calls = [(str(step.get("tool", "")), step.get("args") or {})]
+        tool_calls = [
+            ToolCall(
+                id=f"call_{index + 1}_{position + 1}",
+                name=name,
+                arguments=json.dumps(self._render(args, context)),
+            )
+            for position, (name, args) in enumerate(calls)
+        ]
+        return self._response(request, "", tool_calls, index)
+
+    def _tool_less_answer(
+        self, step: dict[str, JSON] | None, index: int, request: ModelRequest, context: dict[str, JSON]
+    ) -> str:
+        is_judge = request.metadata.get("purpose") == "judge"
+        if self._judge_responses is not None and (is_judge or step is None):
+            responses = self._judge_responses
+            if isinstance(responses, list):
+                return str(responses[min(index, len(responses) - 1)]) if responses else ""
+            return str(responses)
+        if step is None:
+            return ""
+        if "text" in step:
+            return _as_text(self._render(step["text"], context))
+        if "submit" in step:
+            return _as_text(self._render(step["submit"], context))
+        return ""
+
+    def _context(self, messages: list[Message]) -> dict[str, JSON]:
+        last_result = next((m.content for m in reversed(messages) if m.role == "tool"), "")
+        return {"case_key": self._case_key, "last_result": last_result}
+
+    def _lookup(self, name: str, context: dict[str, JSON]) -> tuple[bool, JSON]:
+        if name.startswith("input."):
+            key = name[len("input.") :]
+            return (key in self._inputs, self._inputs.get(key))
+        return (name in context, context.get(name))
+
+    def _render(self, value: JSON, context: dict[str, JSON]) -> JSON:
+        if isinstance(value, dict):
+            return {key: self._render(item, context) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._render(item, context) for item in value]
+        if not isinstance(value, str):
+            return value
+        whole = _PLACEHOLDER.fullmatch(value.strip())
+        if whole:
+            found, resolved = self._lookup(whole.group(1), context)
+            if found:
+                return resolved
+
+        def substitute(match: re.Match[str]) -> str:
+            found, resolved = self._lookup(match.group(1), context)
+            return _as_text(resolved) if found else match.group(0)
+
+        return _PLACEHOLDER.sub(substitute, value)
+
+    def _response(
+        self, request: ModelRequest, text: JSON, tool_calls: list[ToolCall], index: int
+    ) -> ModelResponse:
+        text = _as_text(text) if text is not None else ""
+        input_tokens = sum(
+            count_words(m.content) + sum(count_words(c.arguments) for c in m.tool_calls)
+            for m in request.messages
+        )
+        output_tokens = count_words(text) + sum(
+            count_words(c.name) + count_words(c.arguments) for c in tool_calls
+        )
+        usage = Usage(input_tokens, output_tokens, input_tokens + output_tokens)
+        if request.on_delta is not None:
+            fragment: dict[str, JSON]
+            if tool_calls:
+                first = tool_calls[0]
+                fragment = {"stream_kind": "tool_call", "tool_call_fragment": {
+                    "index": 0, "id_fragment": first.id, "name_fragment": first.name,
+                    "arguments_fragment": first.arguments}}
+            else:
+                fragment = {"stream_kind": "text", "text_delta": text}
+            if tool_calls or text:
+                request.on_delta({"provider_key": self.provider_key,
+                                  "provider_model_id": request.model or "scripted", **fragment})
+        return ModelResponse(
+            provider_key=self.provider_key,
+            provider_model_id=request.model or "scripted",
+            finish_reason="tool_calls" if tool_calls else "stop",
+            output_text=text,
+            tool_calls=tool_calls,
+            usage=usage,
+            raw_response={"scripted_step": index},
+        )

@@ -1,0 +1,102 @@
+"""Fixtures shared by every app's tests.
+
+Personas (STYLE.md §17): ``admin``, ``member`` and ``viewer`` belong to ``workspace``;
+``stranger`` is the admin of ``other_workspace`` and of nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from workspaces.models import Role
+from workspaces.tests.factories import add_member, make_user, make_workspace
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def require_or_skip(available: bool, what: str) -> None:
+    """Skip when a real service is missing, unless REQUIRE_SERVICES=1 (CI), where it fails."""
+    if available:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{what} is required (REQUIRE_SERVICES=1) but not available")
+    pytest.skip(f"{what} not available")
+
+
+@pytest.fixture
+def workspace(db):
+    return make_workspace("acme", "Acme")
+
+
+@pytest.fixture
+def other_workspace(db):
+    return make_workspace("globex", "Globex")
+
+
+@pytest.fixture
+def admin(workspace):
+    user = make_user("alice")
+    add_member(workspace, user, Role.ADMIN)
+    return user
+
+
+@pytest.fixture
+def member(workspace):
+    user = make_user("bob")
+    add_member(workspace, user, Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def viewer(workspace):
+    user = make_user("victor")
+    add_member(workspace, user, Role.VIEWER)
+    return user
+
+
+@pytest.fixture
+def stranger(other_workspace):
+    user = make_user("charlie")
+    add_member(other_workspace, user, Role.ADMIN)
+    return user
+
+
+def _api_client_for(user: Any) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def api_client_for():
+    """``api_client_for(user)`` → an APIClient authenticated as that user."""
+    return _api_client_for
+
+
+@pytest.fixture
+def client_for(client):
+    """``client_for(user)`` → the Django test client logged in as that user."""
+
+    def login(user: Any):
+        client.force_login(user)
+        return client
+
+    return login
+
+
+@pytest.fixture
+def bwrap_available() -> bool:
+    return shutil.which("bwrap") is not None
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    require_or_skip(os.path.exists(path), "Debian chromium (apt-get install chromium)")
+    return path

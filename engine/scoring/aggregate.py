@@ -1,0 +1,180 @@
+"""Lane scorecards (one lane = one run agent over every case) and lane ranking."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+from engine.scoring.evidence import canonical_json
+
+JSON = Any
+LANE_SCHEMA = "lane-scorecard/1"
+
+
+def spec_fingerprint(evaluation_spec: dict[str, JSON]) -> str:
+    return hashlib.sha256(canonical_json(evaluation_spec).encode()).hexdigest()
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (the numpy default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _as_dict(score: JSON) -> dict[str, JSON]:
+    return score.as_dict() if hasattr(score, "as_dict") else dict(score)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
+                   refs: dict[str, JSON] | None = None) -> dict[str, JSON]:
+    """Roll case scores up into a lane scorecard.
+
+    ``refs`` carries identities the engine cannot know (run_id, lane_id, pack_version_id,
+    input_set_id, and optionally status / failure_reason of the lane); comparisons read them.
+    """
+    spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
+    cases = [_as_dict(s) for s in case_scores]
+    refs = dict(refs or {})
+    refs.setdefault("evaluation_spec_fingerprint", spec_fingerprint(spec))
+    refs.setdefault("evaluation_spec_name", spec.get("name"))
+    refs.setdefault("evaluation_spec_version", spec.get("version_number"))
+
+    dim_keys: list[str] = []
+    for case in cases:
+        dim_keys += [k for k in case.get("dimensions", {}) if k not in dim_keys]
+    dimensions = {}
+    for key in dim_keys:
+        entries = [c.get("dimensions", {}).get(key) for c in cases]
+        scores = [e["score"] for e in entries if e and e.get("state") == "available" and e.get("score") is not None]
+        states = [e.get("state") if e else "unavailable" for e in entries]
+        state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
+        first = next((e for e in entries if e), {})
+        dimensions[key] = {"mean": _mean(scores), "state": state, "available_count": len(scores),
+                           "case_count": len(cases), "better_direction": "higher",
+                           "declared_direction": first.get("declared_direction"), "source": first.get("source")}
+
+    validity, validity_reason = "valid", ""
+    for wanted in ("invalid", "degraded"):
+        offender = next((c for c in cases if c.get("validity") == wanted), None)
+        if offender is not None:
+            validity = wanted
+            validity_reason = f"case {offender.get('case_key')!r}: {offender.get('validity_reason', '')}"
+            break
+    if not cases:
+        validity, validity_reason = "invalid", "no cases were scored"
+
+    passed_flags = [c.get("passed") for c in cases]
+    costs = [c.get("cost_usd") for c in cases]
+    latencies = [float(c["latency_ms"]) for c in cases if c.get("latency_ms") is not None]
+    failed_runs = [c for c in cases if c.get("run_status") in ("failed", "cancelled")]
+    status = refs.get("status") or ("failed" if cases and len(failed_runs) == len(cases) else "completed")
+    failure_reason = refs.get("failure_reason") or next((c.get("stop_reason") for c in failed_runs), None)
+    overall_scores = [c["overall_score"] for c in cases if c.get("overall_score") is not None]
+    if not cases or any(p is False for p in passed_flags):
+        lane_passed = False if cases else None
+    else:
+        lane_passed = None if any(p is None for p in passed_flags) else True
+
+    regression_cases = []
+    for case in cases:
+        for detail in case.get("validator_details", []):
+            tag = detail.get("regression")
+            if tag:
+                failed = detail.get("state") != "available" or detail.get("verdict") != "pass"
+                regression_cases.append({**tag, "case_key": case.get("case_key"), "failed": failed})
+
+    return {
+        "schema": LANE_SCHEMA,
+        "refs": refs,
+        "status": status,
+        "failure_reason": failure_reason,
+        "strategy": (spec.get("scorecard") or {}).get("strategy") or "weighted",
+        "overall_score": _mean(overall_scores),
+        "passed": lane_passed,
+        "pass_rate": (sum(p is True for p in passed_flags) / len(cases)) if cases else None,
+        "validity": validity,
+        "validity_reason": validity_reason,
+        "case_counts": {
+            "total": len(cases),
+            "passed": sum(p is True for p in passed_flags),
+            "failed": sum(p is False for p in passed_flags),
+            "unknown": sum(p is None for p in passed_flags),
+            "run_completed": sum(c.get("run_status") == "completed" for c in cases),
+            "run_failed": sum(c.get("run_status") == "failed" for c in cases),
+            "run_cancelled": sum(c.get("run_status") == "cancelled" for c in cases),
+        },
+        "dimensions": dimensions,
+        "cost_usd": sum(c for c in costs if c is not None) if cases else None,
+        "cost_complete": all(c is not None for c in costs),
+        "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95),
+                       "mean": _mean(latencies)},
+        "tokens": {k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases)
+                   for k in ("input_tokens", "output_tokens", "total_tokens")},
+        "cases": [{
+            "case_key": c.get("case_key"), "overall_score": c.get("overall_score"), "passed": c.get("passed"),
+            "validity": c.get("validity"), "run_status": c.get("run_status"), "stop_reason": c.get("stop_reason"),
+            "status": c.get("status"), "overall_reason": c.get("overall_reason"),
+            "dimensions": {k: v.get("score") for k, v in (c.get("dimensions") or {}).items()},
+        } for c in cases],
+        "regression_cases": regression_cases,
+        "warnings": sorted({w for c in cases for w in c.get("warnings", [])}),
+    }
+
+
+def _dimension_mean(card: dict[str, JSON], key: str) -> float:
+    value = ((card.get("dimensions") or {}).get(key) or {}).get("mean")
+    return value if value is not None else -1.0
+
+
+def _rank_key(card: dict[str, JSON]) -> tuple[float, float, float, float]:
+    score = card.get("overall_score")
+    return (score if score is not None else -1.0, _dimension_mean(card, "correctness"),
+            _dimension_mean(card, "reliability"), card.get("pass_rate") if card.get("pass_rate") is not None else -1.0)
+
+
+def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
+    """Rank lanes by overall score; ties broken by correctness, then reliability, then pass rate.
+
+    Lanes still equal on all four share a rank (dense "1224" competition ranking); if the top
+    rank is shared, or no lane has an overall score, there is no winner. A single lane wins trivially.
+    """
+    ordered = sorted(lane_scorecards.items(), key=lambda item: (tuple(-v for v in _rank_key(item[1])), str(item[0])))
+    ranking, previous_key, rank = [], None, 0
+    for position, (lane_id, card) in enumerate(ordered, 1):
+        key = _rank_key(card)
+        if key != previous_key:
+            rank, previous_key = position, key
+        ranking.append({"lane_id": lane_id, "rank": rank, "overall_score": card.get("overall_score"),
+                        "pass_rate": card.get("pass_rate"), "passed": card.get("passed"),
+                        "validity": card.get("validity"),
+                        "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
+                        "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean")})
+    winner, reason = None, "no lanes"
+    if len(ranking) == 1:
+        winner, reason = ranking[0]["lane_id"], "single lane"
+    elif ranking:
+        top = [r for r in ranking if r["rank"] == 1]
+        if ranking[0]["overall_score"] is None:
+            reason = "no lane has an overall score"
+        elif len(top) > 1:
+            reason = "tie for first place"
+        else:
+            winner, reason = top[0]["lane_id"], "highest overall score"
+    deltas = {}
+    if len(ordered) >= 2:
+        first, second = ordered[0][1], ordered[1][1]
+        for key in sorted(set(first.get("dimensions", {})) | set(second.get("dimensions", {}))):
+            a = (first.get("dimensions", {}).get(key) or {}).get("mean")
+            b = (second.get("dimensions", {}).get(key) or {}).get("mean")
+            deltas[key] = None if a is None or b is None else a - b
+    return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason,
+            "dimension_deltas_winner_vs_runner_up": deltas}

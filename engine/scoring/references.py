@@ -1,0 +1,237 @@
+"""Evidence references (runtime.md §5.3): turn ``final_output``, ``file:k``, ``case.*``… into values.
+
+``resolve`` never raises: it returns a ``Resolved`` whose state is ``ok``, ``unavailable``
+(the data is missing for this run) or ``error`` (the reference itself is not understood).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from engine.scoring.evidence import CaseEvidence, Extracted, canonical_json, loose_string
+
+JSON = Any
+MAX_INDIRECTION_HOPS = 8
+
+
+@dataclasses.dataclass
+class Resolved:
+    state: str  # ok | unavailable | error
+    value: str | None = None  # stringified value
+    raw: JSON = None  # the value before stringification
+    reason: str = ""
+    event_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+
+def ok(raw: JSON, event_id: str | None = None) -> Resolved:
+    return Resolved("ok", stringify(raw), raw, "", event_id)
+
+
+def unavailable(reason: str) -> Resolved:
+    return Resolved("unavailable", reason=reason)
+
+
+def error(reason: str) -> Resolved:
+    return Resolved("error", reason=reason)
+
+
+def stringify(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    return canonical_json(value)
+
+
+def walk(value: JSON, path: list[str]) -> tuple[bool, JSON]:
+    """Walk object keys and numeric array indices; JSON text is parsed on the way."""
+    current = value
+    for segment in path:
+        if isinstance(current, str):
+            try:
+                current = json.loads(current)
+            except ValueError:
+                return False, None
+        if isinstance(current, dict) and segment in current:
+            current = current[segment]
+        elif isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
+            current = current[int(segment)]
+        else:
+            return False, None
+    return True, current
+
+
+def _entries(container: JSON) -> dict[str, JSON]:
+    """Case inputs/expectations arrive as a list of ``{key, …}`` items or as a plain map."""
+    if isinstance(container, dict):
+        return {str(k): v for k, v in container.items()}
+    if isinstance(container, list):
+        return {str(item["key"]): item for item in container if isinstance(item, dict) and "key" in item}
+    return {}
+
+
+def _is_item(value: JSON) -> bool:
+    return isinstance(value, dict) and "key" in value and (
+        {"value", "source", "artifact_key", "path", "kind"} & value.keys())
+
+
+class _Resolver:
+    def __init__(self, evidence: CaseEvidence, extracted: Extracted):
+        self.evidence = evidence
+        self.extracted = extracted
+
+    # -- case items -----------------------------------------------------------------
+    def case(self) -> dict[str, JSON] | None:
+        case = self.evidence.case
+        return case if isinstance(case, dict) else None
+
+    def item_value(self, item: JSON, hops: int = 0) -> Resolved:
+        if not _is_item(item):
+            return ok(item)
+        if hops > MAX_INDIRECTION_HOPS:
+            return error("expectation indirection exceeds 8 hops")
+        if "value" in item:
+            return ok(item["value"])
+        source = str(item.get("source") or "").strip()
+        if source.startswith("input:"):
+            inputs = _entries((self.case() or {}).get("inputs"))
+            key = source[len("input:"):].strip()
+            if key not in inputs:
+                return unavailable(f"case input {key!r} is missing")
+            return self.item_value(inputs[key], hops + 1)
+        if source.startswith("artifact:"):
+            return self.artifact(source[len("artifact:"):].strip(), [])
+        if item.get("artifact_key"):
+            return self.artifact(str(item["artifact_key"]), [])
+        if item.get("path"):
+            return ok(item["path"])
+        return unavailable(f"case item {item.get('key')!r} has no value")
+
+    def case_section(self, section: str, path: list[str]) -> Resolved:
+        case = self.case()
+        if case is None:
+            return unavailable("case evidence is unavailable")
+        if section == "payload":
+            found, value = walk(case.get("payload") or {}, path)
+            return ok(value) if found else unavailable(f"case.payload.{'.'.join(path)} is missing")
+        entries = _entries(case.get(section))
+        if not path or path[0] not in entries:
+            return unavailable(f"case.{section}.{'.'.join(path)} is missing")
+        base = self.item_value(entries[path[0]])
+        if not base.ok or len(path) == 1:
+            return base
+        found, value = walk(base.raw, path[1:])
+        return ok(value) if found else unavailable(f"case.{section}.{'.'.join(path)} is missing")
+
+    def artifact(self, key: str, fields: list[str]) -> Resolved:
+        artifact = self.evidence.artifacts.get(key)
+        if not isinstance(artifact, dict):
+            return unavailable(f"artifact {key!r} is missing")
+        if not fields:
+            if artifact.get("content") is not None:
+                return ok(artifact["content"])
+            return ok(artifact.get("path")) if artifact.get("path") else unavailable(f"artifact {key!r} has no path")
+        if fields[0] in ("key", "kind", "path", "media_type") and len(fields) == 1:
+            value = artifact.get(fields[0], key if fields[0] == "key" else None)
+            return ok(value) if value is not None else unavailable(f"artifact.{key}.{fields[0]} is missing")
+        return error(f"artifact field {'.'.join(fields)!r} is not supported")
+
+    # -- the rest -------------------------------------------------------------------
+    def file(self, key: str) -> Resolved:
+        ex = self.extracted
+        event_id = ex.verification_event_ids.get("file:" + key)
+        if key in ex.captured_files:
+            captured = ex.captured_files[key]
+            if not captured.get("exists", True):
+                return unavailable(f"captured file {key!r} ({captured.get('path')}) does not exist")
+            return Resolved("ok", str(captured.get("content") or ""), captured.get("content") or "", "", event_id)
+        if key in ex.directory_listings:
+            entries = ex.directory_listings[key].get("entries", [])
+            return Resolved("ok", canonical_json(entries), entries, "", event_id)
+        return unavailable(f"no captured evidence for file:{key}")
+
+    def challenge_input(self) -> Resolved:
+        if self.evidence.challenge_input is not None:
+            return ok(self.evidence.challenge_input)
+        case = self.case()
+        if case is None:
+            return unavailable("case evidence is unavailable")
+        payload = case.get("payload")
+        if payload in (None, {}, []):
+            return unavailable("case payload is empty")
+        text = loose_string(payload)
+        return ok(text if text is not None else canonical_json(payload))
+
+    def transcript(self, turns: list) -> str:
+        return "\n".join(f"{t.role}: {t.content}" for t in turns)
+
+    def resolve(self, ref: str) -> Resolved:
+        ref = (ref or "").strip()
+        ex = self.extracted
+        if ref in ("final_output", "run.final_output"):
+            if ex.final_output is None:
+                return unavailable("final output is missing")
+            return Resolved("ok", ex.final_output, ex.final_output, "", ex.final_output_event_id)
+        if ref == "challenge_input":
+            return self.challenge_input()
+        if ref.startswith("literal:"):
+            return ok(ref[len("literal:"):])
+        if ref.startswith("file:"):
+            key = ref[len("file:"):].strip()
+            return self.file(key) if key else error("file: reference needs a check key")
+        if ref == "case.payload" or ref.startswith("case.payload."):
+            path = ref.split(".")[2:]
+            if any(not p for p in path):
+                return error(f"unknown evidence reference {ref!r}")
+            return self.case_section("payload", path)
+        for section in ("inputs", "expectations"):
+            prefix = f"case.{section}."
+            if ref.startswith(prefix):
+                path = ref[len(prefix):].split(".")
+                if any(not p for p in path):
+                    return error(f"unknown evidence reference {ref!r}")
+                return self.case_section(section, path)
+        if ref.startswith("artifact."):
+            path = ref[len("artifact."):].split(".")
+            if any(not p for p in path):
+                return error(f"unknown evidence reference {ref!r}")
+            return self.artifact(path[0], path[1:])
+        if ref == "transcript.full":
+            return ok(self.transcript(ex.turns)) if ex.turns else unavailable("no transcript turns")
+        if ref == "transcript.from_mismatch":
+            start = next((i for i, t in enumerate(ex.turns) if t.mismatch), None)
+            if start is None:
+                return unavailable("no mismatch turn in the transcript")
+            return ok(self.transcript(ex.turns[start:]))
+        if ref.startswith("transcript.last_n:"):
+            raw = ref[len("transcript.last_n:"):].strip()
+            if not raw.isdigit() or int(raw) <= 0:
+                return error(f"unknown evidence reference {ref!r}")
+            return ok(self.transcript(ex.turns[-int(raw):])) if ex.turns else unavailable("no transcript turns")
+        if ref == "turn.expectations":
+            if not ex.turn_expectations:
+                return unavailable("no turn expectations recorded")
+            return ok(ex.turn_expectations)
+        return error(f"unknown evidence reference {ref!r}")
+
+
+def resolve(ref: str, evidence: CaseEvidence, extracted: Extracted) -> Resolved:
+    try:
+        return _Resolver(evidence, extracted).resolve(ref)
+    except Exception as exc:  # a malformed case dict must not break scoring
+        return error(f"could not resolve {ref!r}: {exc}")

@@ -1,0 +1,157 @@
+"""Score one case: validators → metrics → judges → dimensions → overall (runtime.md §5.1–§5.8)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from engine.scoring import dimensions as dims_mod
+from engine.scoring import signals
+from engine.scoring.evidence import CaseEvidence, extract
+from engine.scoring.judges import JudgeFn, run_judges
+from engine.scoring.metrics import MetricContext, MetricResult, collect_all
+from engine.scoring.pricing import model_cost
+from engine.scoring.strategies import overall
+from engine.scoring.validators import ValidatorResult, run_validator
+
+JSON = Any
+
+
+@dataclasses.dataclass
+class CaseScore:
+    case_key: str
+    status: str  # complete | partial (evaluation status)
+    run_status: str  # the case run status: completed | failed | cancelled
+    strategy: str
+    overall_score: float | None
+    passed: bool | None
+    overall_reason: str
+    validity: str  # valid | degraded | invalid
+    validity_reason: str
+    validators: list[ValidatorResult]
+    metrics: list[MetricResult]
+    dimensions: list[dims_mod.DimensionScore]
+    behavioral_signals: list[dict[str, JSON]]
+    judge_results: list[dict[str, JSON]]
+    warnings: list[str]
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    total_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+
+    def as_dict(self) -> dict[str, JSON]:
+        validators = [v.as_dict() for v in self.validators]
+        metrics = [m.as_dict() for m in self.metrics]
+        return {
+            "case_key": self.case_key,
+            "status": self.status,
+            "run_status": self.run_status,
+            "stop_reason": self.stop_reason,
+            "strategy": self.strategy,
+            "overall_score": self.overall_score,
+            "passed": self.passed,
+            "overall_reason": self.overall_reason,
+            "validity": self.validity,
+            "validity_reason": self.validity_reason,
+            "warnings": list(self.warnings),
+            "dimensions": {d.key: d.as_dict() for d in self.dimensions},
+            "validator_summary": _validator_summary(self.validators),
+            "validator_details": validators,
+            "metric_summary": {m.key: m.value for m in self.metrics if m.state == "available"},
+            "metric_details": metrics,
+            "behavioral_signals": list(self.behavioral_signals),
+            "llm_judge_details": list(self.judge_results),
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                      "total_tokens": self.total_tokens},
+            "cost_usd": self.cost_usd,
+            "latency_ms": self.latency_ms,
+            "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None
+                             else None},
+        }
+
+
+def _validator_summary(results: list[ValidatorResult]) -> dict[str, int]:
+    return {
+        "total": len(results),
+        "available": sum(r.state == "available" for r in results),
+        "unavailable": sum(r.state == "unavailable" for r in results),
+        "error": sum(r.state == "error" for r in results),
+        "pass": sum(r.state == "available" and r.verdict == "pass" for r in results),
+        "fail": sum(r.state == "available" and r.verdict == "fail" for r in results),
+    }
+
+
+def _validity(validators: list[ValidatorResult], metrics: list[MetricResult],
+              dimensions: list[dims_mod.DimensionScore]) -> tuple[str, str]:
+    items = ([("validator", v.key, v.state, v.reason) for v in validators]
+             + [("metric", m.key, m.state, m.reason) for m in metrics]
+             + [("dimension", d.key, d.state, d.reason) for d in dimensions])
+    for wanted, verdict in (("error", "invalid"), ("unavailable", "degraded")):
+        for kind, key, state, reason in items:
+            if state == wanted:
+                return verdict, f"{kind} {key!r} is {state}: {reason}"
+    return "valid", ""
+
+
+def score_case(evaluation_spec: dict[str, JSON], evidence: CaseEvidence | dict[str, JSON], *,
+               judge: JudgeFn | None = None, secret_values: Iterable[str] = (),
+               judge_results: dict[str, dict[str, JSON]] | None = None,
+               human_preferences: dict[str, float] | None = None) -> CaseScore:
+    """Score one case. Never raises for bad packs or evidence; problems become states and warnings.
+
+    ``judge_results`` supplies precomputed judge results by key (n_wise judges, or judges run
+    elsewhere); ``human_preferences`` maps a human_preference dimension key to a 0..1 score.
+    """
+    spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
+    if isinstance(evidence, dict):
+        evidence = CaseEvidence.from_dict(evidence)
+    warnings: list[str] = []
+    extracted = extract(evidence)
+    validators = [run_validator(v, evidence, extracted) for v in spec.get("validators") or []]
+    ctx = MetricContext(spec, evidence, extracted, validators)
+    metrics = collect_all(ctx)
+
+    judges: list[dict[str, JSON]] = []
+    if spec.get("judge_mode") in ("llm_judge", "hybrid") or spec.get("llm_judges"):
+        judges, judge_warnings = run_judges(spec, evidence, extracted, judge, secret_values=secret_values,
+                                            precomputed=judge_results)
+        warnings += judge_warnings
+        if judge is None and any(j.get("state") != "available" for j in judges):
+            warnings.append("no judge configured; LLM judge dimensions are unavailable")
+    judges_by_key = {str(j.get("judge_key")): j for j in judges}
+
+    scorecard = spec.get("scorecard") or {}
+    inputs = dims_mod.DimensionInputs(ctx, metrics, judges_by_key, dict(human_preferences or {}))
+    dimension_scores = [dims_mod.score_dimension(spec, d, inputs) for d in dims_mod.expand(spec)]
+    if not dimension_scores:
+        warnings.append("scorecard declares no dimensions")
+
+    behavioral = []
+    block = spec.get("behavioral") or {}
+    for signal in (block.get("signals") if isinstance(block, dict) else None) or []:
+        fn = signals.SIGNALS.get(signal.get("key")) if isinstance(signal, dict) else None
+        if fn is not None:
+            score = fn(extracted)
+            threshold = signal.get("pass_threshold")
+            behavioral.append({"key": signal["key"], "score": score, "weight": signal.get("weight", 1.0),
+                               "gate": bool(signal.get("gate")), "pass_threshold": threshold,
+                               "passed": None if not signal.get("gate") else score >= float(threshold or 0)})
+
+    strategy = str(scorecard.get("strategy") or "weighted")
+    threshold = scorecard.get("pass_threshold")
+    result = overall(strategy, dimension_scores, float(threshold) if isinstance(threshold, (int, float)) else None)
+    status = "complete" if dimension_scores and all(d.state == "available" for d in dimension_scores) else "partial"
+    validity, validity_reason = _validity(validators, metrics, dimension_scores)
+    cost = model_cost(spec, extracted, evidence.model).cost_usd
+    latency = extracted.latency_ms if extracted.latency_ms is not None else evidence.duration_ms
+    return CaseScore(
+        case_key=evidence.case_key, status=status, run_status=evidence.status, strategy=strategy,
+        overall_score=result.score, passed=result.passed, overall_reason=result.reason, validity=validity,
+        validity_reason=validity_reason, validators=validators, metrics=metrics, dimensions=dimension_scores,
+        behavioral_signals=behavioral, judge_results=judges, warnings=warnings, cost_usd=cost, latency_ms=latency,
+        total_tokens=extracted.total_tokens, input_tokens=extracted.input_tokens,
+        output_tokens=extracted.output_tokens, stop_reason=evidence.stop_reason,
+    )

@@ -1,0 +1,336 @@
+"""Scoring services: case → lane → run scorecards (runtime.md §5), called by the run lifecycle.
+
+Each function is idempotent and never raises: a failure marks the row ``errored`` and emits a
+``scoring.failed`` event. The engine (``engine.scoring``) does the maths; this module builds the
+evidence from the database and persists what comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from engine.scoring import CaseEvidence, aggregate_lane, rank_lanes, score_case
+from runs.models import CaseRun, CaseScore, LaneScorecard, Run, RunAgent, RunEvent, RunScorecard, ScoreStatus
+
+logger = logging.getLogger(__name__)
+
+JSON = Any
+EVENT_SOURCE = "worker_scoring"
+SCHEMA_VERSION = "2026-03-15"
+REF_KEYS = {"$ref", "bytes", "type"}
+
+
+# -- evidence -------------------------------------------------------------------------------
+
+
+def evaluation_spec_for(run: Run) -> dict[str, JSON]:
+    manifest = run.pack_version.manifest if isinstance(run.pack_version.manifest, dict) else {}
+    spec = manifest.get("evaluation_spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _hydrate(payload: JSON) -> JSON:
+    """Replace an oversized-payload stub ``{"$ref", "bytes", "type"}`` by the stored payload."""
+    if not (isinstance(payload, dict) and set(payload) == REF_KEYS and isinstance(payload.get("$ref"), str)):
+        return payload
+    try:
+        with default_storage.open(payload["$ref"], "rb") as handle:
+            return json.loads(handle.read().decode())
+    except Exception:  # a missing blob degrades the evidence, it must not fail scoring
+        logger.warning("Could not hydrate event payload %s", payload["$ref"])
+        return payload
+
+
+def _case_document(case_payload: JSON) -> dict[str, JSON]:
+    """Case.payload is either the plain payload or a ``schema_version: 1`` document (packs §6.2)."""
+    payload = case_payload if isinstance(case_payload, dict) else {}
+    if payload.get("schema_version") == 1:
+        return {
+            "payload": payload.get("payload") or {},
+            "inputs": payload.get("inputs") or [],
+            "expectations": payload.get("expectations") or [],
+        }
+    return {"payload": payload, "inputs": payload.get("inputs") or [], "expectations": payload.get("expectations") or []}
+
+
+def _snapshot_model(snapshot: JSON) -> str | dict[str, str] | None:
+    snapshot = snapshot if isinstance(snapshot, dict) else {}
+    deployment = snapshot.get("deployment") if isinstance(snapshot.get("deployment"), dict) else snapshot
+    account = snapshot.get("provider_account") if isinstance(snapshot.get("provider_account"), dict) else {}
+    model = deployment.get("model") or snapshot.get("model")
+    provider = account.get("provider_key") or snapshot.get("provider_key") or deployment.get("provider_key")
+    if not model:
+        return None
+    return {"provider_key": str(provider or ""), "provider_model_id": str(model)}
+
+
+def _verification(case_run: CaseRun) -> tuple[dict, dict, dict]:
+    data = case_run.verification if isinstance(case_run.verification, dict) else {}
+
+    def part(*names: str) -> dict:
+        for name in names:
+            value = data.get(name)
+            if isinstance(value, dict):
+                return value
+        return {}
+
+    return part("captured_files", "files"), part("directory_listings", "listings"), part("code_executions", "code")
+
+
+def evidence_for_case_run(case_run: CaseRun) -> CaseEvidence:
+    events = [
+        {
+            "event_id": e.event_id,
+            "event_type": e.event_type,
+            "sequence_number": e.sequence_number,
+            "occurred_at": e.occurred_at.isoformat() if e.occurred_at else None,
+            "payload": _hydrate(e.payload),
+        }
+        for e in RunEvent.objects.filter(case_run=case_run).exclude(event_type__startswith="scoring.").order_by("sequence_number")
+    ]
+    captured, listings, code = _verification(case_run)
+    status = case_run.status if case_run.status in ("completed", "failed", "cancelled") else "failed"
+    return CaseEvidence(
+        case_key=case_run.case_key,
+        status=status,
+        stop_reason=case_run.stop_reason or None,
+        final_output=case_run.final_output,
+        events=events,
+        captured_files=captured,
+        directory_listings=listings,
+        code_executions=code,
+        case=_case_document(case_run.case.payload),
+        usage={"input_tokens": case_run.input_tokens, "output_tokens": case_run.output_tokens, "total_tokens": case_run.total_tokens},
+        step_count=case_run.step_count,
+        tool_call_count=case_run.tool_call_count,
+        duration_ms=float(case_run.duration_ms) if case_run.duration_ms is not None else None,
+        model=_snapshot_model(case_run.lane.snapshot),
+    )
+
+
+# -- events ---------------------------------------------------------------------------------
+
+
+def scoring_event_append(*, lane: RunAgent, event_id: str, event_type: str, payload: dict[str, JSON], case_run: CaseRun | None = None) -> bool:
+    """Append one ``scoring.*`` event once (deterministic id); False when it already existed.
+
+    The sequence number comes from a compare-and-set on ``RunAgent.next_sequence``, retried on
+    conflict (another writer took the number) up to 8 times, as the engine's sink does.
+    """
+    if RunEvent.objects.filter(event_id=event_id).exists():
+        return False
+    for _ in range(8):
+        current = RunAgent.objects.filter(pk=lane.pk).values_list("next_sequence", flat=True).first()
+        if current is None:
+            return False
+        if RunAgent.objects.filter(pk=lane.pk, next_sequence=current).update(next_sequence=current + 1) != 1:
+            continue
+        try:
+            with transaction.atomic():
+                RunEvent.objects.create(
+                    run_id=lane.run_id,
+                    lane=lane,
+                    case_run=case_run,
+                    event_id=event_id,
+                    sequence_number=current,
+                    event_type=event_type,
+                    source=EVENT_SOURCE,
+                    occurred_at=timezone.now(),
+                    case_key=case_run.case_key if case_run else "",
+                    attempt=case_run.attempt if case_run else 0,
+                    payload={**payload, "schema_version": SCHEMA_VERSION, **({"case_key": case_run.case_key} if case_run else {})},
+                )
+            return True
+        except IntegrityError:
+            if RunEvent.objects.filter(event_id=event_id).exists():
+                return False
+    logger.warning("Could not allocate a sequence number for %s", event_id)
+    return False
+
+
+def _safe_emit(**kwargs: Any) -> None:
+    # Event failures only add a warning (§5.1); they never change a score.
+    try:
+        scoring_event_append(**kwargs)
+    except Exception:
+        logger.exception("Could not write scoring event %s", kwargs.get("event_id"))
+
+
+# -- judges ---------------------------------------------------------------------------------
+
+
+def judge_for_lane(lane: RunAgent) -> Callable:
+    """``judge(model, messages) -> ModelResponse`` backed by a real provider.
+
+    Uses the workspace deployment whose model equals the judge model (its provider account and
+    credential); otherwise the lane's own scripted configuration, so offline demos can judge.
+    """
+    from engine.providers.registry import create_provider
+    from engine.types import ModelRequest
+    from workspaces.models import AgentDeployment, LifecycleStatus
+
+    def judge(model: str, messages: list) -> Any:
+        deployment = (
+            AgentDeployment.objects.select_related("provider_account")
+            .filter(workspace_id=lane.workspace_id, model=model, status=LifecycleStatus.ACTIVE)
+            .order_by("id")
+            .first()
+        )
+        if deployment is not None:
+            account = deployment.provider_account
+            provider = create_provider(
+                account.provider_key,
+                api_key=_credential(account),
+                base_url=account.base_url or None,
+                deployment_config=deployment.deployment_config or {},
+            )
+        else:
+            snapshot = lane.snapshot if isinstance(lane.snapshot, dict) else {}
+            deployment_snapshot = snapshot.get("deployment") if isinstance(snapshot.get("deployment"), dict) else snapshot
+            config = deployment_snapshot.get("deployment_config") or snapshot.get("deployment_config") or {}
+            provider = create_provider("scripted", api_key=None, base_url=None, deployment_config=config)
+        return provider.complete(ModelRequest(model=model, messages=messages, tools=[], metadata={"purpose": "judge"}))
+
+    return judge
+
+
+def _credential(account: Any) -> str | None:
+    reference = account.credential_reference or ""
+    if not reference.startswith("workspace-secret://"):
+        return None
+    from secrets_app.services import secret_resolve
+
+    return secret_resolve(workspace=account.workspace, key=reference.removeprefix("workspace-secret://"))
+
+
+def _secret_values(run: Run) -> list[str]:
+    try:
+        from secrets_app.services import secrets_resolve_for_run
+
+        return [v for v in secrets_resolve_for_run(workspace=run.workspace).values() if v]
+    except Exception:
+        logger.exception("Could not load workspace secrets for judge redaction")
+        raise
+
+
+# -- services -------------------------------------------------------------------------------
+
+
+def case_run_score(*, case_run_id: int) -> None:
+    """Score one finished case run and persist its CaseScore. Idempotent; never raises."""
+    case_run = CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case").filter(pk=case_run_id).first()
+    if case_run is None:
+        logger.info("case_run_score: case run %s is gone", case_run_id)
+        return
+    if not case_run.is_terminal:
+        logger.info("case_run_score: case run %s is not finished (%s)", case_run_id, case_run.status)
+        return
+    lane = case_run.lane
+    prefix = f"scoring:{lane.pk}:case:{case_run.pk}"
+    try:
+        spec = evaluation_spec_for(case_run.run)
+        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:started", event_type="scoring.started",
+                   payload={"evaluation_spec": spec.get("name"), "scope": "case"})
+        evidence = evidence_for_case_run(case_run)
+        needs_judge = bool(spec.get("llm_judges"))
+        result = score_case(
+            spec,
+            evidence,
+            judge=judge_for_lane(lane) if needs_judge else None,
+            secret_values=_secret_values(case_run.run) if needs_judge else (),
+        )
+        document = result.as_dict()
+        with transaction.atomic():
+            CaseScore.objects.update_or_create(
+                case_run=case_run,
+                defaults={"lane": lane, "passed": document["passed"], "overall_score": document["overall_score"],
+                          "validity": document["validity"], "document": document},
+            )
+            case_run.score_status = ScoreStatus.SCORED
+            case_run.passed = document["passed"]
+            case_run.score = document["overall_score"]
+            case_run.save(update_fields=["score_status", "passed", "score"])
+    except Exception as exc:
+        logger.exception("Scoring case run %s failed", case_run_id)
+        CaseRun.objects.filter(pk=case_run.pk).update(score_status=ScoreStatus.ERRORED)
+        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:failed", event_type="scoring.failed",
+                   payload={"error": f"{type(exc).__name__}: {exc}"[:500]})
+        return
+    for metric in document.get("metric_details") or []:
+        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:metric:{metric.get('key')}",
+                   event_type="scoring.metric.recorded",
+                   payload={"metric_key": metric.get("key"), "state": metric.get("state"), "value": metric.get("value")})
+    _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:completed", event_type="scoring.completed",
+               payload={"evaluation_spec": spec.get("name"), "status": document["status"], "validity": document["validity"],
+                        "validity_reason": document["validity_reason"], "passed": document["passed"],
+                        "overall_score": document["overall_score"],
+                        "dimension_scores": {k: v.get("score") for k, v in document["dimensions"].items()},
+                        "llm_judge_results": [{"judge_key": j.get("judge_key"), "normalized_score": j.get("normalized_score")}
+                                              for j in document.get("llm_judge_details") or []],
+                        "warnings": document["warnings"]})
+
+
+def lane_score(*, lane_id: int) -> None:
+    """Aggregate the lane's case scores into its LaneScorecard. Idempotent; never raises."""
+    lane = RunAgent.objects.select_related("run__pack_version").filter(pk=lane_id).first()
+    if lane is None:
+        logger.info("lane_score: lane %s is gone", lane_id)
+        return
+    try:
+        spec = evaluation_spec_for(lane.run)
+        scores = [cs.document for cs in CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id")]
+        refs = {"run_id": lane.run_id, "lane_id": lane.pk, "pack_version_id": lane.run.pack_version_id,
+                "input_set_id": lane.run.input_set_id}
+        if lane.status == "failed":
+            refs.update(status="failed", failure_reason=lane.failure_reason)
+        document = aggregate_lane(spec, scores, refs=refs)
+        LaneScorecard.objects.update_or_create(
+            lane=lane,
+            defaults={"overall_score": document.get("overall_score"), "pass_rate": document.get("pass_rate"),
+                      "passed": document.get("passed"), "validity": document.get("validity") or "", "document": document},
+        )
+    except Exception as exc:
+        logger.exception("Scoring lane %s failed", lane_id)
+        _safe_emit(lane=lane, event_id=f"scoring:{lane.pk}:lane:failed", event_type="scoring.failed",
+                   payload={"error": f"{type(exc).__name__}: {exc}"[:500], "scope": "lane"})
+        return
+    _safe_emit(lane=lane, event_id=f"scoring:{lane.pk}:{spec.get('name') or 'spec'}:completed", event_type="scoring.completed",
+               payload={"scope": "lane", "evaluation_spec": spec.get("name"), "validity": document.get("validity"),
+                        "validity_reason": document.get("validity_reason"), "overall_score": document.get("overall_score"),
+                        "pass_rate": document.get("pass_rate"), "passed": document.get("passed"),
+                        "dimension_scores": {k: v.get("mean") for k, v in (document.get("dimensions") or {}).items()},
+                        "warnings": document.get("warnings") or []})
+
+
+def run_score(*, run_id: int) -> None:
+    """Rank the run's lanes into its RunScorecard and settle ``Run.score_status``. Never raises."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        logger.info("run_score: run %s is gone", run_id)
+        return
+    try:
+        lanes = list(RunAgent.objects.filter(run=run).order_by("lane_index"))
+        for lane in lanes:
+            if not LaneScorecard.objects.filter(lane=lane).exists():
+                lane_score(lane_id=lane.pk)
+        cards = {str(c.lane_id): c.document for c in LaneScorecard.objects.filter(lane__run=run)}
+        missing = [lane.label for lane in lanes if str(lane.pk) not in cards]
+        if missing or not lanes:
+            raise RuntimeError(f"no scorecard for lane(s): {', '.join(missing) or 'none'}")
+        errored = CaseRun.objects.filter(run=run, score_status=ScoreStatus.ERRORED).count()
+        document = rank_lanes(cards)
+        document["errored_case_count"] = errored
+        winner = document.get("winner_lane_id")
+        RunScorecard.objects.update_or_create(run=run, defaults={"winner_lane_id": int(winner) if winner else None, "document": document})
+        Run.objects.filter(pk=run.pk).update(score_status=ScoreStatus.SCORED)
+    except Exception as exc:
+        logger.exception("Scoring run %s failed", run_id)
+        Run.objects.filter(pk=run.pk).update(score_status=ScoreStatus.ERRORED)
+        RunScorecard.objects.update_or_create(run=run, defaults={"winner_lane": None, "document": {"error": f"{type(exc).__name__}: {exc}"[:500]}})

@@ -1,0 +1,190 @@
+"""Baseline-vs-candidate comparisons of lane scorecards (runtime.md §6.1).
+
+Dimension deltas are computed on the normalised, higher-is-better scores, so
+``better_direction`` is always ``higher`` and a positive delta is always an improvement.
+The upstream quirk (normalised latency/cost scores labelled ``lower``) is deliberately not
+copied; see docs/comparisons.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from engine.scoring.evidence import canonical_json
+
+JSON = Any
+SCHEMA_VERSION = "2026-05-05"
+REASON_CODES = (
+    "participant_count_mismatch",
+    "cross_run_participant_matching_unsupported",
+    "baseline_run_agent_unresolved",
+    "candidate_run_agent_unresolved",
+    "participant_match_not_resolved",
+    "frozen_context_invalid",
+    "missing_scorecard",
+    "challenge_pack_version_mismatch",
+    "challenge_input_set_mismatch",
+    "evaluation_spec_mismatch",
+    "challenge_coverage_mismatch",
+)
+REF_CHECKS = (
+    ("pack_version_id", "challenge_pack_version_mismatch"),
+    ("input_set_id", "challenge_input_set_mismatch"),
+    ("evaluation_spec_fingerprint", "evaluation_spec_mismatch"),
+)
+
+
+def fingerprint(baseline: JSON, candidate: JSON) -> str:
+    return hashlib.sha256(canonical_json({"baseline": baseline, "candidate": candidate}).encode()).hexdigest()
+
+
+def _refs(card: JSON) -> dict[str, JSON]:
+    return dict(card.get("refs") or {}) if isinstance(card, dict) else {}
+
+
+def not_comparable(reason_code: str, reason: str, baseline: JSON = None, candidate: JSON = None) -> dict[str, JSON]:
+    """A non-comparable summary; the Django side uses this for run/agent resolution failures."""
+    return {
+        "schema_version": SCHEMA_VERSION, "status": "not_comparable", "reason_code": reason_code, "reason": reason,
+        "refs": {"baseline": _refs(baseline), "candidate": _refs(candidate)}, "matched_participants": [],
+        "dimension_deltas": {}, "metric_deltas": {}, "scorecard_pass": {"baseline": None, "candidate": None},
+        "scorecard_validity": {"baseline": None, "candidate": None}, "case_divergence": None,
+        "failure_divergence": None, "replay_divergence": None,
+        "evidence_quality": {"missing_fields": [], "warnings": []}, "regression": None,
+        "fingerprint": fingerprint(baseline, candidate),
+    }
+
+
+def _is_scorecard(card: JSON) -> bool:
+    return isinstance(card, dict) and isinstance(card.get("dimensions"), dict) and "cases" in card
+
+
+def _coverage(card: dict[str, JSON]) -> set[str]:
+    return {str(c.get("case_key")) for c in card.get("cases") or []}
+
+
+def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], missing: list[str]) -> dict[str, JSON]:
+    out = {}
+    b_dims, c_dims = baseline.get("dimensions") or {}, candidate.get("dimensions") or {}
+    for key in sorted(set(b_dims) | set(c_dims)):
+        b, c = b_dims.get(key), c_dims.get(key)
+        if b is None:
+            state = "missing_baseline"
+        elif c is None:
+            state = "missing_candidate"
+        elif "error" in (b.get("state"), c.get("state")):
+            state = "error"
+        elif b.get("state") != "available" or c.get("state") != "available" or None in (b.get("mean"), c.get("mean")):
+            state = "unavailable"
+        else:
+            state = "available"
+        b_value, c_value = (b or {}).get("mean"), (c or {}).get("mean")
+        out[key] = {"baseline_value": b_value, "candidate_value": c_value,
+                    "delta": c_value - b_value if state == "available" else None,
+                    "better_direction": "higher",
+                    "declared_direction": (c or b or {}).get("declared_direction"), "state": state}
+        if state != "available":
+            missing.append(f"dimension_deltas.{key}")
+    return out
+
+
+def _metric_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+    """Raw, un-normalised numbers for people to read; gates use dimension deltas only."""
+    def pick(card: dict[str, JSON]) -> dict[str, JSON]:
+        return {"overall_score": (card.get("overall_score"), "higher"),
+                "pass_rate": (card.get("pass_rate"), "higher"),
+                "cost_usd": (card.get("cost_usd"), "lower"),
+                "latency_p50_ms": ((card.get("latency_ms") or {}).get("p50"), "lower"),
+                "latency_p95_ms": ((card.get("latency_ms") or {}).get("p95"), "lower"),
+                "total_tokens": ((card.get("tokens") or {}).get("total_tokens"), "lower")}
+
+    b, c = pick(baseline), pick(candidate)
+    return {key: {"baseline": b[key][0], "candidate": c[key][0], "better_direction": b[key][1],
+                  "delta": None if b[key][0] is None or c[key][0] is None else c[key][0] - b[key][0]} for key in b}
+
+
+def _case_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+    b_cases = {str(c.get("case_key")): c for c in baseline.get("cases") or []}
+    c_cases = {str(c.get("case_key")): c for c in candidate.get("cases") or []}
+    shared = sorted(set(b_cases) & set(c_cases))
+    return {
+        "passed_to_failed": [k for k in shared if b_cases[k].get("passed") is True and c_cases[k].get("passed") is False],
+        "failed_to_passed": [k for k in shared if b_cases[k].get("passed") is False and c_cases[k].get("passed") is True],
+        "completed_to_failed": [k for k in shared if b_cases[k].get("run_status") == "completed"
+                                and c_cases[k].get("run_status") in ("failed", "cancelled")],
+        "failed_to_completed": [k for k in shared if b_cases[k].get("run_status") in ("failed", "cancelled")
+                                and c_cases[k].get("run_status") == "completed"],
+        "unchanged": sum(1 for k in shared if b_cases[k].get("passed") == c_cases[k].get("passed")),
+    }
+
+
+def _failure_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+    b_failed, c_failed = baseline.get("status") == "failed", candidate.get("status") == "failed"
+    b_reason, c_reason = baseline.get("failure_reason"), candidate.get("failure_reason")
+    b_replay = (baseline.get("replay_summary") or {}).get("terminal_status")
+    c_replay = (candidate.get("replay_summary") or {}).get("terminal_status")
+    return {
+        "statuses": {"baseline": baseline.get("status"), "candidate": candidate.get("status")},
+        "failure_reasons": {"baseline": b_reason, "candidate": c_reason},
+        "terminal_replay_statuses": {"baseline": b_replay, "candidate": c_replay},
+        "candidate_failed_baseline_succeeded": c_failed and not b_failed,
+        "candidate_succeeded_baseline_failed": b_failed and not c_failed,
+        "both_failed_differently": b_failed and c_failed and (b_reason != c_reason or b_replay != c_replay),
+    }
+
+
+def _replay_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON], missing: list[str]) -> JSON:
+    b, c = baseline.get("replay_summary"), candidate.get("replay_summary")
+    if b is None and c is None:
+        return None  # lane scorecards carry no replay summaries by default; nothing to compare
+    if b is None or c is None:
+        missing.append("replay_summary_divergence")
+        return None
+    b_counts, c_counts = b.get("counts") or {}, c.get("counts") or {}
+    return {key: (c_counts.get(key) or 0) - (b_counts.get(key) or 0) for key in sorted(set(b_counts) | set(c_counts))}
+
+
+def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON] | None) -> dict[str, JSON]:
+    """Compare two lane scorecards from ``aggregate_lane`` (optionally with extra ``refs``)."""
+    if not _is_scorecard(baseline) or not _is_scorecard(candidate):
+        side = "baseline" if not _is_scorecard(baseline) else "candidate"
+        return not_comparable("missing_scorecard", f"the {side} has no scorecard", baseline, candidate)
+    b_refs, c_refs = _refs(baseline), _refs(candidate)
+    for field, code in REF_CHECKS:
+        if b_refs.get(field) is not None and c_refs.get(field) is not None and b_refs[field] != c_refs[field]:
+            return not_comparable(code, f"{field} differs ({b_refs[field]} vs {c_refs[field]})", baseline, candidate)
+    b_cov, c_cov = _coverage(baseline), _coverage(candidate)
+    if b_cov != c_cov:
+        only_b, only_c = sorted(b_cov - c_cov), sorted(c_cov - b_cov)
+        return not_comparable("challenge_coverage_mismatch",
+                              f"cases only in baseline: {only_b}; only in candidate: {only_c}", baseline, candidate)
+    missing: list[str] = []
+    warnings: list[str] = []
+    deltas = _dimension_deltas(baseline, candidate, missing)
+    scorecard_pass = {"baseline": baseline.get("passed"), "candidate": candidate.get("passed")}
+    for side, value in scorecard_pass.items():
+        if value is None:
+            missing.append(f"scorecard_pass.{side}")
+    replay = _replay_divergence(baseline, candidate, missing)
+    for side, card in (("baseline", baseline), ("candidate", candidate)):
+        if card.get("validity") != "valid":
+            warnings.append(f"{side} scorecard is {card.get('validity')}: {card.get('validity_reason', '')}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "comparable",
+        "reason_code": None,
+        "reason": "",
+        "refs": {"baseline": b_refs, "candidate": c_refs},
+        "matched_participants": [{"baseline_lane_id": b_refs.get("lane_id"), "candidate_lane_id": c_refs.get("lane_id")}],
+        "dimension_deltas": deltas,
+        "metric_deltas": _metric_deltas(baseline, candidate),
+        "scorecard_pass": scorecard_pass,
+        "scorecard_validity": {"baseline": baseline.get("validity"), "candidate": candidate.get("validity")},
+        "case_divergence": _case_divergence(baseline, candidate),
+        "failure_divergence": _failure_divergence(baseline, candidate),
+        "replay_divergence": replay,
+        "evidence_quality": {"missing_fields": missing, "warnings": warnings},
+        "regression": {"baseline": baseline.get("regression_cases"), "candidate": candidate.get("regression_cases")},
+        "fingerprint": fingerprint(baseline, candidate),
+    }

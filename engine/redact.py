@@ -1,0 +1,68 @@
+"""Remove secret values from anything that leaves the engine (tool results, events, errors)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[redacted]"
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
+
+
+class Redactor:
+    """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``.
+
+    Forms covered: the raw value, URL-encoded (``quote``/``quote_plus``), base64 of the value,
+    and any base64 token that decodes to text containing a value (``Basic`` auth of
+    ``user:value``). Longest values are replaced first so a secret that contains another is
+    not left half-visible.
+    """
+
+    def __init__(self, secret_values: Iterable[str]):
+        values = {v for v in secret_values if isinstance(v, str) and v}
+        forms: set[str] = set()
+        for value in values:
+            forms.add(value)
+            forms.add(urllib.parse.quote(value, safe=""))
+            forms.add(urllib.parse.quote_plus(value, safe=""))
+            encoded = base64.b64encode(value.encode()).decode()
+            if len(value) >= 4:
+                forms.add(encoded)
+                forms.add(encoded.rstrip("="))
+        self._values = sorted(values, key=len, reverse=True)
+        ordered = sorted((f for f in forms if f), key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
+        self._bytes_values = [v.encode() for v in self._values]
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def _b64_contains_secret(self, token: str) -> bool:
+        raw = token.replace("-", "+").replace("_", "/")
+        raw += "=" * (-len(raw) % 4)
+        try:
+            decoded = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        return any(v in decoded for v in self._bytes_values)
+
+    def text(self, s: str) -> str:
+        if self._pattern is None or not s:
+            return s
+        s = self._pattern.sub(REDACTED, s)
+        return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
+
+    def json(self, obj: Any) -> Any:
+        if self._pattern is None:
+            return obj
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {self.text(k) if isinstance(k, str) else k: self.json(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.json(v) for v in obj]
+        return obj

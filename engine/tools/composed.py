@@ -1,0 +1,129 @@
+"""Pack composed tools: build-time validation and call-time delegation (runtime.md §2.2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import jsonschema
+
+from engine.tools import templates
+from engine.tools.mock import MockConfigError, MockTool
+
+MAX_DEPTH = 8
+DEFAULT_PARAMETERS = {"type": "object", "additionalProperties": False}
+
+
+class ToolsetError(Exception):
+    """The tool registry cannot be built; the message says what is wrong (no secret values)."""
+
+
+@dataclasses.dataclass(slots=True)
+class CustomTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    declared: set[str]
+    delegate: str | None = None  # None for mocks
+    args_template: Any = None
+    secret_keys: set[str] = dataclasses.field(default_factory=set)
+    mock: MockTool | None = None
+
+
+def parse_custom(items: Any, primitive_names: set[str], secrets: dict[str, str]) -> tuple[list[CustomTool], list[str]]:
+    """Validate ``tools.custom[]``; returns (tools, warnings). Raises ToolsetError."""
+    tools: list[CustomTool] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for index, item in enumerate(items or []):
+        if not isinstance(item, dict):
+            raise ToolsetError(f"tools.custom[{index}] must be an object")
+        name = str(item.get("name") or "").strip()
+        if not name:
+            raise ToolsetError(f"tools.custom[{index}]: tool name is required")
+        if name in primitive_names or name in seen:
+            raise ToolsetError(f'tool "{name}" is already defined')
+        seen.add(name)
+        parameters = item.get("parameters")
+        if parameters is None:
+            parameters = dict(DEFAULT_PARAMETERS)
+        if not isinstance(parameters, dict):
+            raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema object')
+        try:
+            jsonschema.Draft202012Validator.check_schema(parameters)
+        except jsonschema.SchemaError as exc:
+            raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema ({exc.message})') from None
+        declared = set((parameters.get("properties") or {}).keys()) if isinstance(parameters.get("properties"), dict) else set()
+        implementation = item.get("implementation") or {}
+        if not isinstance(implementation, dict):
+            raise ToolsetError(f'tool "{name}": implementation must be an object')
+        description = str(item.get("description") or "")
+        if str(implementation.get("type") or "").strip().lower() == "mock":
+            try:
+                mock = MockTool(name, implementation, declared)
+            except MockConfigError as exc:
+                raise ToolsetError(str(exc)) from None
+            tools.append(CustomTool(name, description, parameters, declared, mock=mock))
+            continue
+        delegate = str(implementation.get("primitive") or "").strip()
+        if not delegate:
+            raise ToolsetError(f'tool "{name}": implementation.primitive is required')
+        if delegate == name:
+            raise ToolsetError(f'tool "{name}" cannot delegate to itself')
+        template = implementation.get("args")
+        if not isinstance(template, dict) or not template:
+            raise ToolsetError(f'tool "{name}": implementation.args must be a non-empty object')
+        problems, secret_keys = templates.check(template, declared)
+        if problems:
+            raise ToolsetError(f'tool "{name}": {problems[0]}')
+        if secret_keys:
+            if delegate != "http_request":
+                raise ToolsetError(f'tool "{name}": ${{secrets.*}} may only be passed to the http_request primitive')
+            out = template.get("output_path")
+            if out is not None and (not isinstance(out, str) or out.strip()):
+                raise ToolsetError(f'tool "{name}": a tool that uses secrets cannot set output_path')
+            missing = sorted(k for k in secret_keys if not secrets.get(k))
+            if missing:
+                warnings.append(f'tool "{name}" disabled: secret "{missing[0]}" is not set')
+                continue
+        tools.append(CustomTool(name, description, parameters, declared, delegate, template, secret_keys))
+    return tools, warnings
+
+
+def prune(tools: list[CustomTool], available_primitives: set[str]) -> list[CustomTool]:
+    """Step 5: iteratively drop composed tools whose delegate does not exist."""
+    alive = {t.name: t for t in tools}
+    changed = True
+    while changed:
+        changed = False
+        for name, tool in list(alive.items()):
+            if tool.delegate is not None and tool.delegate not in available_primitives and tool.delegate not in alive:
+                del alive[name]
+                changed = True
+    return [t for t in tools if t.name in alive]
+
+
+def check_chains(tools: list[CustomTool]) -> None:
+    """Step 6: depth > 8 or a revisit is a registry error."""
+    by_name = {t.name: t for t in tools}
+    for tool in tools:
+        seen = [tool.name]
+        current = tool
+        hops = 0
+        while current.delegate is not None and current.delegate in by_name:
+            hops += 1
+            if hops > MAX_DEPTH:
+                raise ToolsetError(f'tool "{tool.name}": delegation depth exceeds {MAX_DEPTH}')
+            if current.delegate in seen:
+                raise ToolsetError(f'tool "{tool.name}": delegation cycle through "{current.delegate}"')
+            seen.append(current.delegate)
+            current = by_name[current.delegate]
+
+
+def resolve_args(tool: CustomTool, args: dict[str, Any], secrets: dict[str, str]) -> Any:
+    return templates.resolve(tool.args_template, args, tool.declared, secrets)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,39 @@
+"""What a primitive is bound to when the tool set is built."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from engine.net.guard import Network, Resolver
+from engine.redact import Redactor
+from engine.sandbox.base import SandboxConfig
+from engine.types import CancelCheck, EventSink, Sandbox
+
+
+@dataclasses.dataclass(slots=True)
+class ToolContext:
+    sandbox: Sandbox | None
+    config: SandboxConfig
+    secrets: dict[str, str]
+    redactor: Redactor
+    event_sink: EventSink | None = None
+    cancel_check: CancelCheck | None = None
+    run_id: str = ""
+    lane_id: str = ""
+    case_key: str = ""
+    allowlist: list[Network] = dataclasses.field(default_factory=list)
+    resolver: Resolver | None = None  # DNS override (tests); None = system resolver
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def kind_allowed(self, kind: str) -> bool:
+        if kind == "always":
+            return True
+        if kind == "shell":
+            return self.config.allow_shell
+        return self.config.kind_allowed(kind)
+
+    @property
+    def network_allowed(self) -> bool:
+        sandbox_ok = self.sandbox is None or bool(getattr(self.sandbox, "allow_network", False))
+        return self.config.kind_allowed("network") and self.config.allow_network and sandbox_ok

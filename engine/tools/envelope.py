@@ -1,0 +1,47 @@
+"""The structured output envelope with spill files (runtime.md §1.4)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from engine.tools.context import ToolContext
+
+INLINE_LIMIT = 32_768
+PREVIEW_LINES = 50
+PREVIEW_BYTES = 8_192
+SPILL_DIR = "/workspace/.agentclash/spill"
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def wrap(ctx: ToolContext, tool: str, payload: Any) -> str:
+    payload = ctx.redactor.json(payload)  # spill files are agent-readable: never write secrets there
+    text = compact(payload)
+    data = text.encode("utf-8")
+    total_lines = text.count("\n") + 1
+    if len(data) <= INLINE_LIMIT:
+        return compact({"truncated": False, "content": payload, "total_bytes": len(data), "total_lines": total_lines})
+    lines = text.split("\n")[:PREVIEW_LINES]
+    preview = "\n".join(lines)
+    preview_bytes = preview.encode("utf-8")
+    if len(preview_bytes) > PREVIEW_BYTES:
+        preview = preview_bytes[:PREVIEW_BYTES].decode("utf-8", "ignore")
+    result: dict[str, Any] = {
+        "truncated": True,
+        "preview": preview,
+        "total_bytes": len(data),
+        "total_lines": total_lines,
+        "preview_lines": preview.count("\n") + 1,
+    }
+    if ctx.sandbox is not None:
+        path = f"{SPILL_DIR}/{tool}_{uuid.uuid4().hex}.txt"
+        try:
+            ctx.sandbox.write_file(path, data)
+            result["full_output_path"] = path
+        except OSError:
+            result["full_output_path"] = None
+    return compact(result)

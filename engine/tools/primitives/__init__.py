@@ -1,0 +1,1 @@
+"""One module per primitive (or small group); each registers itself on import."""

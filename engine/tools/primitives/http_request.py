@@ -1,0 +1,107 @@
+"""http_request (kind ``network``): the only primitive that may receive secrets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.net import guard
+from engine.sandbox.base import WorkspaceFullError, WorkspacePathError
+from engine.tools import args as A
+from engine.tools.context import ToolContext
+from engine.tools.envelope import wrap
+from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.results import NO_SANDBOX, denied, error, ok
+from engine.types import ToolResult
+
+
+def create(ctx: ToolContext):
+    def execute(args: dict[str, Any]) -> ToolResult:
+        if not ctx.network_allowed:
+            return denied()
+        method = A.string(args, "method").strip().upper()
+        url = A.string(args, "url").strip()
+        headers = A.string_map(args, "headers")
+        body = A.string(args, "body")
+        timeout = A.integer(args, "timeout_seconds", 0)
+        output_path = A.string(args, "output_path").strip()
+        if not method:
+            return error("method is required")
+        if not url:
+            return error("url is required")
+        data = body.encode("utf-8")
+        if len(data) > guard.MAX_REQUEST_BODY_BYTES:
+            return error("request body exceeds size limit")
+        if output_path and ctx.sandbox is None:
+            return error(NO_SANDBOX)
+        if any(c in k or c in v for k, v in headers.items() for c in "\r\n\x00"):
+            return error("header names and values must not contain line breaks")
+        try:
+            response = guard.send(
+                method,
+                url,
+                headers=headers,
+                body=data,
+                timeout=guard.clamp_timeout(timeout),
+                allowlist=ctx.allowlist,
+                resolver=ctx.resolver,
+            )
+        except guard.NetworkPolicyError as exc:
+            return error(str(exc))
+        payload: dict[str, Any] = {
+            "status_code": response.status_code,
+            "headers": guard.redact_headers(response.headers),
+            "url": response.url,
+        }
+        if output_path:
+            try:
+                ctx.sandbox.write_file(output_path, response.body)  # type: ignore[union-attr]
+            except WorkspacePathError as exc:
+                return error(str(exc))
+            except WorkspaceFullError:
+                return error("workspace size limit exceeded")
+            except (IsADirectoryError, NotADirectoryError):
+                return error(f'path "{output_path}" is not a writable file')
+            payload.update(output_path=output_path, bytes_downloaded=len(response.body))
+        else:
+            payload.update(body=_decode(response), body_bytes=len(response.body))
+        return ok(wrap(ctx, "http_request", payload))
+
+    return execute
+
+
+def _decode(response: guard.Response) -> str:
+    charset = "utf-8"
+    content_type = next((v for k, v in response.headers.items() if k.lower() == "content-type"), "")
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset" and value:
+            charset = value.strip('"')
+    try:
+        return response.body.decode(charset, "replace")
+    except LookupError:
+        return response.body.decode("utf-8", "replace")
+
+
+register(
+    PrimitiveSpec(
+        name="http_request",
+        kind="network",
+        description="Send an HTTP(S) request to an allowed host and return status, headers and body.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "method": {"type": "string", "description": "GET, POST, PUT, PATCH, DELETE, HEAD…"},
+                "url": {"type": "string", "description": "Absolute http:// or https:// URL."},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers."},
+                "body": {"type": "string", "description": "Request body text (max 1 MiB)."},
+                "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Default 30, max 60."},
+                "output_path": {"type": "string", "description": "Save the response body to this workspace file."},
+            },
+            "required": ["method", "url"],
+            "additionalProperties": False,
+        },
+        examples=({"method": "GET", "url": "https://api.example.com/v1/items?limit=5"}, {"method": "POST", "url": "https://api.example.com/v1/items", "headers": {"Content-Type": "application/json"}, "body": "{\"name\": \"x\"}"}),
+        accepts_secrets=True,
+        create=create,
+    )
+)

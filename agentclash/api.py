@@ -88,7 +88,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             message = f"Invalid input: {first[0]}: {text}"
         response.data = error_body("invalid_request", message, fields)
         return response
-    code = getattr(exc, "default_code", None) or _CODES.get(response.status_code, "error")
+    code = _CODES.get(response.status_code) or getattr(exc, "default_code", None) or "error"
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         code = "unauthenticated"
     detail = getattr(exc, "detail", "")

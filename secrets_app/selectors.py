@@ -1,0 +1,24 @@
+"""Reads for secrets and the workspace audit log. None of these ever return a value."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from secrets_app.models import WorkspaceSecret
+from workspaces.models import AuditEvent, Workspace
+
+
+def secret_list(*, workspace: Workspace) -> QuerySet[WorkspaceSecret]:
+    # .defer keeps ciphertext out of list queries: lists never need it.
+    return WorkspaceSecret.objects.filter(workspace=workspace).select_related("created_by", "updated_by").defer("ciphertext").order_by("key")
+
+
+def secret_keys(*, workspace: Workspace) -> list[str]:
+    return list(WorkspaceSecret.objects.filter(workspace=workspace).order_by("key").values_list("key", flat=True))
+
+
+def audit_event_list(*, workspace: Workspace, action_prefix: str = "") -> QuerySet[AuditEvent]:
+    events = AuditEvent.objects.filter(workspace=workspace).select_related("actor").order_by("-created_at", "-id")
+    if action_prefix:
+        events = events.filter(action__startswith=action_prefix)
+    return events

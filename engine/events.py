@@ -19,8 +19,19 @@ SOURCE_PROMPT_EVAL = "prompt_eval_engine"
 SOURCE_MULTI_TURN = "multi_turn_engine"
 
 # Keys of the compact `summary` index (§4.4) that we copy out of payloads when present.
-_SUMMARY_KEYS = ("status", "step_index", "provider_key", "provider_model_id", "tool_name",
-                 "tool_category", "turn_index", "phase_id", "actor", "mismatch", "stop_reason")
+_SUMMARY_KEYS = (
+    "status",
+    "step_index",
+    "provider_key",
+    "provider_model_id",
+    "tool_name",
+    "tool_category",
+    "turn_index",
+    "phase_id",
+    "actor",
+    "mismatch",
+    "stop_reason",
+)
 
 
 def iso_now() -> str:

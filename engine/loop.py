@@ -61,8 +61,7 @@ class LoopResult:
 
 
 def _error_result(call: ToolCall, message: str, origin: str) -> ToolResult:
-    return ToolResult(content=json.dumps({"error": message}), is_error=True, tool_call_id=call.id,
-                      failure_origin=origin)
+    return ToolResult(content=json.dumps({"error": message}), is_error=True, tool_call_id=call.id, failure_origin=origin)
 
 
 def _arguments_for_event(raw: str) -> JSON:
@@ -118,9 +117,7 @@ class AgentLoop:
         return self.deadline is not None and self.clock() >= self.deadline
 
     def _timeout(self) -> LoopResult:
-        return LoopResult(
-            c.STOP_TIMEOUT, error=f"exceeded runtime budget after {self.limits.run_timeout_seconds:g}s"
-        )
+        return LoopResult(c.STOP_TIMEOUT, error=f"exceeded runtime budget after {self.limits.run_timeout_seconds:g}s")
 
     def _interrupted(self) -> LoopResult | None:
         if self.cancel_check():
@@ -158,12 +155,9 @@ class AgentLoop:
         except ProviderError as exc:
             if self.deadline_passed():
                 return self._timeout()
-            failure = {"provider_key": self.provider.provider_key, "code": exc.code,
-                       "retryable": exc.retryable, "message": exc.message}
-            return LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}",
-                              provider_failure=failure)
-        self.messages.append(Message(role="assistant", content=response.output_text,
-                                     tool_calls=list(response.tool_calls)))
+            failure = {"provider_key": self.provider.provider_key, "code": exc.code, "retryable": exc.retryable, "message": exc.message}
+            return LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure)
+        self.messages.append(Message(role="assistant", content=response.output_text, tool_calls=list(response.tool_calls)))
         if not response.tool_calls:
             return LoopResult(c.STOP_PROVIDER_ERROR, error=NO_TOOL_CALL_ERROR)
         outcome = self._run_tool_calls(response.tool_calls)
@@ -177,16 +171,19 @@ class AgentLoop:
         if self.deadline is not None:
             timeout = max(0.001, min(timeout, self.deadline - self.clock()))
         metadata = {**self.request_metadata, "step_index": step}
-        self.emitter.emit("model.call.started", {
-            "provider_key": self.provider.provider_key,
-            "provider_account_id": self.provider_account_id,
-            "model": self.model,
-            "trace_mode": self.trace_mode,
-            "step_timeout_ms": int(timeout * 1000),
-            "message_count": len(self.messages),
-            "tool_definition_count": len(self._definitions or []),
-            "metadata": metadata,
-        })
+        self.emitter.emit(
+            "model.call.started",
+            {
+                "provider_key": self.provider.provider_key,
+                "provider_account_id": self.provider_account_id,
+                "model": self.model,
+                "trace_mode": self.trace_mode,
+                "step_timeout_ms": int(timeout * 1000),
+                "message_count": len(self.messages),
+                "tool_definition_count": len(self._definitions or []),
+                "metadata": metadata,
+            },
+        )
         request = ModelRequest(
             model=self.model,
             messages=list(self.messages),
@@ -201,7 +198,7 @@ class AgentLoop:
                 return self.provider.complete(request)
             except ProviderError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - a provider bug must not crash the worker
+            except Exception as exc:
                 logger.exception("provider %s raised an unclassified error", self.provider.provider_key)
                 raise ProviderError(errors.UNKNOWN, f"provider raised {type(exc).__name__}") from None
 
@@ -234,13 +231,10 @@ class AgentLoop:
                     self.tool_call_count += 1
             if not result.tool_call_id:
                 result.tool_call_id = call.id
-            self.emitter.emit(
-                "tool.call.failed" if result.is_error else "tool.call.completed", tool_call_payload(call, result)
-            )
+            self.emitter.emit("tool.call.failed" if result.is_error else "tool.call.completed", tool_call_payload(call, result))
             submitted = call.name == SUBMIT and not result.is_error and result.submitted_answer is not None
             if not submitted or self.keep_submit_message:
-                self.messages.append(Message(role="tool", content=result.content, tool_call_id=call.id,
-                                             is_error=result.is_error))
+                self.messages.append(Message(role="tool", content=result.content, tool_call_id=call.id, is_error=result.is_error))
             if submitted:
                 return LoopResult(c.STOP_COMPLETED, final_output=result.submitted_answer)
         return None
@@ -312,19 +306,21 @@ def finish(
 ) -> c.CaseOutcome:
     """Emit the terminal event and build the outcome."""
     if result.completed:
-        emitter.emit("system.run.completed", {
-            "final_output": result.final_output,
-            "stop_reason": result.stop_reason,
-            "step_count": step_count,
-            "tool_call_count": tool_call_count,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "total_tokens": usage.total_tokens,
-        })
+        emitter.emit(
+            "system.run.completed",
+            {
+                "final_output": result.final_output,
+                "stop_reason": result.stop_reason,
+                "step_count": step_count,
+                "tool_call_count": tool_call_count,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        )
         status = c.COMPLETED
     else:
-        payload: dict[str, JSON] = {"error": result.error, "step_index": step_count,
-                                    "stop_reason": result.stop_reason}
+        payload: dict[str, JSON] = {"error": result.error, "step_index": step_count, "stop_reason": result.stop_reason}
         if result.provider_failure:
             payload["provider_failure"] = result.provider_failure
         emitter.emit("system.run.failed", payload)
@@ -368,8 +364,7 @@ def build_loop(
         messages=initial_messages(request, limits),
         started_at=started_at,
         keep_submit_message=keep_submit_message,
-        request_metadata={"run_id": request.run_id, "run_agent_id": request.lane_id,
-                          "case_key": request.case_key},
+        request_metadata={"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key},
         provider_account_id=str(request.deployment_config.get("provider_account_id") or ""),
         trace_mode=trace_mode(request),
     )
@@ -387,8 +382,23 @@ def run_native(
 ) -> c.CaseOutcome:
     started_at = clock()
     emitter = make_emitter(request, event_sink, SOURCE_NATIVE)
-    loop = build_loop(request, provider=provider, toolset=toolset, emitter=emitter, cancel_check=cancel_check,
-                      clock=clock, sleep=sleep, started_at=started_at, keep_submit_message=False)
+    loop = build_loop(
+        request,
+        provider=provider,
+        toolset=toolset,
+        emitter=emitter,
+        cancel_check=cancel_check,
+        clock=clock,
+        sleep=sleep,
+        started_at=started_at,
+        keep_submit_message=False,
+    )
     result = loop.run_until_submit()
-    return finish(emitter, result, step_count=loop.step_count, tool_call_count=loop.tool_call_count,
-                  usage=loop.usage, duration_ms=int((clock() - started_at) * 1000))
+    return finish(
+        emitter,
+        result,
+        step_count=loop.step_count,
+        tool_call_count=loop.tool_call_count,
+        usage=loop.usage,
+        duration_ms=int((clock() - started_at) * 1000),
+    )

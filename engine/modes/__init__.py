@@ -43,26 +43,32 @@ def run_case(
     if mode == NATIVE:
         from engine.loop import run_native
 
-        return run_native(request, provider=provider, toolset=toolset, event_sink=event_sink,
-                          cancel_check=cancel_check, clock=clock, sleep=sleep)
+        return run_native(
+            request, provider=provider, toolset=toolset, event_sink=event_sink, cancel_check=cancel_check, clock=clock, sleep=sleep
+        )
     if mode == PROMPT_EVAL:
         from engine.modes.prompt_eval import run_prompt_eval
 
-        return run_prompt_eval(request, provider=provider, event_sink=event_sink, cancel_check=cancel_check,
-                               clock=clock)
+        return run_prompt_eval(request, provider=provider, event_sink=event_sink, cancel_check=cancel_check, clock=clock)
     if mode == MULTI_TURN:
         from engine.modes.multi_turn import run_multi_turn
 
-        return run_multi_turn(request, provider=provider, toolset=toolset, event_sink=event_sink,
-                              cancel_check=cancel_check, clock=clock, sleep=sleep)
-    from engine.loop import LoopResult, finish, make_emitter
+        return run_multi_turn(
+            request, provider=provider, toolset=toolset, event_sink=event_sink, cancel_check=cancel_check, clock=clock, sleep=sleep
+        )
     from engine.events import SOURCE_NATIVE
+    from engine.loop import LoopResult, finish, make_emitter
     from engine.modes import case as c
     from engine.types import Usage
 
     message = f"execution mode {mode!r} is not supported yet"
-    failure = {"provider_key": provider.provider_key, "code": "unsupported_capability", "retryable": False,
-               "message": message}
+    failure = {"provider_key": provider.provider_key, "code": "unsupported_capability", "retryable": False, "message": message}
     emitter = make_emitter(request, event_sink, SOURCE_NATIVE)
-    return finish(emitter, LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=failure),
-                  step_count=0, tool_call_count=0, usage=Usage(), duration_ms=0)
+    return finish(
+        emitter,
+        LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=failure),
+        step_count=0,
+        tool_call_count=0,
+        usage=Usage(),
+        duration_ms=0,
+    )

@@ -81,8 +81,7 @@ class Limits:
         return cls(
             max_iterations=max(0, int(_number(profile.get("max_iterations"), DEFAULT_MAX_ITERATIONS))),
             max_tool_calls=max(0, int(_number(profile.get("max_tool_calls"), 0))),
-            step_timeout_seconds=_number(profile.get("step_timeout_seconds"), DEFAULT_STEP_TIMEOUT_SECONDS)
-            or DEFAULT_STEP_TIMEOUT_SECONDS,
+            step_timeout_seconds=_number(profile.get("step_timeout_seconds"), DEFAULT_STEP_TIMEOUT_SECONDS) or DEFAULT_STEP_TIMEOUT_SECONDS,
             run_timeout_seconds=max(0.0, run_timeout),
         )
 

@@ -21,10 +21,8 @@ _HIDDEN_DEPLOYMENT_KEYS = frozenset({"script", "judge_responses"})
 
 SANDBOX_STATEMENTS = (
     "You are running inside an isolated sandbox environment.",
-    "Tool failures are recoverable: read the error, adapt your approach and keep going while "
-    "budget remains.",
-    "When you are finished, call the `submit` tool with your final answer. Plain text does not "
-    "end the run.",
+    "Tool failures are recoverable: read the error, adapt your approach and keep going while budget remains.",
+    "When you are finished, call the `submit` tool with your final answer. Plain text does not end the run.",
 )
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")

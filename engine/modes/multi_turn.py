@@ -47,8 +47,14 @@ def run_multi_turn(
     transcript: list[dict[str, JSON]] = []
 
     def simulator_failure(message: str) -> c.CaseOutcome:
-        return finish(emitter, LoopResult(c.STOP_SIMULATOR_ERROR, error=message), step_count=0,
-                      tool_call_count=0, usage=Usage(), duration_ms=int((clock() - started_at) * 1000))
+        return finish(
+            emitter,
+            LoopResult(c.STOP_SIMULATOR_ERROR, error=message),
+            step_count=0,
+            tool_call_count=0,
+            usage=Usage(),
+            duration_ms=int((clock() - started_at) * 1000),
+        )
 
     unsupported = unsupported_simulator_actors(request.case)
     if unsupported:
@@ -57,8 +63,17 @@ def run_multi_turn(
     if not phases:
         return simulator_failure("user_simulator has no phases")
 
-    loop = build_loop(request, provider=provider, toolset=toolset, emitter=emitter, cancel_check=cancel_check,
-                      clock=clock, sleep=sleep, started_at=started_at, keep_submit_message=True)
+    loop = build_loop(
+        request,
+        provider=provider,
+        toolset=toolset,
+        emitter=emitter,
+        cancel_check=cancel_check,
+        clock=clock,
+        sleep=sleep,
+        started_at=started_at,
+        keep_submit_message=True,
+    )
     context = template_context(request.case)
     max_turns = max_turns_of(request.case)
     pending_mismatch = False
@@ -84,8 +99,7 @@ def run_multi_turn(
         if not message.strip():
             result = LoopResult(c.STOP_SIMULATOR_ERROR, error=f"phase {phase_id!r} has a turn without a message")
             break
-        emitter.emit("turn.user.message", {"turn_index": turn_index, "phase_id": phase_id, "actor": "scripted",
-                                           "message": message})
+        emitter.emit("turn.user.message", {"turn_index": turn_index, "phase_id": phase_id, "actor": "scripted", "message": message})
         loop.messages.append(Message(role="user", content=message))
         result = loop.run_until_submit()
         if not result.completed:
@@ -95,16 +109,46 @@ def run_multi_turn(
         mismatch = any(check["passed"] is False for check in checks)
         pending_mismatch = pending_mismatch or mismatch
         emitter.emit("turn.assistant.message", {"turn_index": turn_index, "phase_id": phase_id, "message": answer})
-        emitter.emit("turn.completed", {"turn_index": turn_index, "phase_id": phase_id, "actor": "scripted",
-                                        "mismatch": mismatch, "expectation_results": checks,
-                                        "step_count": loop.step_count, "tool_call_count": loop.tool_call_count})
-        transcript.append({"turn_index": turn_index, "phase_id": phase_id, "actor": "scripted",
-                           "user_message": message, "assistant_message": answer, "mismatch": mismatch,
-                           "expectation_results": checks})
+        emitter.emit(
+            "turn.completed",
+            {
+                "turn_index": turn_index,
+                "phase_id": phase_id,
+                "actor": "scripted",
+                "mismatch": mismatch,
+                "expectation_results": checks,
+                "step_count": loop.step_count,
+                "tool_call_count": loop.tool_call_count,
+            },
+        )
+        transcript.append(
+            {
+                "turn_index": turn_index,
+                "phase_id": phase_id,
+                "actor": "scripted",
+                "user_message": message,
+                "assistant_message": answer,
+                "mismatch": mismatch,
+                "expectation_results": checks,
+            }
+        )
 
     if result.completed and not transcript:
         result = LoopResult(c.STOP_SIMULATOR_ERROR, error="user_simulator produced no scripted turns")
-    emitter.emit("conversation.completed", {"turn_count": len(transcript), "stop_reason": result.stop_reason,
-                                            "final_output": result.final_output if result.completed else None})
-    return finish(emitter, result, step_count=loop.step_count, tool_call_count=loop.tool_call_count,
-                  usage=loop.usage, duration_ms=int((clock() - started_at) * 1000), transcript=transcript)
+    emitter.emit(
+        "conversation.completed",
+        {
+            "turn_count": len(transcript),
+            "stop_reason": result.stop_reason,
+            "final_output": result.final_output if result.completed else None,
+        },
+    )
+    return finish(
+        emitter,
+        result,
+        step_count=loop.step_count,
+        tool_call_count=loop.tool_call_count,
+        usage=loop.usage,
+        duration_ms=int((clock() - started_at) * 1000),
+        transcript=transcript,
+    )

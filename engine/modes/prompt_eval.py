@@ -38,8 +38,7 @@ def run_prompt_eval(
     usage = Usage()
 
     def done(result: LoopResult, steps: int) -> c.CaseOutcome:
-        return finish(emitter, result, step_count=steps, tool_call_count=0, usage=usage,
-                      duration_ms=int((clock() - started_at) * 1000))
+        return finish(emitter, result, step_count=steps, tool_call_count=0, usage=usage, duration_ms=int((clock() - started_at) * 1000))
 
     if cancel_check():
         return done(LoopResult(c.STOP_CANCELLED, error="run cancelled"), 0)
@@ -51,34 +50,42 @@ def run_prompt_eval(
         messages.append(Message(role="system", content=request.system_prompt.strip()))
     messages.append(Message(role="user", content=text))
     limits = c.Limits.from_request(request)
-    metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key,
-                "step_index": 1}
+    metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key, "step_index": 1}
     emitter.emit("system.step.started", {"step_index": 1})
-    emitter.emit("model.call.started", {
-        "provider_key": provider.provider_key,
-        "provider_account_id": str(request.deployment_config.get("provider_account_id") or ""),
-        "model": request.model,
-        "trace_mode": trace_mode(request),
-        "step_timeout_ms": int(limits.step_timeout_seconds * 1000),
-        "message_count": len(messages),
-        "tool_definition_count": 0,
-        "metadata": metadata,
-    })
+    emitter.emit(
+        "model.call.started",
+        {
+            "provider_key": provider.provider_key,
+            "provider_account_id": str(request.deployment_config.get("provider_account_id") or ""),
+            "model": request.model,
+            "trace_mode": trace_mode(request),
+            "step_timeout_ms": int(limits.step_timeout_seconds * 1000),
+            "message_count": len(messages),
+            "tool_definition_count": 0,
+            "metadata": metadata,
+        },
+    )
     model_request = ModelRequest(
-        model=request.model, messages=messages, tools=[], step_timeout_seconds=limits.step_timeout_seconds,
-        metadata=metadata, on_delta=lambda delta: emitter.emit("model.output.delta", delta),
+        model=request.model,
+        messages=messages,
+        tools=[],
+        step_timeout_seconds=limits.step_timeout_seconds,
+        metadata=metadata,
+        on_delta=lambda delta: emitter.emit("model.output.delta", delta),
     )
     try:
         response = provider.complete(model_request)
     except ProviderError as exc:
-        failure = {"provider_key": provider.provider_key, "code": exc.code, "retryable": exc.retryable,
-                   "message": exc.message}
-        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}",
-                               provider_failure=failure), 1)
-    except Exception as exc:  # noqa: BLE001 - a provider bug must not crash the worker
+        failure = {"provider_key": provider.provider_key, "code": exc.code, "retryable": exc.retryable, "message": exc.message}
+        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure), 1)
+    except Exception as exc:
         logger.exception("provider %s raised an unclassified error", provider.provider_key)
-        failure = {"provider_key": provider.provider_key, "code": "unknown", "retryable": False,
-                   "message": f"provider raised {type(exc).__name__}"}
+        failure = {
+            "provider_key": provider.provider_key,
+            "code": "unknown",
+            "retryable": False,
+            "message": f"provider raised {type(exc).__name__}",
+        }
         return done(LoopResult(c.STOP_PROVIDER_ERROR, error=failure["message"], provider_failure=failure), 1)
     usage.add(response.usage)
     emitter.emit("model.call.completed", model_call_payload(response))

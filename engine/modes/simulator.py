@@ -59,9 +59,7 @@ def _expected_value(expect: dict[str, JSON], inputs: dict[str, JSON]) -> tuple[b
     return False, None
 
 
-def check_expects(
-    answer: str, expects: list[JSON], inputs: dict[str, JSON]
-) -> list[dict[str, JSON]]:
+def check_expects(answer: str, expects: list[JSON], inputs: dict[str, JSON]) -> list[dict[str, JSON]]:
     """Evaluate a scripted turn's ``expects`` against the assistant's answer.
 
     Kinds: ``contains`` / ``not_contains`` (case-insensitive), ``equals`` / ``exact_match``

@@ -50,15 +50,16 @@ def wire_messages(messages: list[Message]) -> tuple[str, list[dict[str, JSON]]]:
         if message.role == "system":
             system = message.content
         elif message.role == "tool":
-            append("user", [{"type": "tool_result", "tool_use_id": message.tool_call_id,
-                             "content": message.content, "is_error": message.is_error}])
+            append(
+                "user",
+                [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content, "is_error": message.is_error}],
+            )
         elif message.role == "assistant":
             blocks: list[dict[str, JSON]] = []
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
-                for call in message.tool_calls
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)} for call in message.tool_calls
             )
             # The API rejects empty content; a silent assistant turn still has to be recorded.
             append("assistant", blocks or [{"type": "text", "text": "(no output)"}])
@@ -68,10 +69,7 @@ def wire_messages(messages: list[Message]) -> tuple[str, list[dict[str, JSON]]]:
 
 
 def wire_tools(tools: list[ToolDefinition]) -> list[dict[str, JSON]]:
-    return [
-        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters or _EMPTY_SCHEMA}
-        for tool in tools
-    ]
+    return [{"name": tool.name, "description": tool.description, "input_schema": tool.parameters or _EMPTY_SCHEMA} for tool in tools]
 
 
 @dataclasses.dataclass
@@ -157,8 +155,7 @@ class AnthropicProvider:
             raise errors.malformed("empty or non-streamed response body", secrets=self._secrets)
         text = "".join(b.text for _, b in sorted(blocks.items()) if b.kind == "text")
         tool_calls = [
-            ToolCall(id=b.id or f"toolu_{index}", name=b.name,
-                     arguments=parse_tool_arguments(b.name, b.text, secrets=self._secrets))
+            ToolCall(id=b.id or f"toolu_{index}", name=b.name, arguments=parse_tool_arguments(b.name, b.text, secrets=self._secrets))
             for index, b in sorted(blocks.items())
             if b.kind == "tool_use"
         ]
@@ -169,6 +166,5 @@ class AnthropicProvider:
             output_text=text,
             tool_calls=tool_calls,
             usage=Usage(input_tokens, output_tokens, input_tokens + output_tokens),
-            raw_response={"id": message_id, "model": model_id, "stop_reason": stop_reason,
-                          "event_count": event_count},
+            raw_response={"id": message_id, "model": model_id, "stop_reason": stop_reason, "event_count": event_count},
         )

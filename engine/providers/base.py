@@ -58,9 +58,7 @@ class CallClock:
 
     def check(self) -> None:
         if time.monotonic() > self._deadline:
-            raise ProviderError(
-                errors.TIMEOUT, f"model call exceeded step timeout of {self._timeout:g}s", retryable=True
-            )
+            raise ProviderError(errors.TIMEOUT, f"model call exceeded step timeout of {self._timeout:g}s", retryable=True)
 
 
 class FirstDelta:
@@ -77,8 +75,7 @@ class FirstDelta:
 
     def tool_call(self, model_id: str, index: int, id_: str, name: str, arguments: str) -> None:
         if id_ or name or arguments:
-            fragment = {"index": index, "id_fragment": id_, "name_fragment": name,
-                        "arguments_fragment": arguments}
+            fragment = {"index": index, "id_fragment": id_, "name_fragment": name, "arguments_fragment": arguments}
             self._send(model_id, {"stream_kind": "tool_call", "tool_call_fragment": fragment})
 
     def _send(self, model_id: str, body: dict[str, JSON]) -> None:
@@ -95,9 +92,7 @@ def map_sdk_error(exc: BaseException, sdk: Any, *, secrets: tuple[str | None, ..
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError(errors.TIMEOUT, "model call timed out", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):
-        return ProviderError(
-            errors.UNAVAILABLE, errors.redact(f"connection failed: {exc}", secrets), retryable=True
-        )
+        return ProviderError(errors.UNAVAILABLE, errors.redact(f"connection failed: {exc}", secrets), retryable=True)
     if isinstance(exc, sdk.APIResponseValidationError):
         return errors.malformed(f"response did not match the expected shape: {exc}", secrets=secrets)
     if isinstance(exc, sdk.APIStatusError):

@@ -33,8 +33,7 @@ def wire_messages(messages: list[Message]) -> list[dict[str, JSON]]:
             item: dict[str, JSON] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
                 item["tool_calls"] = [
-                    {"id": call.id, "type": "function",
-                     "function": {"name": call.name, "arguments": call.arguments or "{}"}}
+                    {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
                     for call in message.tool_calls
                 ]
             elif item["content"] is None:
@@ -50,8 +49,10 @@ def wire_messages(messages: list[Message]) -> list[dict[str, JSON]]:
 
 def wire_tools(tools: list[ToolDefinition]) -> list[dict[str, JSON]]:
     return [
-        {"type": "function", "function": {"name": tool.name, "description": tool.description,
-                                          "parameters": tool.parameters or _EMPTY_SCHEMA}}
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters or _EMPTY_SCHEMA},
+        }
         for tool in tools
     ]
 
@@ -116,8 +117,7 @@ class OpenAIProvider:
                     usage = Usage(
                         chunk.usage.prompt_tokens or 0,
                         chunk.usage.completion_tokens or 0,
-                        chunk.usage.total_tokens
-                        or (chunk.usage.prompt_tokens or 0) + (chunk.usage.completion_tokens or 0),
+                        chunk.usage.total_tokens or (chunk.usage.prompt_tokens or 0) + (chunk.usage.completion_tokens or 0),
                     )
                 for choice in (getattr(chunk, "choices", None) or [])[:1]:
                     finish_reason = choice.finish_reason or finish_reason
@@ -153,6 +153,5 @@ class OpenAIProvider:
             output_text="".join(text_parts),
             tool_calls=tool_calls,
             usage=usage,
-            raw_response={"id": response_id, "model": model_id, "finish_reason": finish_reason,
-                          "chunk_count": chunk_count},
+            raw_response={"id": response_id, "model": model_id, "finish_reason": finish_reason, "chunk_count": chunk_count},
         )

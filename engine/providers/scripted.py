@@ -85,9 +85,7 @@ class ScriptedProvider:
         ]
         return self._response(request, "", tool_calls, index)
 
-    def _tool_less_answer(
-        self, step: dict[str, JSON] | None, index: int, request: ModelRequest, context: dict[str, JSON]
-    ) -> str:
+    def _tool_less_answer(self, step: dict[str, JSON] | None, index: int, request: ModelRequest, context: dict[str, JSON]) -> str:
         is_judge = request.metadata.get("purpose") == "judge"
         if self._judge_responses is not None and (is_judge or step is None):
             responses = self._judge_responses
@@ -131,30 +129,28 @@ class ScriptedProvider:
 
         return _PLACEHOLDER.sub(substitute, value)
 
-    def _response(
-        self, request: ModelRequest, text: JSON, tool_calls: list[ToolCall], index: int
-    ) -> ModelResponse:
+    def _response(self, request: ModelRequest, text: JSON, tool_calls: list[ToolCall], index: int) -> ModelResponse:
         text = _as_text(text) if text is not None else ""
-        input_tokens = sum(
-            count_words(m.content) + sum(count_words(c.arguments) for c in m.tool_calls)
-            for m in request.messages
-        )
-        output_tokens = count_words(text) + sum(
-            count_words(c.name) + count_words(c.arguments) for c in tool_calls
-        )
+        input_tokens = sum(count_words(m.content) + sum(count_words(c.arguments) for c in m.tool_calls) for m in request.messages)
+        output_tokens = count_words(text) + sum(count_words(c.name) + count_words(c.arguments) for c in tool_calls)
         usage = Usage(input_tokens, output_tokens, input_tokens + output_tokens)
         if request.on_delta is not None:
             fragment: dict[str, JSON]
             if tool_calls:
                 first = tool_calls[0]
-                fragment = {"stream_kind": "tool_call", "tool_call_fragment": {
-                    "index": 0, "id_fragment": first.id, "name_fragment": first.name,
-                    "arguments_fragment": first.arguments}}
+                fragment = {
+                    "stream_kind": "tool_call",
+                    "tool_call_fragment": {
+                        "index": 0,
+                        "id_fragment": first.id,
+                        "name_fragment": first.name,
+                        "arguments_fragment": first.arguments,
+                    },
+                }
             else:
                 fragment = {"stream_kind": "text", "text_delta": text}
             if tool_calls or text:
-                request.on_delta({"provider_key": self.provider_key,
-                                  "provider_model_id": request.model or "scripted", **fragment})
+                request.on_delta({"provider_key": self.provider_key, "provider_model_id": request.model or "scripted", **fragment})
         return ModelResponse(
             provider_key=self.provider_key,
             provider_model_id=request.model or "scripted",

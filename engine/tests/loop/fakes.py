@@ -24,9 +24,14 @@ SECRET_EXPECTATION = "the-hidden-expected-answer-42"
 class FakeToolset:
     """Echoes every call; ``submit`` follows the real contract (``answer`` required)."""
 
-    def __init__(self, names: tuple[str, ...] = ("read_file", "write_file", "submit"), *,
-                 on_execute: Callable[[ToolCall], None] | None = None,
-                 failing: frozenset[str] = frozenset(), broken: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        names: tuple[str, ...] = ("read_file", "write_file", "submit"),
+        *,
+        on_execute: Callable[[ToolCall], None] | None = None,
+        failing: frozenset[str] = frozenset(),
+        broken: frozenset[str] = frozenset(),
+    ) -> None:
         self.names = set(names)
         self.calls: list[ToolCall] = []
         self._on_execute = on_execute
@@ -34,8 +39,7 @@ class FakeToolset:
         self._broken = broken
 
     def definitions(self) -> list[ToolDefinition]:
-        return [ToolDefinition(name, f"the {name} tool", {"type": "object", "properties": {}})
-                for name in sorted(self.names)]
+        return [ToolDefinition(name, f"the {name} tool", {"type": "object", "properties": {}}) for name in sorted(self.names)]
 
     def execute(self, call: ToolCall) -> ToolResult:
         self.calls.append(call)
@@ -49,10 +53,13 @@ class FakeToolset:
                 return ToolResult(content='{"error": "answer is required"}', is_error=True, tool_call_id=call.id)
             return ToolResult(content='{"submitted":true}', tool_call_id=call.id, submitted_answer=answer)
         if call.name in self._failing:
-            return ToolResult(content='{"error": "boom"}', is_error=True, tool_call_id=call.id,
-                              failure_origin="primitive")
-        return ToolResult(content=f"result of {call.name} {call.arguments}", tool_call_id=call.id,
-                          resolved_tool_name=call.name, resolved_tool_category="primitive")
+            return ToolResult(content='{"error": "boom"}', is_error=True, tool_call_id=call.id, failure_origin="primitive")
+        return ToolResult(
+            content=f"result of {call.name} {call.arguments}",
+            tool_call_id=call.id,
+            resolved_tool_name=call.name,
+            resolved_tool_category="primitive",
+        )
 
 
 class Recorder:
@@ -90,8 +97,14 @@ class FakeClock:
 
 def tool_response(*calls: tuple[str, dict], text: str = "", model: str = "stub-model") -> ModelResponse:
     tool_calls = [ToolCall(id=f"c{i}", name=name, arguments=json.dumps(args)) for i, (name, args) in enumerate(calls)]
-    return ModelResponse(provider_key="stub", provider_model_id=model, finish_reason="tool_calls" if calls else "stop",
-                         output_text=text, tool_calls=tool_calls, usage=Usage(10, 2, 12))
+    return ModelResponse(
+        provider_key="stub",
+        provider_model_id=model,
+        finish_reason="tool_calls" if calls else "stop",
+        output_text=text,
+        tool_calls=tool_calls,
+        usage=Usage(10, 2, 12),
+    )
 
 
 class StubProvider:
@@ -123,12 +136,18 @@ def make_request(**overrides) -> CaseRequest:
         model="stub-model",
         system_prompt="You are a careful agent.",
         output_schema=None,
-        manifest={"pack": {"slug": "demo"}, "version": {"number": 1,
-                  "evaluation_spec": {"validators": [{"expected_from": SECRET_EXPECTATION}]}}},
+        manifest={
+            "pack": {"slug": "demo"},
+            "version": {"number": 1, "evaluation_spec": {"validators": [{"expected_from": SECRET_EXPECTATION}]}},
+        },
         challenge={"key": "ch-1", "title": "Find the answer", "instructions": "Find the answer for {{order_id}}."},
-        case={"case_key": "case-a", "challenge_key": "ch-1", "payload": {"order_id": "ORD-1"},
-              "inputs": [{"key": "question", "kind": "text", "value": "What is it?"}],
-              "expectations": [{"key": "answer", "kind": "text", "value": SECRET_EXPECTATION}]},
+        case={
+            "case_key": "case-a",
+            "challenge_key": "ch-1",
+            "payload": {"order_id": "ORD-1"},
+            "inputs": [{"key": "question", "kind": "text", "value": "What is it?"}],
+            "expectations": [{"key": "answer", "kind": "text", "value": SECRET_EXPECTATION}],
+        },
         deployment_config={},
         runtime_profile=profile,
     )

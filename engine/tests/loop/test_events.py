@@ -18,11 +18,13 @@ from engine.tests.loop.fakes import (
 
 def run_scripted(steps, request=None):
     request = request or make_request()
-    provider = create_provider("scripted", api_key=None, base_url=None,
-                               deployment_config={"script": {"default": steps}}, case_key=request.case_key)
+    provider = create_provider(
+        "scripted", api_key=None, base_url=None, deployment_config={"script": {"default": steps}}, case_key=request.case_key
+    )
     recorder, clock = Recorder(), FakeClock()
-    outcome = run_case(request, provider=provider, toolset=FakeToolset(), event_sink=recorder,
-                       cancel_check=lambda: False, clock=clock, sleep=clock.sleep)
+    outcome = run_case(
+        request, provider=provider, toolset=FakeToolset(), event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep
+    )
     return outcome, recorder
 
 
@@ -30,10 +32,18 @@ def test_it_emits_the_native_event_sequence_for_a_completed_case():
     _, recorder = run_scripted([{"tool": "read_file", "args": {"path": "a"}}, {"submit": "42"}])
     assert recorder.types == [
         "system.run.started",
-        "system.step.started", "model.call.started", "model.output.delta", "model.call.completed",
-        "tool.call.completed", "system.step.completed",
-        "system.step.started", "model.call.started", "model.output.delta", "model.call.completed",
-        "tool.call.completed", "system.step.completed",
+        "system.step.started",
+        "model.call.started",
+        "model.output.delta",
+        "model.call.completed",
+        "tool.call.completed",
+        "system.step.completed",
+        "system.step.started",
+        "model.call.started",
+        "model.output.delta",
+        "model.call.completed",
+        "tool.call.completed",
+        "system.step.completed",
         "system.run.completed",
     ]
 
@@ -86,8 +96,15 @@ def test_it_fills_the_documented_payloads():
 def test_it_marks_a_failed_tool_call_as_tool_call_failed():
     recorder, clock = Recorder(), FakeClock()
     provider = StubProvider(tool_response(("read_file", {})), tool_response(("submit", {"answer": "a"})))
-    run_case(make_request(), provider=provider, toolset=FakeToolset(failing=frozenset({"read_file"})),
-             event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep)
+    run_case(
+        make_request(),
+        provider=provider,
+        toolset=FakeToolset(failing=frozenset({"read_file"})),
+        event_sink=recorder,
+        cancel_check=lambda: False,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     failed = recorder.last("tool.call.failed").payload
     assert failed["result"]["is_error"] is True and failed["failure_origin"] == "primitive"
 

@@ -10,14 +10,20 @@ from engine.types import ModelResponse, ProviderError, Usage
 
 def execute(request, provider, toolset=None):
     recorder, clock = Recorder(), FakeClock()
-    outcome = run_case(request, provider=provider, toolset=toolset if toolset is not None else FakeToolset(),
-                       event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep)
+    outcome = run_case(
+        request,
+        provider=provider,
+        toolset=toolset if toolset is not None else FakeToolset(),
+        event_sink=recorder,
+        cancel_check=lambda: False,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     return outcome, recorder
 
 
 def text_response(text):
-    return ModelResponse(provider_key="stub", provider_model_id="m", finish_reason="stop", output_text=text,
-                         usage=Usage(5, 3, 8))
+    return ModelResponse(provider_key="stub", provider_model_id="m", finish_reason="stop", output_text=text, usage=Usage(5, 3, 8))
 
 
 # -- prompt_eval -------------------------------------------------------------------------------
@@ -25,8 +31,7 @@ def text_response(text):
 
 def test_prompt_eval_renders_the_instructions_and_makes_one_call_without_tools():
     provider = StubProvider(text_response("the answer"))
-    request = make_request(execution_mode="prompt_eval",
-                           challenge={"instructions": "Order {{order_id}}: {{question}} {{missing.x}}"})
+    request = make_request(execution_mode="prompt_eval", challenge={"instructions": "Order {{order_id}}: {{question}} {{missing.x}}"})
     outcome, recorder = execute(request, provider, toolset=None)
     assert (outcome.status, outcome.final_output, outcome.step_count) == ("completed", "the answer", 1)
     sent = provider.requests[0]
@@ -44,8 +49,9 @@ def test_prompt_eval_does_not_retry_a_provider_failure():
 
 
 def test_prompt_eval_works_with_the_scripted_provider():
-    provider = create_provider("scripted", api_key=None, base_url=None,
-                               deployment_config={"script": {"default": [{"submit": "scripted answer"}]}})
+    provider = create_provider(
+        "scripted", api_key=None, base_url=None, deployment_config={"script": {"default": [{"submit": "scripted answer"}]}}
+    )
     outcome, _ = execute(make_request(execution_mode="prompt_eval"), provider)
     assert outcome.final_output == "scripted answer"
 
@@ -63,10 +69,12 @@ def multi_turn_request(sim):
     return request
 
 
-OPEN = {"id": "open", "actor": "scripted",
-        "turns": [{"message": "Refund order {{order_id}}", "expects": [{"key": "k", "kind": "contains", "value": "refund"}]}]}
-PUSHBACK = {"id": "pushback", "actor": "scripted", "trigger": "on_assistant_mismatch",
-            "turns": [{"message": "Wrong policy!"}]}
+OPEN = {
+    "id": "open",
+    "actor": "scripted",
+    "turns": [{"message": "Refund order {{order_id}}", "expects": [{"key": "k", "kind": "contains", "value": "refund"}]}],
+}
+PUSHBACK = {"id": "pushback", "actor": "scripted", "trigger": "on_assistant_mismatch", "turns": [{"message": "Wrong policy!"}]}
 
 
 def test_multi_turn_skips_the_mismatch_phase_when_the_agent_meets_expectations():
@@ -81,9 +89,11 @@ def test_multi_turn_skips_the_mismatch_phase_when_the_agent_meets_expectations()
 
 
 def test_multi_turn_runs_the_mismatch_phase_and_keeps_one_history():
-    provider = StubProvider(tool_response(("submit", {"answer": "No."})),
-                            tool_response(("read_file", {})),
-                            tool_response(("submit", {"answer": "Sorry, full refund today"})))
+    provider = StubProvider(
+        tool_response(("submit", {"answer": "No."})),
+        tool_response(("read_file", {})),
+        tool_response(("submit", {"answer": "Sorry, full refund today"})),
+    )
     outcome, recorder = execute(multi_turn_request(simulator(OPEN, PUSHBACK)), provider)
     assert [t["phase_id"] for t in outcome.transcript] == ["open", "pushback"]
     assert outcome.transcript[0]["mismatch"] is True
@@ -113,8 +123,11 @@ def test_multi_turn_counts_steps_across_turns_against_the_step_limit():
 
 
 def test_multi_turn_refuses_llm_and_human_actors_before_calling_the_model():
-    sim = simulator(OPEN, {"id": "esc", "actor": "llm", "trigger": "on_assistant_mismatch", "persona": "p"},
-                    {"id": "h", "actor": "human", "trigger": "manual"})
+    sim = simulator(
+        OPEN,
+        {"id": "esc", "actor": "llm", "trigger": "on_assistant_mismatch", "persona": "p"},
+        {"id": "h", "actor": "human", "trigger": "manual"},
+    )
     provider = StubProvider()
     outcome, recorder = execute(multi_turn_request(sim), provider)
     assert (outcome.status, outcome.stop_reason) == ("failed", "simulator_error")

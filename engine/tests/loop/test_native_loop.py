@@ -14,8 +14,15 @@ def run(provider, *, toolset=None, request=None, cancel_check=lambda: False, clo
     clock = clock or FakeClock()
     recorder = Recorder()
     toolset = toolset or FakeToolset()
-    outcome = run_case(request or make_request(), provider=provider, toolset=toolset, event_sink=recorder,
-                       cancel_check=cancel_check, clock=clock, sleep=clock.sleep)
+    outcome = run_case(
+        request or make_request(),
+        provider=provider,
+        toolset=toolset,
+        event_sink=recorder,
+        cancel_check=cancel_check,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     return outcome, recorder, toolset
 
 
@@ -80,8 +87,7 @@ def test_it_treats_zero_max_tool_calls_as_unlimited():
 
 def test_it_fails_with_provider_error_when_the_model_makes_no_tool_call():
     outcome, recorder, _ = run(StubProvider(tool_response(text="I think the answer is 42")))
-    assert (outcome.stop_reason, outcome.error) == (
-        "provider_error", "assistant response did not contain a tool call or submit action")
+    assert (outcome.stop_reason, outcome.error) == ("provider_error", "assistant response did not contain a tool call or submit action")
     assert outcome.provider_failure is None
     assert recorder.types[-1] == "system.run.failed"
 
@@ -99,8 +105,9 @@ def test_it_returns_an_uncounted_error_result_for_an_unknown_tool():
 
 
 def test_it_refuses_submit_in_a_batch_but_still_runs_the_other_calls():
-    provider = StubProvider(tool_response(("read_file", {}), ("submit", {"answer": "early"})),
-                            tool_response(("submit", {"answer": "late"})))
+    provider = StubProvider(
+        tool_response(("read_file", {}), ("submit", {"answer": "early"})), tool_response(("submit", {"answer": "late"}))
+    )
     outcome, _, toolset = run(provider)
     assert [c.name for c in toolset.calls] == ["read_file", "submit"]
     assert outcome.final_output == "late" and outcome.tool_call_count == 1
@@ -109,8 +116,10 @@ def test_it_refuses_submit_in_a_batch_but_still_runs_the_other_calls():
 
 
 def test_it_runs_tool_calls_sequentially_in_order():
-    provider = StubProvider(tool_response(("write_file", {"n": 1}), ("read_file", {"n": 2}), ("write_file", {"n": 3})),
-                            tool_response(("submit", {"answer": "a"})))
+    provider = StubProvider(
+        tool_response(("write_file", {"n": 1}), ("read_file", {"n": 2}), ("write_file", {"n": 3})),
+        tool_response(("submit", {"answer": "a"})),
+    )
     _, _, toolset = run(provider)
     assert [json.loads(c.arguments).get("n") for c in toolset.calls] == [1, 2, 3, None]
 
@@ -126,9 +135,17 @@ def test_it_drops_the_successful_submit_message_unless_asked_to_keep_it(keep, la
     clock = FakeClock()
     request = make_request()
     emitter = make_emitter(request, Recorder(), "native_engine")
-    loop = build_loop(request, provider=StubProvider(tool_response(("submit", {"answer": "a"}))), toolset=FakeToolset(),
-                      emitter=emitter, cancel_check=lambda: False, clock=clock, sleep=clock.sleep,
-                      started_at=clock(), keep_submit_message=keep)
+    loop = build_loop(
+        request,
+        provider=StubProvider(tool_response(("submit", {"answer": "a"}))),
+        toolset=FakeToolset(),
+        emitter=emitter,
+        cancel_check=lambda: False,
+        clock=clock,
+        sleep=clock.sleep,
+        started_at=clock(),
+        keep_submit_message=keep,
+    )
     assert loop.run_until_submit().final_output == "a"
     assert loop.messages[-1].role == last_role
 
@@ -157,8 +174,7 @@ def test_a_case_timeout_overrides_the_profile_timeout():
     toolset = FakeToolset(on_execute=lambda call: setattr(clock, "now", clock.now + 11))
     request = make_request()
     request.case["case_timeout_seconds"] = 10
-    outcome, _, _ = run(StubProvider(*[tool_response(("read_file", {})) for _ in range(3)]), toolset=toolset,
-                        clock=clock, request=request)
+    outcome, _, _ = run(StubProvider(*[tool_response(("read_file", {})) for _ in range(3)]), toolset=toolset, clock=clock, request=request)
     assert outcome.stop_reason == "timeout"
 
 
@@ -192,8 +208,7 @@ def test_it_reports_a_non_retryable_provider_failure_without_retrying():
     provider = StubProvider(ProviderError("auth", "HTTP 401: bad key"))
     outcome, recorder, _ = run(provider, clock=clock)
     assert outcome.stop_reason == "provider_error"
-    assert outcome.provider_failure == {"provider_key": "stub", "code": "auth", "retryable": False,
-                                        "message": "HTTP 401: bad key"}
+    assert outcome.provider_failure == {"provider_key": "stub", "code": "auth", "retryable": False, "message": "HTTP 401: bad key"}
     assert len(provider.requests) == 1 and clock.sleeps == []
     assert recorder.last("system.run.failed").payload["provider_failure"]["code"] == "auth"
 
@@ -205,8 +220,9 @@ def test_it_turns_an_unexpected_provider_exception_into_provider_error():
 
 def test_it_retries_a_rate_limit_after_retry_after_plus_one_second():
     clock = FakeClock()
-    provider = StubProvider(ProviderError("rate_limit", "slow down", retryable=True, retry_after=3),
-                            tool_response(("submit", {"answer": "a"})))
+    provider = StubProvider(
+        ProviderError("rate_limit", "slow down", retryable=True, retry_after=3), tool_response(("submit", {"answer": "a"}))
+    )
     outcome, _, _ = run(provider, clock=clock)
     assert outcome.stop_reason == "completed"
     assert len(clock.sleeps) == 1 and 4 * 0.8 <= clock.sleeps[0] <= 4 * 1.2
@@ -232,8 +248,9 @@ def test_it_does_not_retry_codes_outside_the_retry_set(code):
 
 def test_it_does_not_sleep_past_the_run_deadline_to_retry():
     clock = FakeClock()
-    provider = StubProvider(ProviderError("rate_limit", "slow", retryable=True, retry_after=500),
-                            tool_response(("submit", {"answer": "a"})))
+    provider = StubProvider(
+        ProviderError("rate_limit", "slow", retryable=True, retry_after=500), tool_response(("submit", {"answer": "a"}))
+    )
     outcome, _, _ = run(provider, clock=clock, request=make_request(runtime_profile={"run_timeout_seconds": 60}))
     assert outcome.stop_reason == "provider_error" and clock.sleeps == []
 

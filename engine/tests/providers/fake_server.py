@@ -44,11 +44,10 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                                json.loads(raw or b"{}")))
+                server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}")))
                 reply = server.replies.pop(0) if server.replies else Reply.json(500, {"error": "no reply queued"})
                 self.send_response(reply.status)
                 for key, value in reply.headers.items():

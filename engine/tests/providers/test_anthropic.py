@@ -18,10 +18,14 @@ def provider_for(server):
 def request(**overrides):
     values = dict(
         model="claude-test",
-        messages=[Message("system", "ignored"), Message("system", "be brief"), Message("user", "hi"),
-                  Message("assistant", "let me look", tool_calls=[ToolCall("toolu_0", "read_file", '{"path": "a"}')]),
-                  Message("tool", "no such file", tool_call_id="toolu_0", is_error=True),
-                  Message("user", "keep going")],
+        messages=[
+            Message("system", "ignored"),
+            Message("system", "be brief"),
+            Message("user", "hi"),
+            Message("assistant", "let me look", tool_calls=[ToolCall("toolu_0", "read_file", '{"path": "a"}')]),
+            Message("tool", "no such file", tool_call_id="toolu_0", is_error=True),
+            Message("user", "keep going"),
+        ],
         tools=[ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
         step_timeout_seconds=5,
     )
@@ -30,32 +34,65 @@ def request(**overrides):
 
 
 def message_start():
-    return ("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-2025", "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 21, "output_tokens": 1}}})
+    return (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test-2025",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 21, "output_tokens": 1},
+            },
+        },
+    )
 
 
 def message_end(stop_reason, output_tokens=9):
-    return [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                               "usage": {"output_tokens": output_tokens}}),
-            ("message_stop", {"type": "message_stop"})]
+    return [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
 
 
 def tool_use_stream():
-    return Reply.sse([
-        message_start(),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
-            "type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": '{"path": '}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": '"b.txt"}'}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        *message_end("tool_use"),
-    ])
+    return Reply.sse(
+        [
+            message_start(),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading"}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"path": '}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '"b.txt"}'}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            *message_end("tool_use"),
+        ]
+    )
 
 
 def test_it_streams_text_and_tool_use(server):
@@ -66,8 +103,9 @@ def test_it_streams_text_and_tool_use(server):
     assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("toolu_1", "read_file", {"path": "b.txt"})]
     assert response.finish_reason == "tool_calls" and response.provider_model_id == "claude-test-2025"
     assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (21, 9, 30)
-    assert deltas == [{"provider_key": "anthropic", "provider_model_id": "claude-test-2025",
-                       "stream_kind": "text", "text_delta": "Reading"}]
+    assert deltas == [
+        {"provider_key": "anthropic", "provider_model_id": "claude-test-2025", "stream_kind": "text", "text_delta": "Reading"}
+    ]
 
 
 def test_it_sends_the_messages_wire_shape(server):
@@ -80,40 +118,50 @@ def test_it_sends_the_messages_wire_shape(server):
     assert sent.headers["anthropic-version"]
     body = sent.body
     assert body["max_tokens"] == 4096 and body["stream"] is True and body["system"] == "be brief"
-    assert body["tools"] == [{"name": "read_file", "description": "Read a file",
-                              "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    assert body["tools"] == [
+        {"name": "read_file", "description": "Read a file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    ]
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][1]["content"] == [
         {"type": "text", "text": "let me look"},
-        {"type": "tool_use", "id": "toolu_0", "name": "read_file", "input": {"path": "a"}}]
+        {"type": "tool_use", "id": "toolu_0", "name": "read_file", "input": {"path": "a"}},
+    ]
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_0", "content": "no such file", "is_error": True},
-        {"type": "text", "text": "keep going"}]
+        {"type": "text", "text": "keep going"},
+    ]
 
 
 def test_it_maps_end_turn_to_stop(server):
-    server.replies.append(Reply.sse([
-        message_start(),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}}),
-        *message_end("end_turn"),
-    ]))
+    server.replies.append(
+        Reply.sse(
+            [
+                message_start(),
+                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "done"}}),
+                *message_end("end_turn"),
+            ]
+        )
+    )
     response = provider_for(server).complete(request(tools=[]))
     assert (response.output_text, response.finish_reason, response.tool_calls) == ("done", "stop", [])
     assert "tools" not in server.requests[0].body
 
 
 def test_it_classifies_429_as_retryable_rate_limit_with_retry_after(server):
-    server.replies.append(Reply.json(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}},
-                                     {"retry-after": "2"}))
+    server.replies.append(
+        Reply.json(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}, {"retry-after": "2"})
+    )
     with pytest.raises(ProviderError) as caught:
         provider_for(server).complete(request())
     assert (caught.value.code, caught.value.retryable, caught.value.retry_after) == ("rate_limit", True, 2.0)
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize(("status", "code", "retryable"), [
-    (529, "rate_limit", True), (503, "unavailable", True), (500, "unknown", True), (400, "invalid_request", False)])
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [(529, "rate_limit", True), (503, "unavailable", True), (500, "unknown", True), (400, "invalid_request", False)],
+)
 def test_it_classifies_http_errors(server, status, code, retryable):
     server.replies.append(Reply.json(status, {"type": "error", "error": {"type": "api_error", "message": "x"}}))
     with pytest.raises(ProviderError) as caught:
@@ -122,31 +170,48 @@ def test_it_classifies_http_errors(server, status, code, retryable):
 
 
 def test_it_never_puts_the_api_key_in_an_auth_error(server):
-    server.replies.append(Reply.json(401, {"type": "error", "error": {
-        "type": "authentication_error", "message": f"invalid x-api-key {API_KEY}"}}))
+    server.replies.append(
+        Reply.json(401, {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key {API_KEY}"}})
+    )
     with pytest.raises(ProviderError) as caught:
         provider_for(server).complete(request())
     assert caught.value.code == "auth" and API_KEY not in str(caught.value)
 
 
 def test_it_classifies_an_overloaded_error_event_in_the_stream_as_rate_limit(server):
-    server.replies.append(Reply.sse([message_start(), ("error", {"type": "error", "error": {
-        "type": "overloaded_error", "message": "Overloaded"}})]))
+    server.replies.append(
+        Reply.sse([message_start(), ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})])
+    )
     with pytest.raises(ProviderError) as caught:
         provider_for(server).complete(request())
     assert (caught.value.code, caught.value.retryable) == ("rate_limit", True)
 
 
-@pytest.mark.parametrize("reply", [
-    Reply.json(200, {"id": "msg", "content": []}),
-    Reply.sse([message_start(),
-               ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-                   "type": "tool_use", "id": "t", "name": "read_file", "input": {}}}),
-               ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                        "delta": {"type": "input_json_delta", "partial_json": "{oops"}}),
-               *message_end("tool_use")]),
-    Reply.sse([("message_start", "{not json")]),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply.json(200, {"id": "msg", "content": []}),
+        Reply.sse(
+            [
+                message_start(),
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "tool_use", "id": "t", "name": "read_file", "input": {}},
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{oops"}},
+                ),
+                *message_end("tool_use"),
+            ]
+        ),
+        Reply.sse([("message_start", "{not json")]),
+    ],
+)
 def test_it_reports_malformed_responses(server, reply):
     server.replies.append(reply)
     with pytest.raises(ProviderError) as caught:

@@ -12,18 +12,22 @@ API_KEY = "sk-test-secret-key-123456"
 
 
 def provider_for(server):
-    return create_provider("openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={},
-                           http_timeout=5)
+    return create_provider("openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5)
 
 
 def request(**overrides):
     values = dict(
         model="gpt-test",
-        messages=[Message("system", "be brief"), Message("user", "hi"),
-                  Message("assistant", "", tool_calls=[ToolCall("call_0", "read_file", '{"path": "a"}')]),
-                  Message("tool", "file body", tool_call_id="call_0", is_error=True)],
-        tools=[ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-               ToolDefinition("submit", "Submit", {})],
+        messages=[
+            Message("system", "be brief"),
+            Message("user", "hi"),
+            Message("assistant", "", tool_calls=[ToolCall("call_0", "read_file", '{"path": "a"}')]),
+            Message("tool", "file body", tool_call_id="call_0", is_error=True),
+        ],
+        tools=[
+            ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+            ToolDefinition("submit", "Submit", {}),
+        ],
         step_timeout_seconds=5,
     )
     values.update(overrides)
@@ -31,8 +35,13 @@ def request(**overrides):
 
 
 def chunk(delta=None, finish=None, usage=None):
-    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test-2025",
-            "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2025",
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage:
         body["usage"] = usage
     return (None, body)
@@ -42,17 +51,28 @@ USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
 
 def tool_call_stream():
-    return Reply.sse([
-        chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                                                      "function": {"name": "read_file", "arguments": ""}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b.txt"}'}}]}),
-        chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
-                               "function": {"name": "submit", "arguments": '{"answer": "x"}'}}]}),
-        chunk({}, finish="tool_calls"),
-        chunk(None, usage=USAGE),
-        (None, "[DONE]"),
-    ])
+    return Reply.sse(
+        [
+            chunk(
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": ""}}],
+                }
+            ),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b.txt"}'}}]}),
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": 1, "id": "call_b", "type": "function", "function": {"name": "submit", "arguments": '{"answer": "x"}'}}
+                    ]
+                }
+            ),
+            chunk({}, finish="tool_calls"),
+            chunk(None, usage=USAGE),
+            (None, "[DONE]"),
+        ]
+    )
 
 
 def test_it_streams_tool_calls_and_usage(server):
@@ -60,12 +80,19 @@ def test_it_streams_tool_calls_and_usage(server):
     deltas = []
     response = provider_for(server).complete(request(on_delta=deltas.append))
     assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
-        ("call_a", "read_file", {"path": "b.txt"}), ("call_b", "submit", {"answer": "x"})]
+        ("call_a", "read_file", {"path": "b.txt"}),
+        ("call_b", "submit", {"answer": "x"}),
+    ]
     assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (11, 7, 18)
     assert response.finish_reason == "tool_calls" and response.provider_model_id == "gpt-test-2025"
-    assert deltas == [{"provider_key": "openai", "provider_model_id": "gpt-test-2025", "stream_kind": "tool_call",
-                       "tool_call_fragment": {"index": 0, "id_fragment": "call_a", "name_fragment": "read_file",
-                                              "arguments_fragment": ""}}]
+    assert deltas == [
+        {
+            "provider_key": "openai",
+            "provider_model_id": "gpt-test-2025",
+            "stream_kind": "tool_call",
+            "tool_call_fragment": {"index": 0, "id_fragment": "call_a", "name_fragment": "read_file", "arguments_fragment": ""},
+        }
+    ]
 
 
 def test_it_sends_the_chat_completions_wire_shape(server):
@@ -75,16 +102,29 @@ def test_it_sends_the_chat_completions_wire_shape(server):
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == f"Bearer {API_KEY}"
     assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
-    assert sent.body["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]}
+    assert sent.body["messages"][2] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}],
+    }
     assert sent.body["messages"][3] == {"role": "tool", "tool_call_id": "call_0", "content": "file body"}
-    assert sent.body["tools"][1] == {"type": "function", "function": {
-        "name": "submit", "description": "Submit", "parameters": {"type": "object", "properties": {}}}}
+    assert sent.body["tools"][1] == {
+        "type": "function",
+        "function": {"name": "submit", "description": "Submit", "parameters": {"type": "object", "properties": {}}},
+    }
 
 
 def test_it_returns_a_text_answer_and_reports_the_first_text_delta(server):
-    server.replies.append(Reply.sse([chunk({"role": "assistant", "content": ""}), chunk({"content": "Hel"}),
-                                     chunk({"content": "lo"}, finish="stop"), (None, "[DONE]")]))
+    server.replies.append(
+        Reply.sse(
+            [
+                chunk({"role": "assistant", "content": ""}),
+                chunk({"content": "Hel"}),
+                chunk({"content": "lo"}, finish="stop"),
+                (None, "[DONE]"),
+            ]
+        )
+    )
     deltas = []
     response = provider_for(server).complete(request(tools=[], on_delta=deltas.append))
     assert response.output_text == "Hello" and response.tool_calls == []
@@ -93,17 +133,25 @@ def test_it_returns_a_text_answer_and_reports_the_first_text_delta(server):
 
 
 def test_it_classifies_429_as_retryable_rate_limit_with_retry_after(server):
-    server.replies.append(Reply.json(429, {"error": {"message": "Rate limit reached", "type": "requests"}},
-                                     {"Retry-After": "7"}))
+    server.replies.append(Reply.json(429, {"error": {"message": "Rate limit reached", "type": "requests"}}, {"Retry-After": "7"}))
     with pytest.raises(ProviderError) as caught:
         provider_for(server).complete(request())
     assert (caught.value.code, caught.value.retryable, caught.value.retry_after) == ("rate_limit", True, 7.0)
     assert len(server.requests) == 1  # the SDK's own retries are off
 
 
-@pytest.mark.parametrize(("status", "code", "retryable"), [
-    (503, "unavailable", True), (502, "unavailable", True), (500, "unknown", True),
-    (400, "invalid_request", False), (422, "invalid_request", False), (403, "auth", False), (404, "unknown", False)])
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [
+        (503, "unavailable", True),
+        (502, "unavailable", True),
+        (500, "unknown", True),
+        (400, "invalid_request", False),
+        (422, "invalid_request", False),
+        (403, "auth", False),
+        (404, "unknown", False),
+    ],
+)
 def test_it_classifies_http_errors(server, status, code, retryable):
     server.replies.append(Reply.json(status, {"error": {"message": "nope"}}))
     with pytest.raises(ProviderError) as caught:
@@ -119,13 +167,17 @@ def test_it_never_puts_the_api_key_in_an_auth_error(server):
     assert API_KEY not in caught.value.message and API_KEY not in str(caught.value)
 
 
-@pytest.mark.parametrize("reply", [
-    Reply.json(200, {"id": "x", "choices": []}),  # not a stream
-    Reply.sse([(None, "{not json")]),
-    Reply.sse([chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "read_file", "arguments": "{bad"}}]}),
-               (None, "[DONE]")]),
-    Reply.sse([chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"arguments": "{}"}}]}), (None, "[DONE]")]),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply.json(200, {"id": "x", "choices": []}),  # not a stream
+        Reply.sse([(None, "{not json")]),
+        Reply.sse(
+            [chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "read_file", "arguments": "{bad"}}]}), (None, "[DONE]")]
+        ),
+        Reply.sse([chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"arguments": "{}"}}]}), (None, "[DONE]")]),
+    ],
+)
 def test_it_reports_malformed_responses(server, reply):
     server.replies.append(reply)
     with pytest.raises(ProviderError) as caught:

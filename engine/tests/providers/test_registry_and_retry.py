@@ -16,9 +16,10 @@ def test_it_builds_openai_compatible_providers_for_every_compatible_key():
         assert type(provider).__name__ == "OpenAIProvider" and provider.provider_key == key
 
 
-@pytest.mark.parametrize(("key", "base_url", "code"), [("gemini", None, "unsupported_provider"),
-                                                        ("nope", None, "unsupported_provider"),
-                                                        ("custom", None, "invalid_request")])
+@pytest.mark.parametrize(
+    ("key", "base_url", "code"),
+    [("gemini", None, "unsupported_provider"), ("nope", None, "unsupported_provider"), ("custom", None, "invalid_request")],
+)
 def test_it_returns_a_provider_that_fails_cleanly_when_it_cannot_be_built(key, base_url, code):
     provider = create_provider(key, api_key=None, base_url=base_url, deployment_config={})
     assert isinstance(provider, BrokenProvider)

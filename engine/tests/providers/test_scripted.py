@@ -9,9 +9,14 @@ TOOLS = [ToolDefinition("read_file", "", {}), ToolDefinition("submit", "", {})]
 
 
 def scripted(script=None, *, case_key="case-a", case_inputs=None, **config):
-    return create_provider("scripted", api_key=None, base_url=None,
-                           deployment_config={"script": script or {}, **config},
-                           case_key=case_key, case_inputs=case_inputs)
+    return create_provider(
+        "scripted",
+        api_key=None,
+        base_url=None,
+        deployment_config={"script": script or {}, **config},
+        case_key=case_key,
+        case_inputs=case_inputs,
+    )
 
 
 def conversation(assistant_turns=0, last_tool_result=None):
@@ -23,14 +28,12 @@ def conversation(assistant_turns=0, last_tool_result=None):
 
 
 def ask(provider, messages=None, tools=TOOLS, **metadata):
-    return provider.complete(ModelRequest(model="demo", messages=messages or conversation(), tools=tools,
-                                          metadata=metadata))
+    return provider.complete(ModelRequest(model="demo", messages=messages or conversation(), tools=tools, metadata=metadata))
 
 
 def test_it_plays_a_single_tool_call_step():
     response = ask(scripted({"default": [{"tool": "read_file", "args": {"path": "/workspace/a"}}]}))
-    assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
-        ("call_1_1", "read_file", {"path": "/workspace/a"})]
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("call_1_1", "read_file", {"path": "/workspace/a"})]
     assert response.finish_reason == "tool_calls" and response.provider_key == "scripted"
 
 
@@ -67,14 +70,24 @@ def test_it_answers_with_text_when_the_script_runs_out():
 
 
 def test_it_fills_templates_recursively():
-    script = {"default": [{"tool": "read_file", "args": {
-        "path": "/workspace/{{input.file}}", "nested": ["{{case_key}}", {"n": "{{input.count}}"}],
-        "previous": "saw: {{last_result}}", "unknown": "{{input.nope}}"}}]}
-    provider = scripted(script, case_inputs=[{"key": "file", "kind": "text", "value": "a.txt"},
-                                             {"key": "count", "kind": "number", "value": 3}])
+    script = {
+        "default": [
+            {
+                "tool": "read_file",
+                "args": {
+                    "path": "/workspace/{{input.file}}",
+                    "nested": ["{{case_key}}", {"n": "{{input.count}}"}],
+                    "previous": "saw: {{last_result}}",
+                    "unknown": "{{input.nope}}",
+                },
+            }
+        ]
+    }
+    provider = scripted(
+        script, case_inputs=[{"key": "file", "kind": "text", "value": "a.txt"}, {"key": "count", "kind": "number", "value": 3}]
+    )
     args = json.loads(ask(provider, conversation(0)).tool_calls[0].arguments)
-    assert args == {"path": "/workspace/a.txt", "nested": ["case-a", {"n": 3}], "previous": "saw: ",
-                    "unknown": "{{input.nope}}"}
+    assert args == {"path": "/workspace/a.txt", "nested": ["case-a", {"n": 3}], "previous": "saw: ", "unknown": "{{input.nope}}"}
 
 
 def test_it_fills_last_result_from_the_latest_tool_message():
@@ -104,5 +117,6 @@ def test_it_answers_judge_calls_from_judge_responses():
 def test_it_reports_the_first_delta_when_asked():
     deltas = []
     scripted({"default": [{"submit": "x"}]}).complete(
-        ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append))
+        ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append)
+    )
     assert len(deltas) == 1 and deltas[0]["tool_call_fragment"]["name_fragment"] == "submit"

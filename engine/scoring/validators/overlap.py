@@ -183,10 +183,14 @@ def chrf(candidate: str, reference: str, char_order: int, beta: float) -> float:
     precisions, recalls = [], []
     for n in range(1, char_order + 1):
         h, r = ngrams(hyp, n), ngrams(ref, n)
+        if not h or not r:
+            continue  # only orders both sides can have count (sacreBLEU's "effective order")
         overlap = sum((h & r).values())
-        precisions.append(overlap / sum(h.values()) if h else 0.0)
-        recalls.append(overlap / sum(r.values()) if r else 0.0)
-    return f_beta(sum(precisions) / char_order, sum(recalls) / char_order, beta)
+        precisions.append(overlap / sum(h.values()))
+        recalls.append(overlap / sum(r.values()))
+    if not precisions:
+        return 0.0
+    return f_beta(sum(precisions) / len(precisions), sum(recalls) / len(recalls), beta)
 
 
 @register("chrf_score")

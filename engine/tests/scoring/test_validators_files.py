@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import json
+
+from engine.tests.scoring.helpers import validate
+
+
+def captured(content: str | None, exists: bool = True) -> dict:
+    return {"out": {"path": "/workspace/out.json", "exists": exists, "content": content,
+                    "size": len(content or ""), "truncated": False}}
+
+
+LISTING = {"tree": [{"path": "/workspace/src/app.py", "size": 3}, {"path": "/workspace/README.md", "size": 1}]}
+
+
+def test_file_exists_passes_when_captured_and_required():
+    assert validate("file_exists", target="file:out", expected=None, captured_files=captured("{}")).verdict == "pass"
+
+
+def test_file_exists_with_must_exist_false_passes_only_when_missing():
+    missing = captured(None, exists=False)
+    assert validate("file_exists", target="file:out", expected=None, config={"must_exist": False},
+                    captured_files=missing).verdict == "pass"
+    assert validate("file_exists", target="file:out", expected=None, captured_files=missing).verdict == "fail"
+
+
+def test_file_exists_without_any_capture_is_unavailable():
+    assert validate("file_exists", target="file:out", expected=None).state == "unavailable"
+
+
+def test_file_validators_require_the_file_prefix():
+    assert validate("file_exists", target="final_output", expected=None).outcome_class == "pack_error"
+
+
+def test_file_content_match_modes():
+    files = captured('{"a": 1}\n')
+    assert validate("file_content_match", target="file:out", expected='literal:"a"', captured_files=files).verdict == "pass"
+    assert validate("file_content_match", target="file:out", expected='literal:{"a":1}',
+                    config={"match_mode": "exact", "ignore_whitespace": True}, captured_files=files).verdict == "pass"
+    assert validate("file_content_match", target="file:out", expected="literal:^\\{",
+                    config={"match_mode": "regex"}, captured_files=files).verdict == "pass"
+    assert validate("file_content_match", target="file:out", expected="literal:password",
+                    config={"match_mode": "not_contains"}, captured_files=files).verdict == "pass"
+    assert validate("file_content_match", target="file:out", expected='literal:{"a": 1.0}',
+                    config={"match_mode": "json_equal"}, captured_files=files).verdict == "pass"
+    assert validate("file_content_match", target="file:out", expected="literal:zzz",
+                    captured_files=files).verdict == "fail"
+
+
+def test_file_content_match_accepts_mode_as_an_alias():
+    files = captured("def merge_intervals(x): ...")
+    assert validate("file_content_match", target="file:out", expected="literal:def merge_intervals",
+                    config={"mode": "exact"}, captured_files=files).verdict == "fail"
+
+
+def test_file_content_match_on_a_missing_file_is_unavailable_and_bad_mode_is_pack_error():
+    assert validate("file_content_match", target="file:out", expected="literal:x",
+                    captured_files=captured(None, exists=False)).state == "unavailable"
+    assert validate("file_content_match", target="file:out", expected="literal:x", config={"match_mode": "psychic"},
+                    captured_files=captured("x")).outcome_class == "pack_error"
+
+
+def test_file_json_schema_validates_file_content():
+    schema = {"type": "object", "required": ["a"]}
+    assert validate("file_json_schema", target="file:out", expected=None, config={"schema": schema},
+                    captured_files=captured('{"a": 1}')).verdict == "pass"
+    assert validate("file_json_schema", target="file:out", expected=None, config={"schema": schema},
+                    captured_files=captured("{}")).verdict == "fail"
+    assert validate("file_json_schema", target="file:out", expected=None, config={},
+                    captured_files=captured("{}")).outcome_class == "pack_error"
+
+
+def test_directory_structure_checks_required_forbidden_and_directories():
+    config = {"required_files": ["src/app.py", "/workspace/README.md"], "forbidden_files": [".env"],
+              "required_directories": ["src"]}
+    assert validate("directory_structure", target="file:tree", expected=None, config=config,
+                    directory_listings=LISTING).verdict == "pass"
+    result = validate("directory_structure", target="file:tree", expected=None,
+                      config={"required_files": ["setup.py"], "forbidden_files": ["README.md"]},
+                      directory_listings=LISTING)
+    assert result.verdict == "fail"
+    assert "missing file setup.py" in result.reason and "forbidden file README.md" in result.reason
+
+
+def test_directory_structure_without_listing_is_unavailable_and_unknown_keys_are_pack_errors():
+    assert validate("directory_structure", target="file:tree", expected=None, config={}).state == "unavailable"
+    assert validate("directory_structure", target="file:tree", expected=None, config={"must": []},
+                    directory_listings=LISTING).outcome_class == "pack_error"
+
+
+def post(condition: str, files: dict, **config):
+    return validate("postcondition", target="file:out", expected=None, config={"condition": condition, **config},
+                    captured_files=files)
+
+
+def test_postcondition_exists_and_not_exists_work_without_evidence():
+    assert post("exists", captured("x")).verdict == "pass"
+    assert post("not_exists", {}).verdict == "pass"
+    assert post("exists", {}).verdict == "fail"
+
+
+def test_postcondition_content_conditions():
+    files = captured(json.dumps({"status": "done", "n": 2}))
+    assert post("contains", files, value="done").verdict == "pass"
+    assert post("not_contains", files, value="error").verdict == "pass"
+    assert post("regex_match", files, value='"n":\\s*2').verdict == "pass"
+    assert post("json_path_match", files, json_path="$.n", value=2).verdict == "pass"
+    assert post("equals", files, value={"n": 2, "status": "done"}).verdict == "pass"
+    assert post("equals", captured("exact"), value="exact").verdict == "pass"
+
+
+def test_postcondition_missing_target_is_unavailable_except_for_existence():
+    assert post("contains", captured(None, exists=False), value="x").state == "unavailable"
+
+
+def test_postcondition_broken_configs_are_pack_errors():
+    assert validate("postcondition", target="file:out", expected=None, captured_files=captured("x")).outcome_class == "pack_error"
+    assert post("teleports", captured("x")).outcome_class == "pack_error"
+    assert post("contains", captured("x"), value=3).outcome_class == "pack_error"
+    assert post("regex_match", captured("x"), value="(").outcome_class == "pack_error"
+    assert post("json_path_match", captured("{}"), value=1).outcome_class == "pack_error"

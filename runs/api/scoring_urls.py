@@ -1,3 +1,17 @@
+"""Scorecard, comparison and gate API under /api/v1/workspaces/<slug>/."""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from runs.api import scoring_views as views
+
+urlpatterns = [
+    path("runs/<int:run_id>/scorecard", views.RunScorecardApi.as_view(), name="api-run-scorecard"),
+    path("runs/<int:run_id>/lanes/<int:lane_id>/scorecard", views.LaneScorecardApi.as_view(), name="api-lane-scorecard"),
+    path("runs/<int:run_id>/cases/<int:case_run_id>/verdicts", views.CaseVerdictsApi.as_view(), name="api-case-verdicts"),
+    path("comparisons", views.ComparisonListApi.as_view(), name="api-comparisons"),
+    path("comparisons/<int:comparison_id>", views.ComparisonDetailApi.as_view(), name="api-comparison-detail"),
+    path("comparisons/<int:comparison_id>/gate", views.ComparisonGateEvaluateApi.as_view(), name="api-comparison-gate"),
+    path("gates", views.GateListApi.as_view(), name="api-gates"),
+]

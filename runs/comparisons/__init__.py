@@ -1,0 +1,1 @@
+"""Comparisons of two lanes' scorecards and release-gate verdicts on them (runtime.md §6)."""

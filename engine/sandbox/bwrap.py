@@ -169,7 +169,8 @@ def _sandbox_uid() -> int | None:
             return uid
 
 
-def bwrap_argv(config: SandboxConfig, workspace: str, private_dir: str, fd: int, rlimits: list[tuple[str, int]]) -> list[str]:
+def bwrap_argv(config: SandboxConfig, workspace: str, fds: dict[str, int], fd: int, rlimits: list[tuple[str, int]]) -> list[str]:
+    """``fds``: passwd and group (pipes with the file content)."""
     argv = [
         bwrap_path() or "bwrap",
         "--unshare-user",
@@ -198,8 +199,8 @@ def bwrap_argv(config: SandboxConfig, workspace: str, private_dir: str, fd: int,
     for path in etc:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--ro-bind", os.path.join(private_dir, "passwd"), "/etc/passwd"]
-    argv += ["--ro-bind", os.path.join(private_dir, "group"), "/etc/group"]
+    argv += ["--ro-bind-data", str(fds["passwd"]), "/etc/passwd"]
+    argv += ["--ro-bind-data", str(fds["group"]), "/etc/group"]
     argv += [
         "--proc", "/proc",
         "--dev", "/dev",
@@ -230,13 +231,20 @@ class Launcher:
 
     def _start(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fds = {}
+        for name in ("passwd", "group"):
+            r, w = os.pipe()
+            with open(os.path.join(self.private_dir, name), "rb") as fh:
+                os.write(w, fh.read())
+            os.close(w)
+            fds[name] = r
         kwargs: dict = {}
         if self.uid is not None:
             kwargs.update(user=self.uid, group=self.uid, extra_groups=[])
         try:
             self.proc = subprocess.Popen(
-                bwrap_argv(self.config, self.workspace, self.private_dir, child.fileno(), self.rlimits),
-                pass_fds=(child.fileno(),),
+                bwrap_argv(self.config, self.workspace, fds, child.fileno(), self.rlimits),
+                pass_fds=(child.fileno(), *fds.values()),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -247,6 +255,8 @@ class Launcher:
             )
         finally:
             child.close()
+            for f in fds.values():
+                os.close(f)
         self.sock = parent
         parent.settimeout(10)
         try:

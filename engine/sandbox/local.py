@@ -42,16 +42,22 @@ class LocalSandbox:
         self.id = "sbx-" + uuid.uuid4().hex[:16]
         self.allow_network = config.allow_network
         self.destroyed = False
+        self.uid = _sandbox_uid()
         base = base_dir or default_base_dir()
         os.makedirs(base, mode=0o711, exist_ok=True)
-        os.chmod(base, 0o711)  # traversable by the per-sandbox uid, not listable
+        if self.uid is not None and not _traversable(os.path.dirname(os.path.abspath(base))):
+            # bwrap runs as the per-sandbox uid and must be able to walk to the workspace.
+            log.warning("sandbox base_dir %s is not world-traversable; using %s", base, default_base_dir())
+            base = default_base_dir()
+            os.makedirs(base, mode=0o711, exist_ok=True)
+        if self.uid is not None:
+            os.chmod(base, 0o711)  # traversable by the per-sandbox uid, not listable
         self.dir = os.path.join(base, self.id)
         os.mkdir(self.dir, 0o711)
         self.root = os.path.join(self.dir, "workspace")
         self.private = os.path.join(self.dir, "private")
         os.mkdir(self.root, 0o700)
         os.mkdir(self.private, 0o755)
-        self.uid = _sandbox_uid()
         if self.uid is not None:
             os.chown(self.root, self.uid, self.uid)
         with open(os.path.join(self.private, "passwd"), "w") as fh:
@@ -229,6 +235,17 @@ class LocalSandbox:
                 self._launcher.close()
         except Exception:
             pass
+
+
+def _traversable(path: str) -> bool:
+    while True:
+        st = os.stat(path)
+        if not st.st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
 
 
 def _warn_unisolated() -> None:

@@ -212,6 +212,11 @@ class AgentLoop:
         self.emitter.emit("model.call.completed", model_call_payload(response))
         return response
 
+    def _category(self, name: str) -> str:
+        # `category` is optional on the toolset duck type (engine.tools.ToolSet has it).
+        category = getattr(self.toolset, "category", None)
+        return str(category(name)) if callable(category) else ""
+
     def _run_tool_calls(self, calls: list[ToolCall]) -> LoopResult | None:
         names = set(self.toolset.names)
         for call in calls:
@@ -231,7 +236,9 @@ class AgentLoop:
                     self.tool_call_count += 1
             if not result.tool_call_id:
                 result.tool_call_id = call.id
-            self.emitter.emit("tool.call.failed" if result.is_error else "tool.call.completed", tool_call_payload(call, result))
+            self.emitter.emit(
+                "tool.call.failed" if result.is_error else "tool.call.completed", tool_call_payload(call, result, self._category(call.name))
+            )
             submitted = call.name == SUBMIT and not result.is_error and result.submitted_answer is not None
             if not submitted or self.keep_submit_message:
                 self.messages.append(Message(role="tool", content=result.content, tool_call_id=call.id, is_error=result.is_error))
@@ -252,11 +259,11 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
     }
 
 
-def tool_call_payload(call: ToolCall, result: ToolResult) -> dict[str, JSON]:
+def tool_call_payload(call: ToolCall, result: ToolResult, category: str = "") -> dict[str, JSON]:
     payload: dict[str, JSON] = {
         "tool_call_id": call.id,
         "tool_name": call.name,
-        "tool_category": result.metadata.get("tool_category") or result.resolved_tool_category or "",
+        "tool_category": category or result.metadata.get("tool_category") or result.resolved_tool_category or "",
         "arguments": _arguments_for_event(call.arguments),
         "result": {"tool_call_id": result.tool_call_id, "content": result.content, "is_error": result.is_error},
     }

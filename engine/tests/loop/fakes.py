@@ -41,6 +41,9 @@ class FakeToolset:
     def definitions(self) -> list[ToolDefinition]:
         return [ToolDefinition(name, f"the {name} tool", {"type": "object", "properties": {}}) for name in sorted(self.names)]
 
+    def category(self, name: str) -> str:
+        return {"read_file": "file", "write_file": "file", "submit": "submit"}.get(name, "unknown")
+
     def execute(self, call: ToolCall) -> ToolResult:
         self.calls.append(call)
         if self._on_execute is not None:

@@ -82,7 +82,7 @@ def test_it_fills_the_documented_payloads():
     assert completed["tool_calls"] == [{"id": "call_1_1", "name": "read_file", "arguments": '{"path": "a"}'}]
     assert set(completed["usage"]) == {"input_tokens", "output_tokens", "total_tokens"}
     tool = recorder.of_type("tool.call.completed")[0].payload
-    assert tool["tool_name"] == "read_file" and tool["arguments"] == {"path": "a"}
+    assert tool["tool_name"] == "read_file" and tool["arguments"] == {"path": "a"} and tool["tool_category"] == "file"
     assert tool["result"]["is_error"] is False and tool["resolved_tool_name"] == "read_file"
     delta = recorder.of_type("model.output.delta")[0].payload
     assert delta["stream_kind"] == "tool_call" and delta["tool_call_fragment"]["name_fragment"] == "read_file"

@@ -1,0 +1,209 @@
+"""Packs API: validate, publish, and read packs, versions, input sets and cases."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentclash.api import ApiError, error_body
+from packs import selectors, services
+from packs.api.parsers import ApplicationYamlTextParser, XYamlTextParser, YamlTextParser, too_large
+from packs.api.serializers import (
+    CaseOutputSerializer,
+    ErrorItemSerializer,
+    InputSetOutputSerializer,
+    PackOutputSerializer,
+    PackVersionDetailOutputSerializer,
+    PackVersionOutputSerializer,
+)
+from packs.models import PackVersion
+from workspaces.api.base import WorkspaceApiView
+from workspaces.api.views import raise_validation
+
+BUNDLE_PARSERS = [YamlTextParser, XYamlTextParser, ApplicationYamlTextParser, JSONParser]
+
+
+class BundleInputSerializer(serializers.Serializer):
+    yaml = serializers.CharField(trim_whitespace=False, allow_blank=True, help_text="The bundle YAML (or send it as the raw body with Content-Type: text/yaml).")
+
+
+class InvalidBundleOutputSerializer(serializers.Serializer):
+    valid = serializers.BooleanField()
+    errors = ErrorItemSerializer(many=True)
+
+
+def _bundle_source(request: Request) -> str:
+    """The YAML from a text/yaml body or a JSON ``{"yaml": …}``; 413 above 1 MiB."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > services.MAX_BUNDLE_BYTES:
+        raise too_large(length)
+    data = request.data
+    if isinstance(data, str):
+        source = data
+    else:
+        serializer = BundleInputSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        source = serializer.validated_data["yaml"]
+    if not source:
+        raise ApiError(400, "invalid_request", "request body is required")
+    if len(source.encode()) > services.MAX_BUNDLE_BYTES:
+        raise too_large(len(source.encode()))
+    return source
+
+
+def _invalid_response(exc: services.PackInvalid) -> Response:
+    message = "; ".join(f"{e['field']} {e['message']}".strip() for e in exc.errors) or "The bundle is invalid."
+    return Response(
+        error_body("challenge_pack_invalid", message, valid=False, errors=exc.errors),
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def _conflict(exc: services.PackConflict) -> ApiError:
+    return ApiError(409, exc.code, exc.message, fields={exc.field: [exc.message]}, extra={"errors": [exc.as_dict()]})
+
+
+class PackValidateApi(WorkspaceApiView):
+    parser_classes = BUNDLE_PARSERS
+
+    class OutputSerializer(serializers.Serializer):
+        valid = serializers.BooleanField()
+        manifest_checksum = serializers.CharField()
+        pack_slug = serializers.CharField()
+        version_number = serializers.IntegerField()
+
+    @extend_schema(
+        request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
+        responses={200: OutputSerializer, 400: InvalidBundleOutputSerializer, 413: OpenApiResponse(description="Body larger than 1 MiB")},
+        summary="Validate a pack bundle (member); nothing is written",
+        examples=[OpenApiExample("invalid", response_only=True, status_codes=["400"], value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}]})],
+    )
+    def post(self, request: Request, workspace_slug: str) -> Response:
+        source = _bundle_source(request)
+        try:
+            result = services.bundle_validate(source)
+        except services.PackInvalid as exc:
+            return _invalid_response(exc)
+        manifest = result.manifest or {}
+        return Response(
+            {
+                "valid": True,
+                "manifest_checksum": result.checksum,
+                "pack_slug": manifest["pack"]["slug"],
+                "version_number": manifest["version"]["number"],
+            }
+        )
+
+
+class PackPublishApi(WorkspaceApiView):
+    parser_classes = BUNDLE_PARSERS
+
+    class OutputSerializer(serializers.Serializer):
+        pack_id = serializers.IntegerField()
+        pack_version_id = serializers.IntegerField()
+        input_set_ids = serializers.ListField(child=serializers.IntegerField())
+        pack_slug = serializers.CharField()
+        version_number = serializers.IntegerField()
+        manifest_checksum = serializers.CharField()
+
+    @extend_schema(
+        request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
+        responses={
+            201: OutputSerializer,
+            400: InvalidBundleOutputSerializer,
+            409: OpenApiResponse(description="challenge_pack_version_exists or challenge_pack_metadata_conflict"),
+            413: OpenApiResponse(description="Body larger than 1 MiB"),
+        },
+        summary="Publish a pack bundle as a new immutable version (member)",
+    )
+    def post(self, request: Request, workspace_slug: str) -> Response:
+        source = _bundle_source(request)
+        try:
+            version = services.pack_publish(workspace=self.workspace, user=request.user, source=source)
+        except services.PackInvalid as exc:
+            return _invalid_response(exc)
+        except services.PackConflict as exc:
+            raise _conflict(exc) from exc
+        body = {
+            "pack_id": version.pack_id,
+            "pack_version_id": version.pk,
+            "input_set_ids": list(version.input_sets.order_by("key").values_list("pk", flat=True)),
+            "pack_slug": version.pack.slug,
+            "version_number": version.number,
+            "manifest_checksum": version.manifest_checksum,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class PackListApi(WorkspaceApiView):
+    @extend_schema(responses=PackOutputSerializer(many=True), summary="Packs of the workspace with their latest version")
+    def get(self, request: Request, workspace_slug: str) -> Response:
+        return self.paginate(request, selectors.pack_list(workspace=self.workspace), PackOutputSerializer)
+
+
+class PackDetailApi(WorkspaceApiView):
+    @extend_schema(responses=PackOutputSerializer, summary="One pack")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        pack = selectors.pack_get(workspace=self.workspace, pk=pk)
+        annotated = selectors.pack_list(workspace=self.workspace).get(pk=pack.pk)
+        return Response(PackOutputSerializer(annotated).data)
+
+
+class PackVersionListApi(WorkspaceApiView):
+    class OutputSerializer(PackVersionOutputSerializer):
+        challenges_count = serializers.IntegerField()
+        cases_count = serializers.IntegerField()
+
+    @extend_schema(responses=OutputSerializer(many=True), summary="Versions of a pack, newest first")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        pack = selectors.pack_get(workspace=self.workspace, pk=pk)
+        return self.paginate(request, selectors.pack_versions(pack=pack), self.OutputSerializer)
+
+
+class PackVersionDetailApi(WorkspaceApiView):
+    class InputSerializer(serializers.Serializer):
+        lifecycle_status = serializers.ChoiceField(choices=PackVersion.Lifecycle.choices)
+
+    @extend_schema(responses=PackVersionDetailOutputSerializer, summary="One pack version with its manifest")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        version = selectors.pack_version_get(workspace=self.workspace, pk=pk)
+        return Response(PackVersionDetailOutputSerializer(version).data)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses=PackVersionDetailOutputSerializer,
+        summary="Change a version's lifecycle status (member); nothing else of a published version can change",
+    )
+    def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        version = selectors.pack_version_get(workspace=self.workspace, pk=pk)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        extra = sorted(set(request.data) - {"lifecycle_status"}) if isinstance(request.data, dict) else []
+        if extra:
+            raise ApiError(400, "immutable_field", f"A published version is immutable; only lifecycle_status can change (got {', '.join(extra)}).")
+        try:
+            version = services.pack_version_set_lifecycle(version=version, lifecycle_status=data.validated_data["lifecycle_status"], user=request.user)
+        except DjangoValidationError as exc:
+            raise_validation(exc)
+        return Response(PackVersionDetailOutputSerializer(version).data)
+
+
+class PackVersionInputSetListApi(WorkspaceApiView):
+    @extend_schema(responses=InputSetOutputSerializer(many=True), summary="Input sets of a pack version (for the run picker)")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        version = selectors.pack_version_get(workspace=self.workspace, pk=pk)
+        return self.paginate(request, selectors.input_sets_of(version=version), InputSetOutputSerializer)
+
+
+class InputSetCaseListApi(WorkspaceApiView):
+    @extend_schema(responses=CaseOutputSerializer(many=True), summary="Cases of an input set, in order")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        input_set = selectors.input_set_get(workspace=self.workspace, pk=pk)
+        return self.paginate(request, selectors.cases_of(input_set=input_set), CaseOutputSerializer)

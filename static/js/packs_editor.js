@@ -1,0 +1,125 @@
+// Pack YAML editor: line-number gutter, jump-to-error-line, file loading, stale-validation guard.
+// Progressive enhancement: the form validates and publishes without this file.
+(function () {
+  "use strict";
+
+  function editorParts() {
+    const textarea = document.querySelector("[data-yaml]");
+    const gutter = document.querySelector("[data-gutter]");
+    return { textarea, gutter };
+  }
+
+  function errorLines() {
+    const result = document.getElementById("editor-result");
+    const raw = result ? result.dataset.errorLines || "" : "";
+    return new Set(raw.split(",").filter(Boolean).map(Number));
+  }
+
+  function renderGutter() {
+    const { textarea, gutter } = editorParts();
+    if (!textarea || !gutter) return;
+    const count = textarea.value.split("\n").length;
+    const marked = errorLines();
+    const fragment = document.createDocumentFragment();
+    for (let n = 1; n <= count; n += 1) {
+      const span = document.createElement("span");
+      span.textContent = String(n);
+      if (marked.has(n)) span.className = "gutter-error";
+      fragment.appendChild(span);
+    }
+    gutter.replaceChildren(fragment);
+    gutter.scrollTop = textarea.scrollTop;
+  }
+
+  function lineHeight(textarea) {
+    const value = parseFloat(getComputedStyle(textarea).lineHeight);
+    return Number.isFinite(value) ? value : 19.5;
+  }
+
+  // Select line `line` (1-based) in the textarea and scroll it into the middle of the view.
+  function selectLine(line) {
+    const { textarea } = editorParts();
+    if (!textarea) return;
+    const lines = textarea.value.split("\n");
+    const index = Math.min(Math.max(line, 1), lines.length) - 1;
+    let start = 0;
+    for (let i = 0; i < index; i += 1) start += lines[i].length + 1;
+    const end = start + lines[index].length;
+    textarea.focus();
+    textarea.setSelectionRange(start, end);
+    const target = index * lineHeight(textarea) - textarea.clientHeight / 2;
+    textarea.scrollTop = Math.max(0, target);
+    textarea.scrollLeft = 0;
+    textarea.dataset.selectedLine = String(index + 1);
+    const { gutter } = editorParts();
+    if (gutter) {
+      gutter.querySelectorAll(".gutter-current").forEach((el) => el.classList.remove("gutter-current"));
+      const span = gutter.children[index];
+      if (span) span.classList.add("gutter-current");
+      gutter.scrollTop = textarea.scrollTop;
+    }
+  }
+
+  function markStale() {
+    const publish = document.querySelector("[data-publish]");
+    if (publish && !publish.disabled) {
+      publish.disabled = true;
+      publish.title = "Validate again first";
+      const note = document.querySelector("[data-stale-note]");
+      if (note) note.hidden = false;
+    }
+  }
+
+  document.addEventListener("input", (event) => {
+    if (event.target.matches("[data-yaml]")) {
+      renderGutter();
+      markStale();
+    }
+  });
+
+  document.addEventListener(
+    "scroll",
+    (event) => {
+      if (event.target.matches && event.target.matches("[data-yaml]")) {
+        const { gutter } = editorParts();
+        if (gutter) gutter.scrollTop = event.target.scrollTop;
+      }
+    },
+    true,
+  );
+
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-line]");
+    if (!link) return;
+    event.preventDefault();
+    selectLine(Number(link.dataset.line));
+  });
+
+  // A chosen file is loaded into the editor so it can be validated, fixed and published as text.
+  document.addEventListener("change", (event) => {
+    const input = event.target;
+    if (!input.matches("[data-yaml-file]") || !input.files || !input.files.length) return;
+    const file = input.files[0];
+    if (file.size > 1024 * 1024) return; // the server explains the limit
+    const reader = new FileReader();
+    reader.onload = () => {
+      const { textarea } = editorParts();
+      if (!textarea) return;
+      textarea.value = String(reader.result).replace(/^\uFEFF/, "");
+      input.value = "";
+      renderGutter();
+      markStale();
+    };
+    reader.readAsText(file);
+  });
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target && event.detail.target.id === "editor-result") renderGutter();
+  });
+  // The swapped-out target is detached; listen on the new element too.
+  document.addEventListener("htmx:afterSettle", renderGutter);
+
+  document.addEventListener("DOMContentLoaded", renderGutter);
+  if (document.readyState !== "loading") renderGutter();
+  window.packsEditor = { selectLine, renderGutter };
+})();

@@ -1,0 +1,101 @@
+"""Cases for the engine's redaction helper, as used for secrets (engine.redact via secrets_app.redaction)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import urllib.parse
+
+import pytest
+
+from secrets_app.redaction import REDACTED, Redactor, redact, redactor_for_workspace
+from secrets_app.services import secret_set
+
+
+def test_it_redacts_a_value_inside_a_json_document():
+    doc = {"headers": {"Authorization": "Bearer sk-abc123xyz"}, "body": ["ok", {"token": "sk-abc123xyz"}], "n": 3}
+    assert redact(doc, ["sk-abc123xyz"]) == {"headers": {"Authorization": f"Bearer {REDACTED}"}, "body": ["ok", {"token": REDACTED}], "n": 3}
+
+
+def test_it_redacts_a_value_inside_serialised_json_text():
+    text = json.dumps({"echo": "my password is pa55word!"})
+    assert "pa55word!" not in redact(text, ["pa55word!"])
+
+
+def test_it_redacts_json_keys_too():
+    assert redact({"sk-key-as-key": 1}, ["sk-key-as-key"]) == {REDACTED: 1}
+
+
+def test_it_redacts_every_repetition():
+    assert redact("tok tok-tok tok", ["tok"]) == f"{REDACTED} {REDACTED}-{REDACTED} {REDACTED}"
+
+
+def test_it_redacts_the_longest_of_overlapping_values_first():
+    # "abc" is inside "abcdef": replacing the short one first would leave "def" visible.
+    out = redact("x abcdef y abc z", ["abc", "abcdef"])
+    assert out == f"x {REDACTED} y {REDACTED} z"
+    assert "def" not in out
+
+
+@pytest.mark.xfail(strict=True, reason="engine.redact replaces the leftmost match, so the tail of an overlapping second value stays visible")
+def test_it_redacts_values_that_overlap_at_their_edges():
+    out = redact("secretABCsecret2", ["secretABC", "ABCsecret2"])
+    assert "secretABC" not in out and "ABCsecret2" not in out and "secret2" not in out.replace(REDACTED, "")
+
+
+@pytest.mark.parametrize("encode", [lambda v: urllib.parse.quote(v, safe=""), lambda v: urllib.parse.quote_plus(v)])
+def test_it_redacts_url_encoded_forms(encode):
+    value = "p@ss w/rd&=?"
+    url = f"https://api.example.com/x?key={encode(value)}&other=1"
+    out = redact(url, [value])
+    assert encode(value) not in out and "other=1" in out
+
+
+def _value_recoverable(text: str, value: str) -> bool:
+    if value in text:
+        return True
+    for token in re.findall(r"[A-Za-z0-9+/=_-]{4,}", text):
+        padded = token.rstrip("=") + "=" * (-len(token.rstrip("=")) % 4)
+        try:
+            if value.encode() in base64.b64decode(padded.replace("-", "+").replace("_", "/")):
+                return True
+        except (binascii.Error, ValueError):
+            continue
+    return False
+
+
+@pytest.mark.parametrize("user", ["a", "ab", "abc", "abcd", "someuser", "api"])
+def test_it_redacts_basic_auth_of_user_and_value(user):
+    value = "s3cr3t-value"
+    header = "Basic " + base64.b64encode(f"{user}:{value}".encode()).decode()
+    assert _value_recoverable(header, value)  # the check below can fail
+    out = redact({"Authorization": header}, [value])["Authorization"]
+    assert out.startswith("Basic ") and REDACTED in out
+    assert not _value_recoverable(out, value)
+
+
+def test_it_redacts_plain_base64_of_the_value():
+    value = "another-secret-value"
+    encoded = base64.b64encode(value.encode()).decode()
+    assert encoded not in redact(f"payload={encoded}", [value])
+
+
+def test_it_leaves_text_without_secrets_alone():
+    text = "nothing to see here: aGVsbG8gd29ybGQ="  # base64 of "hello world"
+    assert redact(text, ["unrelated-secret"]) == text
+    assert redact(text, []) == text
+
+
+def test_empty_values_are_ignored():
+    assert redact("abc", [""]) == "abc"
+    assert not Redactor([""])
+
+
+@pytest.mark.django_db
+def test_it_builds_a_redactor_from_the_workspace_secrets(workspace, admin):
+    secret_set(workspace=workspace, key="A", value="alpha-secret", actor=admin)
+    secret_set(workspace=workspace, key="B", value="beta-secret", actor=admin)
+    redactor = redactor_for_workspace(workspace=workspace)
+    assert redactor.text("alpha-secret and beta-secret") == f"{REDACTED} and {REDACTED}"

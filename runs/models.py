@@ -82,6 +82,7 @@ class Run(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.SINGLE_AGENT)
+    execution_mode = models.CharField(max_length=32, default="native", help_text="native | prompt_eval | multi_turn (from the pack version).")
     failure_reason = models.TextField(blank=True)
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -178,6 +179,8 @@ class CaseRun(models.Model):
     total_tokens = models.PositiveBigIntegerField(default=0)
     duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
     verification = models.JSONField(default=dict, blank=True, help_text="Post-execution captures (files, listings, code runs).")
+    provider_failure = models.JSONField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When a case_run_execute task was last enqueued.")
     claimed_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -189,7 +192,7 @@ class CaseRun(models.Model):
     class Meta:
         ordering = ["lane", "position"]
         constraints = [models.UniqueConstraint(fields=["lane", "case_key"], name="uniq_case_per_lane")]
-        indexes = [models.Index(fields=["run", "status"])]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["lane", "status"])]
 
     def __str__(self) -> str:
         return f"{self.lane} / {self.case_key}"

@@ -17,3 +17,10 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file (not :memory:) so a real Celery worker subprocess can share the test database;
+    # the pid keeps parallel test sessions on one machine apart.
+    import os as _os
+
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{_os.getpid()}.sqlite3")}  # noqa: F405

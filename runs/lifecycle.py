@@ -1,0 +1,150 @@
+"""State changes of runs, lanes and case runs (spec runtime.md §4.2).
+
+Every change is a compare-and-set ``UPDATE … WHERE status = <expected>`` plus a history row in the
+same transaction. ``run_transition``/``lane_transition`` return False when another process moved
+the row first (a lost race) and raise :class:`InvalidTransition` for a move the table forbids.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from runs.models import (
+    LANE_TRANSITIONS,
+    RUN_TERMINAL,
+    RUN_TRANSITIONS,
+    CaseRun,
+    CaseStatus,
+    LaneStatus,
+    Run,
+    RunAgent,
+    RunAgentStatusHistory,
+    RunStatus,
+    RunStatusHistory,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidTransition(Exception):
+    """The transition table does not allow this move (never retried)."""
+
+
+def _run_timestamps(to: str, now: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if to == RunStatus.QUEUED:
+        fields["queued_at"] = now
+    elif to == RunStatus.PROVISIONING:
+        fields["started_at"] = now
+    if to in RUN_TERMINAL:
+        fields["finished_at"] = now
+    if to == RunStatus.CANCELLED:
+        fields["cancelled_at"] = now
+    elif to == RunStatus.FAILED:
+        fields["failed_at"] = now
+    return fields
+
+
+@transaction.atomic
+def run_transition(*, run_id: int, to: str, reason: str = "", user: Any = None, expected: str | None = None) -> bool:
+    """Move run ``run_id`` to ``to``. Returns False if it was not in a state that allows it anymore.
+
+    ``expected`` pins the source state; without it the current state is read and the move is
+    checked against the table (still a CAS on the state that was read).
+    """
+    current = expected or Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if current is None:
+        return False
+    if to not in RUN_TRANSITIONS.get(current, frozenset()):
+        if expected is None and current in RUN_TERMINAL:
+            return False  # already finished: a lost race, not a programming error
+        raise InvalidTransition(f"run {run_id}: {current} → {to} is not allowed")
+    now = timezone.now()
+    fields = _run_timestamps(to, now)
+    # First entry only: don't overwrite a timestamp that is already set.
+    updates: dict[str, Any] = {"status": to, "updated_at": now}
+    for name, value in fields.items():
+        updates[name] = value
+    if to == RunStatus.FAILED:
+        updates["failure_reason"] = reason[:2000]
+    changed = Run.objects.filter(pk=run_id, status=current).update(**updates)
+    if changed != 1:
+        return False
+    RunStatusHistory.objects.create(run_id=run_id, from_status=current, to_status=to, reason=reason[:2000],
+                                    changed_by=user if getattr(user, "is_authenticated", False) else None)
+    return True
+
+
+@transaction.atomic
+def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | None = None) -> bool:
+    current = expected or RunAgent.objects.filter(pk=lane_id).values_list("status", flat=True).first()
+    if current is None:
+        return False
+    if to not in LANE_TRANSITIONS.get(current, frozenset()):
+        if expected is None and current in (LaneStatus.COMPLETED, LaneStatus.FAILED):
+            return False
+        raise InvalidTransition(f"lane {lane_id}: {current} → {to} is not allowed")
+    now = timezone.now()
+    updates: dict[str, Any] = {"status": to}
+    if to == LaneStatus.EXECUTING:
+        updates["started_at"] = now
+    if to in (LaneStatus.COMPLETED, LaneStatus.FAILED):
+        updates["finished_at"] = now
+    if to == LaneStatus.FAILED:
+        updates["failure_reason"] = reason[:2000]
+    changed = RunAgent.objects.filter(pk=lane_id, status=current).update(**updates)
+    if changed != 1:
+        return False
+    RunAgentStatusHistory.objects.create(lane_id=lane_id, from_status=current, to_status=to, reason=reason[:2000])
+    return True
+
+
+def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | None = None) -> CaseRun | None:
+    """Claim a case for execution (attempt + 1). Returns the claimed row, or None.
+
+    Claimable: a ``queued`` case; a ``running`` one whose heartbeat is older than
+    ``stale_before`` (its worker died); or, for a retry, the ``running`` case still at attempt
+    ``retry_of``. Each is a CAS on (status, attempt), so of two deliveries only one wins, and the
+    attempt number in event ids keeps attempts apart.
+    """
+    row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
+    if row is None:
+        return None
+    running = row["status"] == CaseStatus.RUNNING
+    claimable = (
+        (row["status"] == CaseStatus.QUEUED and retry_of is None)
+        or (running and retry_of is not None and row["attempt"] == retry_of)
+        or (running and stale_before is not None and (row["heartbeat_at"] is None or row["heartbeat_at"] < stale_before))
+    )
+    if not claimable:
+        return None
+    now = timezone.now()
+    changed = CaseRun.objects.filter(pk=case_run_id, status=row["status"], attempt=row["attempt"]).update(
+        status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now,
+        started_at=now if row["status"] == CaseStatus.QUEUED else F("started_at"),
+    )
+    if changed != 1:
+        return None
+    return CaseRun.objects.select_related("run__input_set", "run__workspace", "lane", "case").get(pk=case_run_id)
+
+
+def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:
+    """``running → completed|failed|cancelled`` for the attempt that holds the claim."""
+    updates = dict(fields)
+    updates.update(status=status, finished_at=timezone.now())
+    return CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.RUNNING, attempt=attempt).update(**updates) == 1
+
+
+def cases_cancel_open(*, run_id: int) -> int:
+    """Cases not yet started become ``cancelled``; running ones stop at their next cancel check."""
+    return CaseRun.objects.filter(run_id=run_id, status=CaseStatus.QUEUED).update(
+        status=CaseStatus.CANCELLED, stop_reason="cancelled", finished_at=timezone.now())
+
+
+def open_case_filter() -> Q:
+    return Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])

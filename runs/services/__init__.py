@@ -1,0 +1,36 @@
+"""Writes for runs (STYLE.md §4). One module per concern; import from here."""
+
+from __future__ import annotations
+
+from runs.services.create import RunCreateError, deployment_snapshot, run_create
+from runs.services.events import RunEventSink, payload_hydrate, run_events_append
+from runs.services.execute import case_run_execute, credential_resolve
+from runs.services.orchestrate import (
+    RunNotCancellable,
+    case_run_finalize,
+    lane_advance,
+    lane_dispatch_next,
+    run_advance,
+    run_cancel,
+    run_reap,
+    run_start,
+)
+
+__all__ = [
+    "RunCreateError",
+    "RunEventSink",
+    "RunNotCancellable",
+    "case_run_execute",
+    "case_run_finalize",
+    "credential_resolve",
+    "deployment_snapshot",
+    "lane_advance",
+    "lane_dispatch_next",
+    "payload_hydrate",
+    "run_advance",
+    "run_cancel",
+    "run_create",
+    "run_events_append",
+    "run_reap",
+    "run_start",
+]

@@ -1,0 +1,155 @@
+"""``run_create``: freeze the deployments, create the run, its lanes and case runs, start it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import Http404
+from django.utils import timezone
+
+from engine.modes import unsupported_simulator_actors
+from packs.models import Case, InputSet, PackVersion
+from runs.models import CaseRun, LaneStatus, Run, RunAgent, RunStatus, RunStatusHistory
+from runs.queue import enqueue_on_commit
+from workspaces.models import AgentDeployment, LifecycleStatus, Workspace
+
+SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn"})
+
+
+class RunCreateError(ValidationError):
+    """A run request that can't be honoured; ``field`` names the offending input."""
+
+    def __init__(self, message: str, *, field: str = "non_field_errors", code: str = "invalid_request"):
+        super().__init__(message, code=code)
+        self.field = field
+        self.text = message
+
+
+def deployment_snapshot(deployment: AgentDeployment) -> dict[str, Any]:
+    """Everything a worker needs about a lane, as it is now (later edits don't rewrite history)."""
+    account = deployment.provider_account
+    profile = deployment.runtime_profile
+    sandbox = {k: v for k, v in {"allow_shell": profile.allow_shell, "allow_network": profile.allow_network,
+                                 "max_workspace_bytes": profile.max_workspace_bytes}.items() if v is not None}
+    return {
+        "deployment": {"id": deployment.pk, "name": deployment.name, "model": deployment.model,
+                       "system_prompt": deployment.system_prompt, "output_schema": deployment.output_schema,
+                       "deployment_config": deployment.deployment_config or {}},
+        "provider_account": {"id": account.pk, "name": account.name, "provider_key": account.provider_key,
+                             "credential_reference": account.credential_reference, "base_url": account.base_url},
+        "model": deployment.model,
+        "runtime_profile": {"id": profile.pk, "name": profile.name, "execution_target": profile.execution_target,
+                            "max_iterations": profile.max_iterations, "max_tool_calls": profile.max_tool_calls,
+                            "step_timeout_seconds": profile.step_timeout_seconds,
+                            "run_timeout_seconds": profile.run_timeout_seconds,
+                            "max_in_flight_cases": profile.max_in_flight_cases, "sandbox": sandbox},
+    }
+
+
+def _pack_max_iterations(manifest: dict[str, Any]) -> int | None:
+    """``evaluation_spec.runtime_limits.max_iterations`` (or the manifest's) when in 1..1000 (§3.3)."""
+    for source in ((manifest.get("evaluation_spec") or {}).get("runtime_limits"), manifest.get("runtime_limits")):
+        value = (source or {}).get("max_iterations") if isinstance(source, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000:
+            return value
+    return None
+
+
+def _input_set_for(version: PackVersion, input_set_id: Any) -> InputSet:
+    sets = list(version.input_sets.all())
+    if input_set_id not in (None, ""):
+        for candidate in sets:
+            if str(candidate.pk) == str(input_set_id):
+                return candidate
+        raise RunCreateError("That input set does not belong to this pack version.", field="input_set_id")
+    if len(sets) == 1:
+        return sets[0]
+    if not sets:
+        raise RunCreateError("This pack version has no input sets, so there is nothing to run.", field="input_set_id")
+    raise RunCreateError(f"This pack version has {len(sets)} input sets; choose one.", field="input_set_id")
+
+
+def _deployments(workspace: Workspace, deployment_ids: Sequence[Any]) -> list[AgentDeployment]:
+    if not deployment_ids:
+        raise RunCreateError("Choose at least one deployment.", field="deployment_ids")
+    wanted: list[int] = []
+    for raw in deployment_ids:
+        try:
+            pk = int(raw)
+        except (TypeError, ValueError):
+            raise Http404("Deployment not found") from None
+        if pk not in wanted:
+            wanted.append(pk)
+    found = {d.pk: d for d in AgentDeployment.objects.select_related("provider_account", "runtime_profile")
+             .filter(workspace=workspace, pk__in=wanted, status=LifecycleStatus.ACTIVE)}
+    if len(found) != len(wanted):
+        raise Http404("Deployment not found")
+    return [found[pk] for pk in wanted]
+
+
+@transaction.atomic
+def run_create(
+    *,
+    workspace: Workspace,
+    user: Any,
+    pack_version: PackVersion,
+    deployment_ids: Sequence[Any],
+    input_set_id: Any = None,
+    name: str = "",
+) -> Run:
+    if pack_version.workspace_id != workspace.pk:
+        raise Http404("Pack version not found")
+    if pack_version.lifecycle_status != PackVersion.Lifecycle.RUNNABLE:
+        raise RunCreateError("This pack version is not runnable.", field="pack_version_id")
+    mode = (pack_version.execution_mode or "native").strip() or "native"
+    if mode == "responses":
+        raise RunCreateError("The 'responses' execution mode is not supported by this installation; "
+                             "use native, prompt_eval or multi_turn.", field="pack_version_id")
+    if mode not in SUPPORTED_MODES:
+        raise RunCreateError(f"Unknown execution mode {mode!r}.", field="pack_version_id")
+    input_set = _input_set_for(pack_version, input_set_id)
+    cases = list(Case.objects.filter(input_set=input_set).order_by("position", "pk"))
+    if not cases:
+        raise RunCreateError("The input set has no cases.", field="input_set_id")
+    if mode == "multi_turn":
+        for case in cases:
+            actors = unsupported_simulator_actors(_engine_case(pack_version, input_set, case))
+            if actors:
+                raise RunCreateError(f"Case {case.case_key!r} uses the {', '.join(sorted(set(actors)))} user-simulator "
+                                     "actor, which this installation does not support; only scripted actors can run.",
+                                     field="pack_version_id")
+    deployments = _deployments(workspace, deployment_ids)
+    pack_limit = _pack_max_iterations(pack_version.manifest or {})
+    now = timezone.now()
+    run = Run(
+        workspace=workspace, pack_version=pack_version, input_set=input_set,
+        name=(name or "").strip()[:200] or f"{pack_version} · {now:%Y-%m-%d %H:%M}",
+        status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
+        execution_mode=mode, created_by=user if getattr(user, "is_authenticated", False) else None, queued_at=now,
+    )  # fmt: skip
+    run.full_clean()
+    run.save()
+    RunStatusHistory.objects.create(run=run, from_status=RunStatus.DRAFT, to_status=RunStatus.QUEUED,
+                                    reason="run created", changed_by=run.created_by)
+    case_rows = []
+    for index, deployment in enumerate(deployments):
+        snapshot = deployment_snapshot(deployment)
+        if pack_limit is not None:
+            snapshot["runtime_profile"]["max_iterations"] = pack_limit
+            snapshot["runtime_profile"]["max_iterations_source"] = "pack"
+        lane = RunAgent.objects.create(run=run, workspace=workspace, deployment=deployment, lane_index=index,
+                                       label=deployment.name, snapshot=snapshot, status=LaneStatus.QUEUED)
+        case_rows.extend(CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position)
+                         for position, case in enumerate(cases))
+    CaseRun.objects.bulk_create(case_rows, batch_size=1000)
+    enqueue_on_commit("runs.run_start", run.pk)
+    return run
+
+
+def _engine_case(version: PackVersion, input_set: InputSet, case: Case) -> dict[str, Any]:
+    from runs.services.staging import engine_case
+
+    return engine_case(version.manifest or {}, input_set.key, case)

@@ -1,0 +1,150 @@
+"""Persisting engine events: redaction, oversized payloads, per-lane sequence numbers, dedup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import connection, transaction
+from django.utils import timezone
+
+from engine.redact import Redactor
+from engine.types import EVENT_SCHEMA_VERSION, Event
+from runs.models import RunEvent
+
+logger = logging.getLogger(__name__)
+
+REF_KEYS = frozenset({"$ref", "bytes", "type"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _occurred_at(value: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return timezone.now()
+
+
+def payload_store(*, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Inline payload, or a ``{"$ref", "bytes", "type"}`` stub and the storage key (spec §4.5)."""
+    raw = json.dumps(payload, separators=(",", ":"), default=str).encode()
+    if len(raw) <= settings.RUN_EVENT_INLINE_MAX_BYTES:
+        return payload, ""
+    key = f"run-events/{lane_id}/{_UNSAFE.sub('_', event_id)}.json"
+    if not default_storage.exists(key):  # a redelivered flush writes the same bytes once
+        key = default_storage.save(key, ContentFile(raw))
+    return {"$ref": key, "bytes": len(raw), "type": event_type}, key
+
+
+def payload_hydrate(payload: Any) -> Any:
+    """The full payload of an event whose payload may be a stored-file stub."""
+    if not (isinstance(payload, dict) and set(payload) == REF_KEYS and isinstance(payload.get("$ref"), str)):
+        return payload
+    try:
+        with default_storage.open(payload["$ref"], "rb") as handle:
+            return json.loads(handle.read().decode())
+    except (OSError, ValueError):
+        logger.warning("Event payload %s is missing from storage", payload["$ref"])
+        return payload
+
+
+def _reserve_sequence(lane_id: int, count: int) -> int:
+    """Reserve ``count`` sequence numbers for the lane; returns the first. Locks the lane row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence",
+            [count, lane_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise LookupError(f"lane {lane_id} is gone")
+    return int(row[0]) - count
+
+
+@transaction.atomic
+def run_events_append(
+    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None
+) -> int:
+    """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
+
+    Event ids already present (a redelivered flush) are skipped before numbers are reserved, so
+    a retry neither duplicates an event nor leaves a hole in the sequence. Returns how many
+    were inserted.
+    """
+    if not events:
+        return 0
+    unique: dict[str, Event] = {}
+    for event in events:
+        unique.setdefault(event.event_id, event)
+    existing = set(RunEvent.objects.filter(event_id__in=list(unique)).values_list("event_id", flat=True))
+    fresh = [e for e in unique.values() if e.event_id not in existing]
+    if not fresh:
+        return 0
+    first = _reserve_sequence(lane_id, len(fresh))
+    rows = []
+    for offset, event in enumerate(fresh):
+        payload = dict(event.payload or {})
+        payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
+        if redactor:
+            payload = redactor.json(payload)
+        stored, ref = payload_store(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        rows.append(RunEvent(
+            run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, event_id=event.event_id,
+            sequence_number=first + offset, event_type=event.event_type, source=event.source,
+            occurred_at=_occurred_at(event.occurred_at), case_key=event.case_key, attempt=attempt,
+            payload=stored, payload_ref=ref,
+        ))  # fmt: skip
+    RunEvent.objects.bulk_create(rows, batch_size=500)
+    return len(rows)
+
+
+class RunEventSink:
+    """The engine's event sink for one case attempt: buffers, then flushes in batches.
+
+    Flushes when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last
+    flush, and always at the end of the case (:meth:`flush`). ``on_event`` sees every event as it
+    arrives (the live "current activity" of the lane comes from the persisted events instead).
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: int,
+        lane_id: int,
+        case_run_id: int,
+        attempt: int,
+        redactor: Redactor | None,
+        interval: float = 0.5,
+        max_buffer: int = 200,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_id, self.lane_id, self.case_run_id, self.attempt = run_id, lane_id, case_run_id, attempt
+        self.redactor = redactor
+        self.interval = interval
+        self.max_buffer = max_buffer
+        self.clock = clock
+        self.buffer: list[Event] = []
+        self.last_flush = clock()
+        self.count = 0
+
+    def __call__(self, event: Event) -> None:
+        self.buffer.append(event)
+        self.count += 1
+        if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        self.last_flush = self.clock()
+        if not self.buffer:
+            return
+        batch, self.buffer = self.buffer, []
+        run_events_append(run_id=self.run_id, lane_id=self.lane_id, case_run_id=self.case_run_id,
+                          attempt=self.attempt, events=batch, redactor=self.redactor)

@@ -1,0 +1,231 @@
+"""Moving a run forward: start, bounded case fan-out, lane and run completion, cancel, reaper.
+
+Every step is safe to repeat: transitions are compare-and-set, dispatch counts what is already
+in flight, and scoring services are idempotent. A task that runs twice changes nothing the
+second time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from runs.lifecycle import InvalidTransition, cases_cancel_open, lane_transition, run_transition
+from runs.models import (
+    LANE_TERMINAL,
+    CaseRun,
+    CaseStatus,
+    LaneStatus,
+    Run,
+    RunAgent,
+    RunStatus,
+    ScoreStatus,
+)
+from runs.queue import enqueue_on_commit
+
+logger = logging.getLogger(__name__)
+
+ORPHAN_AFTER = dt.timedelta(minutes=15)
+STALE_AFTER = dt.timedelta(seconds=60)
+LOST_DISPATCH_AFTER = dt.timedelta(minutes=10)
+
+
+def scoring_module() -> Any:
+    """``runs.scoring`` (owned by the scoring work) or None while it is not installed."""
+    try:
+        return importlib.import_module("runs.scoring")
+    except ImportError:
+        return None
+
+
+class RunNotCancellable(Exception):
+    pass
+
+
+def run_start(*, run_id: int) -> bool:
+    """``queued → provisioning → running``, lanes ``queued → ready → executing``, then fan out."""
+    try:
+        if not run_transition(run_id=run_id, to=RunStatus.PROVISIONING, expected=RunStatus.QUEUED, reason="worker picked up the run"):
+            logger.info("run %s: not queued anymore, start skipped", run_id)
+            return False
+        lane_ids = list(RunAgent.objects.filter(run_id=run_id).values_list("pk", flat=True))
+        if not lane_ids:
+            run_transition(run_id=run_id, to=RunStatus.FAILED, reason="run has no lanes")
+            return False
+        for lane_id in lane_ids:
+            lane_transition(lane_id=lane_id, to=LaneStatus.READY, expected=LaneStatus.QUEUED, reason="execution lane prepared")
+        if not run_transition(run_id=run_id, to=RunStatus.RUNNING, expected=RunStatus.PROVISIONING, reason="lanes ready"):
+            return False  # cancelled while provisioning
+        for lane_id in lane_ids:
+            lane_transition(lane_id=lane_id, to=LaneStatus.EXECUTING, expected=LaneStatus.READY, reason="executing cases")
+            lane_dispatch_next(lane_id=lane_id)
+    except InvalidTransition:
+        raise
+    except Exception as exc:
+        logger.exception("starting run %s failed", run_id)
+        run_transition(run_id=run_id, to=RunStatus.FAILED, reason=f"could not start: {type(exc).__name__}: {exc}"[:500])
+        return False
+    return True
+
+
+@transaction.atomic
+def lane_dispatch_next(*, lane_id: int) -> int:
+    """Enqueue queued cases until the lane has ``max_in_flight_cases`` dispatched and unfinished."""
+    lane = RunAgent.objects.select_for_update().select_related("run").filter(pk=lane_id).first()
+    if lane is None or lane.run.status != RunStatus.RUNNING or lane.status != LaneStatus.EXECUTING:
+        return 0
+    limit = int(((lane.snapshot or {}).get("runtime_profile") or {}).get("max_in_flight_cases") or 8)
+    counts = CaseRun.objects.filter(lane_id=lane_id).aggregate(
+        running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
+        waiting=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=False)),
+    )
+    free = limit - counts["running"] - counts["waiting"]
+    if free <= 0:
+        return 0
+    ids = list(CaseRun.objects.filter(lane_id=lane_id, status=CaseStatus.QUEUED, dispatched_at__isnull=True)
+               .order_by("position", "pk").values_list("pk", flat=True)[:free])
+    if not ids:
+        return 0
+    CaseRun.objects.filter(pk__in=ids).update(dispatched_at=timezone.now())
+    for case_run_id in ids:
+        enqueue_on_commit("runs.case_run_execute", case_run_id)
+    return len(ids)
+
+
+def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str) -> None:
+    """A case reached a terminal state: score it, refill the lane, maybe finish the lane."""
+    if status != CaseStatus.CANCELLED and scoring_module() is not None:
+        enqueue_on_commit("runs.case_run_finalize", case_run_id)
+    lane_dispatch_next(lane_id=lane_id)
+    lane_advance(lane_id=lane_id)
+
+
+def case_run_finalize(*, case_run_id: int) -> None:
+    """Score one finished case (idempotent), then let its lane move on."""
+    row = CaseRun.objects.filter(pk=case_run_id).values("lane_id", "status").first()
+    if row is None:
+        return
+    scoring = scoring_module()
+    if scoring is not None:
+        try:
+            scoring.case_run_score(case_run_id=case_run_id)
+        except Exception:
+            logger.exception("scoring case run %s failed", case_run_id)
+        CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
+    lane_advance(lane_id=row["lane_id"])
+
+
+def lane_advance(*, lane_id: int) -> None:
+    """``executing → evaluating`` once every case is finished; ``→ completed|failed`` once scored."""
+    lane = RunAgent.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
+    if lane is None or lane["run__status"] not in (RunStatus.RUNNING, RunStatus.SCORING) or lane["status"] in LANE_TERMINAL:
+        return
+    counts = CaseRun.objects.filter(lane_id=lane_id).aggregate(
+        open=Count("pk", filter=Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])),
+        completed=Count("pk", filter=Q(status=CaseStatus.COMPLETED)),
+        total=Count("pk"),
+        unscored=Count("pk", filter=Q(score_status=ScoreStatus.PENDING, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED])),
+    )
+    if counts["open"]:
+        return
+    if lane["status"] == LaneStatus.EXECUTING:
+        lane_transition(lane_id=lane_id, to=LaneStatus.EVALUATING, expected=LaneStatus.EXECUTING,
+                        reason=f"{counts['total']} cases finished ({counts['completed']} completed); scoring pending")
+    elif lane["status"] != LaneStatus.EVALUATING:
+        return
+    scoring = scoring_module()
+    if scoring is not None:
+        if counts["unscored"]:
+            return  # the last case_run_finalize calls back here
+        try:
+            scoring.lane_score(lane_id=lane_id)
+        except Exception:
+            logger.exception("lane scorecard for lane %s failed", lane_id)
+    if counts["completed"]:
+        lane_transition(lane_id=lane_id, to=LaneStatus.COMPLETED, expected=LaneStatus.EVALUATING,
+                        reason=f"{counts['completed']} of {counts['total']} cases completed")
+    else:
+        lane_transition(lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING,
+                        reason=f"no case completed (0 of {counts['total']})")
+    run_advance(run_id=lane["run_id"])
+
+
+def run_advance(*, run_id: int) -> None:
+    """``running → scoring → completed`` once every lane is finished (``failed`` if every lane failed)."""
+    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if status not in (RunStatus.RUNNING, RunStatus.SCORING):
+        return
+    lanes = dict(RunAgent.objects.filter(run_id=run_id).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+    if any(s not in LANE_TERMINAL for s in lanes):
+        return
+    failed, completed = lanes.get(LaneStatus.FAILED, 0), lanes.get(LaneStatus.COMPLETED, 0)
+    if status == RunStatus.RUNNING:
+        if not completed:
+            run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.RUNNING, reason=f"every lane failed ({failed})")
+            return
+        if not run_transition(run_id=run_id, to=RunStatus.SCORING, expected=RunStatus.RUNNING, reason="every lane finished"):
+            return
+    scoring = scoring_module()
+    if scoring is not None:
+        try:
+            scoring.run_score(run_id=run_id)
+        except Exception as exc:
+            logger.exception("run scorecard for run %s failed", run_id)
+            run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.SCORING, reason=f"run scorecard failed: {exc}"[:500])
+            return
+    scored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.SCORED).count()
+    errored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.ERRORED).count()
+    run_transition(run_id=run_id, to=RunStatus.COMPLETED, expected=RunStatus.SCORING,
+                   reason=f"{completed} lanes completed, {failed} failed; {scored} cases scored, {errored} errored")
+
+
+@transaction.atomic
+def run_cancel(*, run: Run, user: Any) -> Run:
+    """Cancel a run that can still be cancelled; running cases stop at their next cancel check."""
+    if run.is_terminal or not run_transition(run_id=run.pk, to=RunStatus.CANCELLED, reason="cancelled by user", user=user):
+        raise RunNotCancellable(f"This run is {Run.objects.get(pk=run.pk).get_status_display().lower()} and can't be cancelled.")
+    cases_cancel_open(run_id=run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORPHAN_AFTER,
+             stale_after: dt.timedelta = STALE_AFTER) -> dict[str, int]:
+    """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
+    now = now or timezone.now()
+    report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "advanced": 0}
+    orphans = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.PROVISIONING], created_at__lt=now - orphan_after)
+    for run_id, status in orphans.values_list("pk", "status")[:500]:
+        if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status,
+                          reason="orphaned run reaper: not started within 15 minutes"):
+            cases_cancel_open(run_id=run_id)
+            report["orphaned"] += 1
+    running = Run.objects.filter(status=RunStatus.RUNNING)
+    stale = CaseRun.objects.filter(run__in=running, status=CaseStatus.RUNNING).filter(
+        Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True))
+    for case_run_id in stale.values_list("pk", flat=True)[:500]:
+        enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
+        report["requeued"] += 1
+    lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - LOST_DISPATCH_AFTER)
+    for case_run_id in lost.values_list("pk", flat=True)[:500]:
+        CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)
+        enqueue_on_commit_now("runs.case_run_execute", case_run_id)
+        report["redispatched"] += 1
+    for lane_id in RunAgent.objects.filter(run__status=RunStatus.RUNNING, status__in=[LaneStatus.EXECUTING, LaneStatus.EVALUATING]).values_list("pk", flat=True):
+        lane_dispatch_next(lane_id=lane_id)
+        lane_advance(lane_id=lane_id)
+        report["advanced"] += 1
+    for run_id in Run.objects.filter(status=RunStatus.SCORING, updated_at__lt=now - stale_after).values_list("pk", flat=True):
+        run_advance(run_id=run_id)
+    return report
+
+
+def enqueue_on_commit_now(task_name: str, *args: Any) -> None:
+    with transaction.atomic():
+        enqueue_on_commit(task_name, *args)

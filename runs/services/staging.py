@@ -1,0 +1,85 @@
+"""What a case's sandbox starts with (spec runtime.md §1.3). Ground truth never goes in."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.modes.context import strip_hidden
+from packs.models import Case
+
+_HIDDEN_TOP = ("evaluation_spec", "input_sets")
+
+
+def _manifest_case(manifest: dict[str, Any], input_set_key: str, case_key: str) -> dict[str, Any] | None:
+    for input_set in manifest.get("input_sets") or []:
+        if isinstance(input_set, dict) and input_set.get("key") == input_set_key:
+            for case in input_set.get("cases") or []:
+                if isinstance(case, dict) and (case.get("case_key") or case.get("item_key")) == case_key:
+                    return case
+    return None
+
+
+def engine_case(manifest: dict[str, Any], input_set_key: str, case: Case, found: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The case as the engine gets it, without ``expectations`` (the scorer reads those itself).
+
+    Turn ``expects`` of a multi-turn simulator stay: the engine checks them between turns and
+    never shows them to the model (engine.modes.context strips them from what the model sees).
+    """
+    if found is None:
+        found = _manifest_case(manifest, input_set_key, case.case_key)
+    if found is None:
+        stored = case.payload if isinstance(case.payload, dict) else {}
+        if stored.get("schema_version"):
+            found = {k: v for k, v in stored.items() if k != "schema_version"}
+        else:
+            found = {"payload": stored}
+        found.setdefault("case_key", case.case_key)
+        found.setdefault("challenge_key", case.challenge_key)
+    result = {k: v for k, v in found.items() if k != "expectations"}
+    result.setdefault("item_key", case.item_key or case.case_key)
+    return result
+
+
+def challenge_for(manifest: dict[str, Any], challenge_key: str) -> dict[str, Any]:
+    for challenge in manifest.get("challenges") or []:
+        if isinstance(challenge, dict) and challenge.get("key") == challenge_key:
+            return challenge
+    return {}
+
+
+def sanitised_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    return strip_hidden({k: v for k, v in manifest.items() if k not in _HIDDEN_TOP})
+
+
+def _fixture_files(case: dict[str, Any]) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    payload = case.get("payload") if isinstance(case.get("payload"), dict) else {}
+    candidates: list[Any] = list(payload.get("workspace_files") or [])
+    for item in case.get("inputs") or []:
+        if isinstance(item, dict) and item.get("kind") == "workspace" and isinstance(item.get("value"), list):
+            candidates.extend(item["value"])
+    for entry in candidates:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str) and entry["path"].strip():
+            content = entry.get("content", "")
+            text = content if isinstance(content, str) else json.dumps(content, indent=2, sort_keys=True)
+            path = entry["path"].strip()
+            files[path if path.startswith("/") else f"/workspace/{path}"] = text.encode()
+    return files
+
+
+def staged_files(*, manifest: dict[str, Any], challenge: dict[str, Any], case: dict[str, Any],
+                 run_context: dict[str, Any]) -> dict[str, bytes]:
+    """``/workspace/agentclash/*.json`` context files plus the case's fixture files."""
+
+    def dump(value: Any) -> bytes:
+        return json.dumps(value, indent=2, sort_keys=True, default=str).encode()
+
+    files = {
+        "/workspace/agentclash/run-context.json": dump(strip_hidden(run_context)),
+        "/workspace/agentclash/challenge-pack-manifest.json": dump(sanitised_manifest(manifest)),
+        "/workspace/agentclash/challenges.json": dump([strip_hidden(challenge)] if challenge else []),
+        "/workspace/agentclash/challenge-input-set.json": dump({"cases": [strip_hidden(case)]}),
+    }
+    files.update(_fixture_files(case))
+    return files

@@ -1,0 +1,40 @@
+"""Celery tasks for runs: ids in, a service out (STYLE.md §13).
+
+Each task only advances a persistent state machine (every claim and transition is a
+compare-and-set), so a redelivered message is a no-op; that is what makes ``acks_late`` and
+``reject_on_worker_lost`` safe here. Case retries are explicit (``retry_of``), bounded to three
+attempts and only for the retryable classes of spec runtime.md §4.3.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from runs import services
+
+try:  # the scoring tasks live in their own module; importing it registers them with the worker
+    from runs import scoring_tasks  # noqa: F401
+except ImportError:  # pragma: no cover - scoring not installed yet
+    pass
+
+IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+@shared_task(name="runs.run_start", **IDEMPOTENT)
+def run_start(run_id: int) -> None:
+    services.run_start(run_id=run_id)
+
+
+@shared_task(name="runs.case_run_execute", **IDEMPOTENT)
+def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> None:
+    services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds)
+
+
+@shared_task(name="runs.case_run_finalize", **IDEMPOTENT)
+def case_run_finalize(case_run_id: int) -> None:
+    services.case_run_finalize(case_run_id=case_run_id)
+
+
+@shared_task(name="runs.run_reap", **IDEMPOTENT)
+def run_reap() -> None:
+    services.run_reap()

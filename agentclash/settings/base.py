@@ -180,7 +180,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=25 
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
+    "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},
+}
 
 # --- AgentClash ---------------------------------------------------------------------------
 SECRETS_ENCRYPTION_KEYS = env.list("SECRETS_ENCRYPTION_KEY", default=[])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -13,6 +14,7 @@ class Reply:
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering
 
     @classmethod
     def json(cls, status: int, payload, headers: dict[str, str] | None = None) -> Reply:
@@ -49,13 +51,18 @@ class FakeServer:
                 raw = self.rfile.read(length)
                 server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}")))
                 reply = server.replies.pop(0) if server.replies else Reply.json(500, {"error": "no reply queued"})
-                self.send_response(reply.status)
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(reply.body)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                try:
+                    self.send_response(reply.status)
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
 
             def log_message(self, *args) -> None:
                 pass

@@ -197,3 +197,12 @@ def test_it_reports_a_refused_connection_as_unavailable():
     with pytest.raises(ProviderError) as caught:
         provider.complete(request())
     assert (caught.value.code, caught.value.retryable) == ("unavailable", True)
+
+
+def test_it_reports_a_call_slower_than_the_step_timeout_as_retryable_timeout(server):
+    slow = tool_call_stream()
+    slow.delay = 0.5
+    server.replies.append(slow)
+    with pytest.raises(ProviderError) as caught:
+        provider_for(server).complete(request(step_timeout_seconds=0.1))
+    assert (caught.value.code, caught.value.retryable) == ("timeout", True)

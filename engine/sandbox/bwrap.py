@@ -207,6 +207,7 @@ def bwrap_argv(config: SandboxConfig, workspace: str, fds: dict[str, int], fd: i
         "--tmpfs", "/tmp",
         "--tmpfs", "/run",
         "--bind", workspace, "/workspace",
+        "--remount-ro", "/",
         "--chdir", "/workspace",
         "--clearenv",
         "--setenv", "PATH", SANDBOX_PATH,

@@ -42,6 +42,6 @@ def wrap(ctx: ToolContext, tool: str, payload: Any) -> str:
         try:
             ctx.sandbox.write_file(path, data)
             result["full_output_path"] = path
-        except OSError:
+        except (OSError, ValueError):  # unwritable or steered outside the workspace
             result["full_output_path"] = None
     return compact(result)

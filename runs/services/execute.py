@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 from engine.events import EventEmitter
@@ -270,7 +270,6 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
         emitter.emit("system.run.failed", {"error": outcome.error, "stop_reason": "sandbox_error", "step_index": 0})
     finally:
         heartbeat.stop()
-        close_old_connections()
     sink.flush()
     return _record(case_run, attempt, outcome, verification, redactor)
 

@@ -47,6 +47,8 @@ def _bundle_source(request: Request) -> str:
     data = request.data
     if isinstance(data, str):
         source = data
+    elif not data:
+        source = ""
     else:
         serializer = BundleInputSerializer(data=data)
         serializer.is_valid(raise_exception=True)

@@ -34,8 +34,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
-                   refs: dict[str, JSON] | None = None) -> dict[str, JSON]:
+def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *, refs: dict[str, JSON] | None = None) -> dict[str, JSON]:
     """Roll case scores up into a lane scorecard.
 
     ``refs`` carries identities the engine cannot know (run_id, lane_id, pack_version_id,
@@ -58,9 +57,15 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
         states = [e.get("state") if e else "unavailable" for e in entries]
         state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
         first = next((e for e in entries if e), {})
-        dimensions[key] = {"mean": _mean(scores), "state": state, "available_count": len(scores),
-                           "case_count": len(cases), "better_direction": "higher",
-                           "declared_direction": first.get("declared_direction"), "source": first.get("source")}
+        dimensions[key] = {
+            "mean": _mean(scores),
+            "state": state,
+            "available_count": len(scores),
+            "case_count": len(cases),
+            "better_direction": "higher",
+            "declared_direction": first.get("declared_direction"),
+            "source": first.get("source"),
+        }
 
     validity, validity_reason = "valid", ""
     for wanted in ("invalid", "degraded"):
@@ -115,16 +120,24 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
         "dimensions": dimensions,
         "cost_usd": sum(c for c in costs if c is not None) if cases else None,
         "cost_complete": all(c is not None for c in costs),
-        "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95),
-                       "mean": _mean(latencies)},
-        "tokens": {k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases)
-                   for k in ("input_tokens", "output_tokens", "total_tokens")},
-        "cases": [{
-            "case_key": c.get("case_key"), "overall_score": c.get("overall_score"), "passed": c.get("passed"),
-            "validity": c.get("validity"), "run_status": c.get("run_status"), "stop_reason": c.get("stop_reason"),
-            "status": c.get("status"), "overall_reason": c.get("overall_reason"),
-            "dimensions": {k: v.get("score") for k, v in (c.get("dimensions") or {}).items()},
-        } for c in cases],
+        "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "mean": _mean(latencies)},
+        "tokens": {
+            k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases) for k in ("input_tokens", "output_tokens", "total_tokens")
+        },
+        "cases": [
+            {
+                "case_key": c.get("case_key"),
+                "overall_score": c.get("overall_score"),
+                "passed": c.get("passed"),
+                "validity": c.get("validity"),
+                "run_status": c.get("run_status"),
+                "stop_reason": c.get("stop_reason"),
+                "status": c.get("status"),
+                "overall_reason": c.get("overall_reason"),
+                "dimensions": {k: v.get("score") for k, v in (c.get("dimensions") or {}).items()},
+            }
+            for c in cases
+        ],
         "regression_cases": regression_cases,
         "warnings": sorted({w for c in cases for w in c.get("warnings", [])}),
     }
@@ -137,8 +150,12 @@ def _dimension_mean(card: dict[str, JSON], key: str) -> float:
 
 def _rank_key(card: dict[str, JSON]) -> tuple[float, float, float, float]:
     score = card.get("overall_score")
-    return (score if score is not None else -1.0, _dimension_mean(card, "correctness"),
-            _dimension_mean(card, "reliability"), card.get("pass_rate") if card.get("pass_rate") is not None else -1.0)
+    return (
+        score if score is not None else -1.0,
+        _dimension_mean(card, "correctness"),
+        _dimension_mean(card, "reliability"),
+        card.get("pass_rate") if card.get("pass_rate") is not None else -1.0,
+    )
 
 
 def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
@@ -153,11 +170,18 @@ def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
         key = _rank_key(card)
         if key != previous_key:
             rank, previous_key = position, key
-        ranking.append({"lane_id": lane_id, "rank": rank, "overall_score": card.get("overall_score"),
-                        "pass_rate": card.get("pass_rate"), "passed": card.get("passed"),
-                        "validity": card.get("validity"),
-                        "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
-                        "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean")})
+        ranking.append(
+            {
+                "lane_id": lane_id,
+                "rank": rank,
+                "overall_score": card.get("overall_score"),
+                "pass_rate": card.get("pass_rate"),
+                "passed": card.get("passed"),
+                "validity": card.get("validity"),
+                "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
+                "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean"),
+            }
+        )
     winner, reason = None, "no lanes"
     if len(ranking) == 1:
         winner, reason = ranking[0]["lane_id"], "single lane"
@@ -176,5 +200,4 @@ def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
             a = (first.get("dimensions", {}).get(key) or {}).get("mean")
             b = (second.get("dimensions", {}).get(key) or {}).get("mean")
             deltas[key] = None if a is None or b is None else a - b
-    return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason,
-            "dimension_deltas_winner_vs_runner_up": deltas}
+    return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason, "dimension_deltas_winner_vs_runner_up": deltas}

@@ -46,12 +46,21 @@ def _refs(card: JSON) -> dict[str, JSON]:
 def not_comparable(reason_code: str, reason: str, baseline: JSON = None, candidate: JSON = None) -> dict[str, JSON]:
     """A non-comparable summary; the Django side uses this for run/agent resolution failures."""
     return {
-        "schema_version": SCHEMA_VERSION, "status": "not_comparable", "reason_code": reason_code, "reason": reason,
-        "refs": {"baseline": _refs(baseline), "candidate": _refs(candidate)}, "matched_participants": [],
-        "dimension_deltas": {}, "metric_deltas": {}, "scorecard_pass": {"baseline": None, "candidate": None},
-        "scorecard_validity": {"baseline": None, "candidate": None}, "case_divergence": None,
-        "failure_divergence": None, "replay_divergence": None,
-        "evidence_quality": {"missing_fields": [], "warnings": []}, "regression": None,
+        "schema_version": SCHEMA_VERSION,
+        "status": "not_comparable",
+        "reason_code": reason_code,
+        "reason": reason,
+        "refs": {"baseline": _refs(baseline), "candidate": _refs(candidate)},
+        "matched_participants": [],
+        "dimension_deltas": {},
+        "metric_deltas": {},
+        "scorecard_pass": {"baseline": None, "candidate": None},
+        "scorecard_validity": {"baseline": None, "candidate": None},
+        "case_divergence": None,
+        "failure_divergence": None,
+        "replay_divergence": None,
+        "evidence_quality": {"missing_fields": [], "warnings": []},
+        "regression": None,
         "fingerprint": fingerprint(baseline, candidate),
     }
 
@@ -80,10 +89,14 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
         else:
             state = "available"
         b_value, c_value = (b or {}).get("mean"), (c or {}).get("mean")
-        out[key] = {"baseline_value": b_value, "candidate_value": c_value,
-                    "delta": c_value - b_value if state == "available" else None,
-                    "better_direction": "higher",
-                    "declared_direction": (c or b or {}).get("declared_direction"), "state": state}
+        out[key] = {
+            "baseline_value": b_value,
+            "candidate_value": c_value,
+            "delta": c_value - b_value if state == "available" else None,
+            "better_direction": "higher",
+            "declared_direction": (c or b or {}).get("declared_direction"),
+            "state": state,
+        }
         if state != "available":
             missing.append(f"dimension_deltas.{key}")
     return out
@@ -91,17 +104,27 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
 
 def _metric_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
     """Raw, un-normalised numbers for people to read; gates use dimension deltas only."""
+
     def pick(card: dict[str, JSON]) -> dict[str, JSON]:
-        return {"overall_score": (card.get("overall_score"), "higher"),
-                "pass_rate": (card.get("pass_rate"), "higher"),
-                "cost_usd": (card.get("cost_usd"), "lower"),
-                "latency_p50_ms": ((card.get("latency_ms") or {}).get("p50"), "lower"),
-                "latency_p95_ms": ((card.get("latency_ms") or {}).get("p95"), "lower"),
-                "total_tokens": ((card.get("tokens") or {}).get("total_tokens"), "lower")}
+        return {
+            "overall_score": (card.get("overall_score"), "higher"),
+            "pass_rate": (card.get("pass_rate"), "higher"),
+            "cost_usd": (card.get("cost_usd"), "lower"),
+            "latency_p50_ms": ((card.get("latency_ms") or {}).get("p50"), "lower"),
+            "latency_p95_ms": ((card.get("latency_ms") or {}).get("p95"), "lower"),
+            "total_tokens": ((card.get("tokens") or {}).get("total_tokens"), "lower"),
+        }
 
     b, c = pick(baseline), pick(candidate)
-    return {key: {"baseline": b[key][0], "candidate": c[key][0], "better_direction": b[key][1],
-                  "delta": None if b[key][0] is None or c[key][0] is None else c[key][0] - b[key][0]} for key in b}
+    return {
+        key: {
+            "baseline": b[key][0],
+            "candidate": c[key][0],
+            "better_direction": b[key][1],
+            "delta": None if b[key][0] is None or c[key][0] is None else c[key][0] - b[key][0],
+        }
+        for key in b
+    }
 
 
 def _case_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
@@ -111,10 +134,12 @@ def _case_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> d
     return {
         "passed_to_failed": [k for k in shared if b_cases[k].get("passed") is True and c_cases[k].get("passed") is False],
         "failed_to_passed": [k for k in shared if b_cases[k].get("passed") is False and c_cases[k].get("passed") is True],
-        "completed_to_failed": [k for k in shared if b_cases[k].get("run_status") == "completed"
-                                and c_cases[k].get("run_status") in ("failed", "cancelled")],
-        "failed_to_completed": [k for k in shared if b_cases[k].get("run_status") in ("failed", "cancelled")
-                                and c_cases[k].get("run_status") == "completed"],
+        "completed_to_failed": [
+            k for k in shared if b_cases[k].get("run_status") == "completed" and c_cases[k].get("run_status") in ("failed", "cancelled")
+        ],
+        "failed_to_completed": [
+            k for k in shared if b_cases[k].get("run_status") in ("failed", "cancelled") and c_cases[k].get("run_status") == "completed"
+        ],
         "unchanged": sum(1 for k in shared if b_cases[k].get("passed") == c_cases[k].get("passed")),
     }
 
@@ -157,8 +182,9 @@ def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON
     b_cov, c_cov = _coverage(baseline), _coverage(candidate)
     if b_cov != c_cov:
         only_b, only_c = sorted(b_cov - c_cov), sorted(c_cov - b_cov)
-        return not_comparable("challenge_coverage_mismatch",
-                              f"cases only in baseline: {only_b}; only in candidate: {only_c}", baseline, candidate)
+        return not_comparable(
+            "challenge_coverage_mismatch", f"cases only in baseline: {only_b}; only in candidate: {only_c}", baseline, candidate
+        )
     missing: list[str] = []
     warnings: list[str] = []
     deltas = _dimension_deltas(baseline, candidate, missing)

@@ -66,23 +66,30 @@ def expand(evaluation_spec: dict[str, JSON]) -> list[DimensionSpec]:
         key = str(decl.get("key") or "")
         source = decl.get("source") or LEGACY.get(key, ("", ""))[0]
         direction = decl.get("better_direction") or (
-            LEGACY[key][1] if key in LEGACY and not decl.get("source") else "higher" if source in FIXED_HIGHER else "")
+            LEGACY[key][1] if key in LEGACY and not decl.get("source") else "higher" if source in FIXED_HIGHER else ""
+        )
         normalization = decl.get("normalization")
         if normalization is None and source == "latency":
             legacy = legacy_norm.get("latency") or {}
-            normalization = {"target": legacy.get("target_ms"),
-                             "max": legacy.get("max_ms", limits.get("max_duration_ms"))}
+            normalization = {"target": legacy.get("target_ms"), "max": legacy.get("max_ms", limits.get("max_duration_ms"))}
         if normalization is None and source == "cost":
             legacy = legacy_norm.get("cost") or {}
-            normalization = {"target": legacy.get("target_usd"),
-                             "max": legacy.get("max_usd", limits.get("max_cost_usd"))}
+            normalization = {"target": legacy.get("target_usd"), "max": legacy.get("max_usd", limits.get("max_cost_usd"))}
         weight = _number(decl.get("weight"))
-        out.append(DimensionSpec(
-            key=key, source=str(source), validators=list(decl.get("validators") or []), metric=decl.get("metric"),
-            better_direction=str(direction), normalization=normalization,
-            weight=1.0 if weight is None else weight, judge_key=decl.get("judge_key"),
-            gate=bool(decl.get("gate")), pass_threshold=_number(decl.get("pass_threshold")),
-        ))
+        out.append(
+            DimensionSpec(
+                key=key,
+                source=str(source),
+                validators=list(decl.get("validators") or []),
+                metric=decl.get("metric"),
+                better_direction=str(direction),
+                normalization=normalization,
+                weight=1.0 if weight is None else weight,
+                judge_key=decl.get("judge_key"),
+                gate=bool(decl.get("gate")),
+                pass_threshold=_number(decl.get("pass_threshold")),
+            )
+        )
     return out
 
 
@@ -134,8 +141,9 @@ def behavioral_score(evaluation_spec: dict[str, JSON], inputs: DimensionInputs) 
         passed = None if not signal.get("gate") else score >= (threshold or 0.0)
         vetoed = vetoed or passed is False
         total, weights = total + score * weight, weights + weight
-        details.append({"key": key, "score": score, "weight": weight, "gate": bool(signal.get("gate")),
-                        "pass_threshold": threshold, "passed": passed})
+        details.append(
+            {"key": key, "score": score, "weight": weight, "gate": bool(signal.get("gate")), "pass_threshold": threshold, "passed": passed}
+        )
     return (0.0 if vetoed else total / weights), details
 
 
@@ -160,8 +168,17 @@ def _validators_score(dim: DimensionSpec, inputs: DimensionInputs) -> tuple[floa
 
 
 def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> DimensionScore:
-    result = DimensionScore(key=dim.key, source=dim.source, state="error", score=None, reason="", weight=dim.weight,
-                            gate=dim.gate, pass_threshold=dim.pass_threshold, declared_direction=dim.better_direction)
+    result = DimensionScore(
+        key=dim.key,
+        source=dim.source,
+        state="error",
+        score=None,
+        reason="",
+        weight=dim.weight,
+        gate=dim.gate,
+        pass_threshold=dim.pass_threshold,
+        declared_direction=dim.better_direction,
+    )
     try:
         raw: float | None = None
         if dim.source == "validators":
@@ -169,10 +186,14 @@ def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs
         elif dim.source == "reliability":
             # Computed from evidence even when the two metrics are not declared (see docs/scoring.md).
             ok = bool(inputs.ctx.extracted.completed) and inputs.ctx.extracted.failure_count == 0
-            score, reason = (1.0 if ok else 0.0), (
-                "completed without failures" if ok else
-                f"completed={str(bool(inputs.ctx.extracted.completed)).lower()}, "
-                f"failures={inputs.ctx.extracted.failure_count}")
+            score, reason = (
+                (1.0 if ok else 0.0),
+                (
+                    "completed without failures"
+                    if ok
+                    else f"completed={str(bool(inputs.ctx.extracted.completed)).lower()}, failures={inputs.ctx.extracted.failure_count}"
+                ),
+            )
         elif dim.source in ("latency", "cost"):
             raw = inputs.ctx.latency_ms() if dim.source == "latency" else inputs.ctx.cost_usd()
             score = normalise(raw, dim.better_direction, dim.normalization)
@@ -210,7 +231,7 @@ def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs
     except DimensionError as exc:
         result.reason = str(exc)
         return result
-    except Exception as exc:  # never let a dimension abort scoring
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result.reason = f"{type(exc).__name__}: {exc}"
         return result
     result.state, result.score, result.reason, result.raw_value = "available", min(1.0, max(0.0, score)), reason, raw

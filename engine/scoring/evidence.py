@@ -124,8 +124,7 @@ def ordered_events(events: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
         index, event = item
         seq = event.get("sequence_number")
         has_seq = isinstance(seq, int) and not isinstance(seq, bool)
-        return (0 if has_seq else 1, seq if has_seq else 0, str(event.get("occurred_at") or ""),
-                str(event.get("event_type") or ""), index)
+        return (0 if has_seq else 1, seq if has_seq else 0, str(event.get("occurred_at") or ""), str(event.get("event_type") or ""), index)
 
     return [e for _, e in sorted(enumerate(e for e in events if isinstance(e, dict)), key=sort_key)]
 
@@ -228,15 +227,17 @@ def extract(evidence: CaseEvidence) -> Extracted:
             result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
             failed = etype == "tool.call.failed" or bool(result.get("is_error"))
             arguments = normalise_arguments(payload.get("arguments"))
-            out.tool_trace.append(ToolTraceEntry(
-                tool_name=str(payload.get("tool_name") or ""),
-                arguments=arguments,
-                arguments_key=canonical_json(arguments),
-                failed=failed,
-                failure_origin=payload.get("failure_origin"),
-                error=_tool_error(result.get("content")),
-                event_id=event_id,
-            ))
+            out.tool_trace.append(
+                ToolTraceEntry(
+                    tool_name=str(payload.get("tool_name") or ""),
+                    arguments=arguments,
+                    arguments_key=canonical_json(arguments),
+                    failed=failed,
+                    failure_origin=payload.get("failure_origin"),
+                    error=_tool_error(result.get("content")),
+                    event_id=event_id,
+                )
+            )
             if failed:
                 out.failure_count += 1
         elif etype == "sandbox.command.failed":
@@ -251,21 +252,23 @@ def extract(evidence: CaseEvidence) -> Extracted:
                     entry.input_tokens += _int(usage.get("input_tokens"))
                     entry.output_tokens += _int(usage.get("output_tokens"))
                     entry.total_tokens += _int(usage.get("total_tokens")) or (
-                        _int(usage.get("input_tokens")) + _int(usage.get("output_tokens")))
+                        _int(usage.get("input_tokens")) + _int(usage.get("output_tokens"))
+                    )
         elif etype == "race.standings.injected":
             out.race_context_tokens += _int(payload.get("tokens") or payload.get("token_count"))
         elif etype.startswith("grader.verification."):
             _absorb_verification(out, etype, payload, event_id)
-        elif etype.startswith("turn.") and etype in ("turn.user.message", "turn.user.simulated",
-                                                      "turn.assistant.message"):
-            out.turns.append(Turn(
-                role="assistant" if etype == "turn.assistant.message" else "user",
-                content=loose_string(payload) or loose_string(payload.get("message")) or "",
-                actor=payload.get("actor"),
-                phase=payload.get("phase_id") or payload.get("phase"),
-                mismatch=bool(payload.get("mismatch")),
-                event_id=event_id,
-            ))
+        elif etype.startswith("turn.") and etype in ("turn.user.message", "turn.user.simulated", "turn.assistant.message"):
+            out.turns.append(
+                Turn(
+                    role="assistant" if etype == "turn.assistant.message" else "user",
+                    content=loose_string(payload) or loose_string(payload.get("message")) or "",
+                    actor=payload.get("actor"),
+                    phase=payload.get("phase_id") or payload.get("phase"),
+                    mismatch=bool(payload.get("mismatch")),
+                    event_id=event_id,
+                )
+            )
             if "expectations" in payload:
                 out.turn_expectations.append(payload["expectations"])
         elif etype == "turn.state.captured" and "expectations" in payload:

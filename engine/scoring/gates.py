@@ -13,12 +13,20 @@ from engine.scoring.evidence import canonical_json
 
 JSON = Any
 VERDICTS = ("pass", "warn", "fail", "insufficient_evidence")
-BOOLEAN_FIELDS = ("require_comparable", "require_evidence_quality", "fail_on_candidate_failure",
-                  "fail_on_both_failed_differently", "require_scorecard_pass")
-POLICY_FIELDS = {"policy_key", "policy_version", "required_dimensions", "dimensions", "regression_gate_rules",
-                 *BOOLEAN_FIELDS}
-REGRESSION_FIELDS = {"no_blocking_regression_failure", "no_new_blocking_failure_vs_baseline",
-                     "max_warning_regression_failures", "suite_ids"}
+BOOLEAN_FIELDS = (
+    "require_comparable",
+    "require_evidence_quality",
+    "fail_on_candidate_failure",
+    "fail_on_both_failed_differently",
+    "require_scorecard_pass",
+)
+POLICY_FIELDS = {"policy_key", "policy_version", "required_dimensions", "dimensions", "regression_gate_rules", *BOOLEAN_FIELDS}
+REGRESSION_FIELDS = {
+    "no_blocking_regression_failure",
+    "no_new_blocking_failure_vs_baseline",
+    "max_warning_regression_failures",
+    "suite_ids",
+}
 DEFAULT_POLICY: dict[str, JSON] = {
     "policy_key": "default",
     "policy_version": 1,
@@ -79,8 +87,9 @@ def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
             raise ValueError(f"{field}.{extra[0]}: unknown threshold field")
         if "warn_delta" not in thresholds and "fail_delta" not in thresholds:
             raise ValueError(f"{field} must set warn_delta or fail_delta")
-        entry = {name: _number(thresholds[name], f"{field}.{name}") for name in ("warn_delta", "fail_delta")
-                 if thresholds.get(name) is not None}
+        entry = {
+            name: _number(thresholds[name], f"{field}.{name}") for name in ("warn_delta", "fail_delta") if thresholds.get(name) is not None
+        }
         if "warn_delta" in entry and "fail_delta" in entry and entry["warn_delta"] > entry["fail_delta"]:
             raise ValueError(f"{field}.warn_delta must be less than or equal to fail_delta")
         out["dimensions"][str(dim_key).strip().lower()] = entry
@@ -130,12 +139,26 @@ def policy_fingerprint(policy: dict[str, JSON]) -> str:
     return hashlib.sha256(canonical_json(policy).encode()).hexdigest()
 
 
-def _result(verdict: str, reason_code: str, summary: str, policy: dict[str, JSON], comparison: dict[str, JSON],
-            dimension_results: dict[str, JSON], triggered: list[dict[str, JSON]]) -> dict[str, JSON]:
-    return {"verdict": verdict, "reason_code": reason_code, "summary": summary,
-            "dimension_results": dimension_results, "triggered_conditions": triggered,
-            "policy": policy, "policy_fingerprint": policy_fingerprint(policy),
-            "comparison_fingerprint": comparison.get("fingerprint"), "warnings": []}
+def _result(
+    verdict: str,
+    reason_code: str,
+    summary: str,
+    policy: dict[str, JSON],
+    comparison: dict[str, JSON],
+    dimension_results: dict[str, JSON],
+    triggered: list[dict[str, JSON]],
+) -> dict[str, JSON]:
+    return {
+        "verdict": verdict,
+        "reason_code": reason_code,
+        "summary": summary,
+        "dimension_results": dimension_results,
+        "triggered_conditions": triggered,
+        "policy": policy,
+        "policy_fingerprint": policy_fingerprint(policy),
+        "comparison_fingerprint": comparison.get("fingerprint"),
+        "warnings": [],
+    }
 
 
 def _regression_cases(entries: JSON, suites: list[str] | None) -> dict[str, dict[str, JSON]] | None:
@@ -145,20 +168,22 @@ def _regression_cases(entries: JSON, suites: list[str] | None) -> dict[str, dict
     for entry in entries:
         if suites and entry.get("suite_id") not in suites:
             continue
-        case = cases.setdefault(str(entry.get("regression_case_id")),
-                                {"severity": entry.get("severity") or "blocking", "failed": False})
+        case = cases.setdefault(str(entry.get("regression_case_id")), {"severity": entry.get("severity") or "blocking", "failed": False})
         case["failed"] = case["failed"] or bool(entry.get("failed"))
     return cases
 
 
-def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]
-                        ) -> tuple[str, str, list[dict[str, JSON]], list[str]]:
+def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> tuple[str, str, list[dict[str, JSON]], list[str]]:
     regression = comparison.get("regression") or {}
     suites = rules.get("suite_ids") or None
     candidate = _regression_cases(regression.get("candidate"), suites)
     if candidate is None:
-        return "insufficient_evidence", "regression_evidence_missing", [
-            {"condition": "regression_evidence_missing", "outcome": "insufficient_evidence"}], []
+        return (
+            "insufficient_evidence",
+            "regression_evidence_missing",
+            [{"condition": "regression_evidence_missing", "outcome": "insufficient_evidence"}],
+            [],
+        )
     triggered, warnings, verdict, reason = [], [], "pass", ""
     blocking_failed = sorted(k for k, c in candidate.items() if c["severity"] == "blocking" and c["failed"])
     if rules.get("no_blocking_regression_failure") and blocking_failed:
@@ -212,19 +237,16 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
     def done(verdict: str, code: str, summary: str) -> dict[str, JSON]:
         if verdict != "pass":
             triggered.append({"condition": code, "outcome": verdict})
-        return _merge_regression(_result(verdict, code, summary, policy, comparison, dims, triggered),
-                                 comparison, policy)
+        return _merge_regression(_result(verdict, code, summary, policy, comparison, dims, triggered), comparison, policy)
 
     # 1. comparability
     if policy.get("require_comparable") and comparison.get("status") != "comparable":
-        return done("insufficient_evidence", "comparison_not_comparable",
-                    f"comparison is not comparable ({comparison.get('reason_code')})")
+        return done("insufficient_evidence", "comparison_not_comparable", f"comparison is not comparable ({comparison.get('reason_code')})")
     # 2. scorecard validity, candidate first
     validity = comparison.get("scorecard_validity") or {}
     for side in ("candidate", "baseline"):
         if validity.get(side) in ("invalid", "degraded"):
-            return done("insufficient_evidence", f"{side}_scorecard_{validity[side]}",
-                        f"the {side} scorecard is {validity[side]}")
+            return done("insufficient_evidence", f"{side}_scorecard_{validity[side]}", f"the {side} scorecard is {validity[side]}")
     # 3. evidence quality
     missing = (comparison.get("evidence_quality") or {}).get("missing_fields") or []
     if policy.get("require_evidence_quality") and missing:
@@ -234,8 +256,7 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
         state = (deltas[key] or {}).get("state", "unavailable") if key in deltas else "missing"
         if state != "available":
             dims[key] = {"state": state, "outcome": "unavailable"}
-            return done("insufficient_evidence", "required_dimension_unavailable",
-                        f"required dimension {key!r} is {state}")
+            return done("insufficient_evidence", "required_dimension_unavailable", f"required dimension {key!r} is {state}")
     # 5. scorecard pass
     if policy.get("require_scorecard_pass"):
         candidate_pass = (comparison.get("scorecard_pass") or {}).get("candidate")
@@ -264,20 +285,15 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
         elif "warn_delta" in thresholds and worsening >= thresholds["warn_delta"]:
             outcome = "warn"
             warns.append(f"threshold_warn_{key}")
-        dims[key] = {"state": "available", "delta": entry["delta"], "worsening": worsening, "outcome": outcome,
-                     **thresholds}
-    triggered += [{"condition": c, "outcome": "fail"} for c in fails] + [{"condition": c, "outcome": "warn"}
-                                                                          for c in warns]
+        dims[key] = {"state": "available", "delta": entry["delta"], "worsening": worsening, "outcome": outcome, **thresholds}
+    triggered += [{"condition": c, "outcome": "fail"} for c in fails] + [{"condition": c, "outcome": "warn"} for c in warns]
     # 7. verdict
     if fails:
         code = sorted(fails)[0]
-        base = _result("fail", code, f"release gate failed: {', '.join(sorted(fails))}", policy, comparison, dims,
-                       triggered)
+        base = _result("fail", code, f"release gate failed: {', '.join(sorted(fails))}", policy, comparison, dims, triggered)
     elif warns:
         code = sorted(warns)[0]
-        base = _result("warn", code, f"release gate warns: {', '.join(sorted(warns))}", policy, comparison, dims,
-                       triggered)
+        base = _result("warn", code, f"release gate warns: {', '.join(sorted(warns))}", policy, comparison, dims, triggered)
     else:
-        base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison,
-                       dims, triggered)
+        base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison, dims, triggered)
     return _merge_regression(base, comparison, policy)

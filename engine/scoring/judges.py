@@ -35,9 +35,17 @@ BUILTIN_ANTI_GAMING = (
     "Judge the substance only; length, confidence of tone and formatting do not earn credit on their own.",
 )
 ROLE_LINE = "You are an impartial evaluator grading the work of an AI agent."
-PROVIDER_PREFIXES = (("claude-", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
-                     ("o4", "openai"), ("text-embedding", "openai"), ("gemini-", "gemini"), ("grok-", "xai"),
-                     ("mistral-", "mistral"))
+PROVIDER_PREFIXES = (
+    ("claude-", "anthropic"),
+    ("gpt-", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("text-embedding", "openai"),
+    ("gemini-", "gemini"),
+    ("grok-", "xai"),
+    ("mistral-", "mistral"),
+)
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -64,7 +72,7 @@ def parse_json_reply(text: str) -> JSON:
         start, end = body.find("{"), body.rfind("}")
         if start < 0 or end <= start:
             raise ValueError("response contains no JSON object") from None
-        return json.loads(body[start:end + 1])
+        return json.loads(body[start : end + 1])
 
 
 @dataclasses.dataclass
@@ -86,8 +94,9 @@ class JudgeBudget:
             return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
         samples = positive("max_samples_per_judge")
-        return cls(int(samples) if samples else None, positive("max_calls_usd"),
-                   int(positive("max_tokens")) if positive("max_tokens") else None)
+        return cls(
+            int(samples) if samples else None, positive("max_calls_usd"), int(positive("max_tokens")) if positive("max_tokens") else None
+        )
 
     def exhausted(self) -> str | None:
         if self.max_tokens is not None and self.tokens_used >= self.max_tokens:
@@ -125,8 +134,15 @@ class JudgeRunner:
         return (float(lo), float(hi)) if float(lo) < float(hi) else (1.0, 5.0)
 
     def call(self, decl: dict[str, JSON], model: str, sample: int, prompt: str) -> tuple[dict[str, JSON], JSON]:
-        record: dict[str, JSON] = {"model": model, "provider_key": infer_provider(model), "sample_index": sample,
-                                   "score": None, "confidence": None, "error": None, "response_text": None}
+        record: dict[str, JSON] = {
+            "model": model,
+            "provider_key": infer_provider(model),
+            "sample_index": sample,
+            "score": None,
+            "confidence": None,
+            "error": None,
+            "response_text": None,
+        }
         stop = self.budget.exhausted()
         if stop:
             record["error"] = stop
@@ -138,7 +154,7 @@ class JudgeRunner:
             return record, None
         try:
             response = self.judge(model, [Message(role="user", content=redact(prompt, self.secret_values))])
-        except Exception as exc:  # provider failures are recorded, not raised
+        except Exception as exc:  # noqa: BLE001 — scoring never raises
             record["error"] = f"{type(exc).__name__}: {getattr(exc, 'code', '') or exc}"
             return record, None
         usage = getattr(response, "usage", None)
@@ -186,8 +202,7 @@ class JudgeRunner:
         lo, hi = self.scale(decl)
         scale = f"Score scale: {lo:g} (worst) to {hi:g} (best)."
         if mode == "assertion":
-            return [f"Assertion:\n{decl.get('assertion', '')}",
-                    "Answer whether the assertion holds for the evaluation context."]
+            return [f"Assertion:\n{decl.get('assertion', '')}", "Answer whether the assertion holds for the evaluation context."]
         if mode == "reference":
             return [f"Reference-scoring rubric:\n{decl.get('rubric', '')}", scale]
         return [f"Rubric:\n{decl.get('rubric', '')}", scale]
@@ -213,8 +228,9 @@ class JudgeRunner:
         lo, hi = self.scale(decl)
         return (min(hi, max(lo, float(score))) - lo) / (hi - lo)
 
-    def finish(self, decl: dict[str, JSON], calls: list[dict[str, JSON]], per_model: dict[str, list[float]],
-               warnings: list[str]) -> dict[str, JSON]:
+    def finish(
+        self, decl: dict[str, JSON], calls: list[dict[str, JSON]], per_model: dict[str, list[float]], warnings: list[str]
+    ) -> dict[str, JSON]:
         mode = str(decl.get("mode"))
         models = self.models(decl)
         model_scores: dict[str, float] = {}
@@ -227,9 +243,15 @@ class JudgeRunner:
                 model_scores[model] = float(statistics.median(scores))
         all_scores = [s for scores in per_model.values() for s in scores]
         result: dict[str, JSON] = {
-            "judge_key": decl.get("key"), "mode": mode, "state": "unavailable", "normalized_score": None,
-            "confidence": None, "variance": statistics.pvariance(all_scores) if len(all_scores) >= 2 else None,
-            "sample_count": self.samples(decl) * len(models), "model_count": len(models), "reason": "",
+            "judge_key": decl.get("key"),
+            "mode": mode,
+            "state": "unavailable",
+            "normalized_score": None,
+            "confidence": None,
+            "variance": statistics.pvariance(all_scores) if len(all_scores) >= 2 else None,
+            "sample_count": self.samples(decl) * len(models),
+            "model_count": len(models),
+            "reason": "",
             "payload": {"calls": calls, "model_scores": model_scores, "aggregated_score": None, "warnings": warnings},
         }
         if not model_scores:
@@ -261,8 +283,9 @@ class JudgeRunner:
             confidence = "low"
         else:
             confidence = "high" if spread == 0 else "medium"
-        result.update(state="available", normalized_score=score, confidence=confidence,
-                      reason=f"{aggregation} of {len(model_scores)} model(s)")
+        result.update(
+            state="available", normalized_score=score, confidence=confidence, reason=f"{aggregation} of {len(model_scores)} model(s)"
+        )
         result["payload"]["aggregated_score"] = score
         return result
 
@@ -273,8 +296,11 @@ class JudgeRunner:
             (entries.append(f"{ref}:\n{resolved.value}") if resolved.ok else missing.append(f"{ref}: {resolved.reason}"))
         if decl.get("mode") == "reference":
             resolved = resolve(str(decl.get("reference_from") or ""), evidence, extracted)
-            (entries.append(f"reference_answer:\n{resolved.value}") if resolved.ok
-             else missing.append(f"reference_from: {resolved.reason}"))
+            (
+                entries.append(f"reference_answer:\n{resolved.value}")
+                if resolved.ok
+                else missing.append(f"reference_from: {resolved.reason}")
+            )
         if missing:
             return self.finish(decl, [], {}, []) | {"reason": "context unavailable: " + "; ".join(missing)}
         body = self.instruction(decl) + ["Evaluation context:\n\n" + "\n\n".join(entries)]
@@ -294,9 +320,15 @@ class JudgeRunner:
         return self.finish(decl, calls, per_model, [])
 
 
-def run_judges(evaluation_spec: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted | None,
-               judge: JudgeFn | None, *, secret_values: Iterable[str] = (),
-               precomputed: dict[str, dict[str, JSON]] | None = None) -> tuple[list[dict[str, JSON]], list[str]]:
+def run_judges(
+    evaluation_spec: dict[str, JSON],
+    evidence: CaseEvidence,
+    extracted: Extracted | None,
+    judge: JudgeFn | None,
+    *,
+    secret_values: Iterable[str] = (),
+    precomputed: dict[str, dict[str, JSON]] | None = None,
+) -> tuple[list[dict[str, JSON]], list[str]]:
     """Run every non-n_wise judge in key order. n_wise results come from ``precomputed``."""
     extracted = extracted or extract(evidence)
     runner = JudgeRunner(evaluation_spec, judge, JudgeBudget.from_spec(evaluation_spec), list(secret_values))
@@ -309,14 +341,27 @@ def run_judges(evaluation_spec: dict[str, JSON], evidence: CaseEvidence, extract
             if key in precomputed:
                 results.append(precomputed[key])
             elif decl.get("mode") == "n_wise":
-                results.append(runner.finish(decl, [], {}, []) | {
-                    "reason": "n_wise judges rank lanes against each other; run run_nwise_judge after all lanes"})
+                results.append(
+                    runner.finish(decl, [], {}, [])
+                    | {"reason": "n_wise judges rank lanes against each other; run run_nwise_judge after all lanes"}
+                )
             else:
                 results.append(runner.run_single(decl, evidence, extracted))
-        except Exception as exc:  # defensive: a malformed declaration must not abort scoring
-            results.append({"judge_key": key, "mode": decl.get("mode"), "state": "error", "normalized_score": None,
-                            "confidence": None, "variance": None, "sample_count": 0, "model_count": 0,
-                            "reason": f"{type(exc).__name__}: {exc}", "payload": {"calls": [], "warnings": []}})
+        except Exception as exc:  # noqa: BLE001 — scoring never raises
+            results.append(
+                {
+                    "judge_key": key,
+                    "mode": decl.get("mode"),
+                    "state": "error",
+                    "normalized_score": None,
+                    "confidence": None,
+                    "variance": None,
+                    "sample_count": 0,
+                    "model_count": 0,
+                    "reason": f"{type(exc).__name__}: {exc}",
+                    "payload": {"calls": [], "warnings": []},
+                }
+            )
     return results, runner.warnings
 
 
@@ -327,9 +372,15 @@ def fnv64a(*parts: str) -> int:
     return value
 
 
-def run_nwise_judge(evaluation_spec: dict[str, JSON], judge_key: str, candidates: list[tuple[str, CaseEvidence]],
-                    judge: JudgeFn | None, *, run_id: str = "", secret_values: Iterable[str] = ()
-                    ) -> dict[str, dict[str, JSON]]:
+def run_nwise_judge(
+    evaluation_spec: dict[str, JSON],
+    judge_key: str,
+    candidates: list[tuple[str, CaseEvidence]],
+    judge: JudgeFn | None,
+    *,
+    run_id: str = "",
+    secret_values: Iterable[str] = (),
+) -> dict[str, dict[str, JSON]]:
     """Rank candidates (one per lane, lane order) and return a judge result per candidate id."""
     decl = next((d for d in evaluation_spec.get("llm_judges") or [] if d.get("key") == judge_key), None)
     runner = JudgeRunner(evaluation_spec, judge, JudgeBudget.from_spec(evaluation_spec), list(secret_values))
@@ -337,8 +388,7 @@ def run_nwise_judge(evaluation_spec: dict[str, JSON], judge_key: str, candidates
         return {}
     ids = [cid for cid, _ in candidates]
     if len(ids) < 2:
-        return {cid: runner.finish(decl, [], {}, []) | {"reason": "n_wise needs at least two candidates"}
-                for cid in ids}
+        return {cid: runner.finish(decl, [], {}, []) | {"reason": "n_wise needs at least two candidates"} for cid in ids}
     contexts: dict[str, str] = {}
     for cid, evidence in candidates:
         extracted = extract(evidence)
@@ -346,8 +396,7 @@ def run_nwise_judge(evaluation_spec: dict[str, JSON], judge_key: str, candidates
         for ref in decl.get("context_from") or []:
             resolved = resolve(ref, evidence, extracted)
             if not resolved.ok:
-                return {c: runner.finish(decl, [], {}, []) | {"reason": f"context unavailable for {cid}: {ref}"}
-                        for c in ids}
+                return {c: runner.finish(decl, [], {}, []) | {"reason": f"context unavailable for {cid}: {ref}"} for c in ids}
             entries.append(f"{ref}:\n{resolved.value}")
         contexts[cid] = "\n\n".join(entries)
     per_candidate: dict[str, dict[str, list[float]]] = {cid: {} for cid in ids}
@@ -356,13 +405,15 @@ def run_nwise_judge(evaluation_spec: dict[str, JSON], judge_key: str, candidates
     for model in runner.models(decl):
         for sample in range(runner.samples(decl)):
             if decl.get("position_debiasing"):
-                order = ids[sample % n:] + ids[:sample % n]
+                order = ids[sample % n :] + ids[: sample % n]
             else:
                 order = list(ids)
                 random.Random(fnv64a(run_id, judge_key, str(sample))).shuffle(order)
-            body = [f"Task:\n{decl.get('prompt', '')}",
-                    "Rank every candidate from best to worst by id.",
-                    "Candidates:\n\n" + "\n\n".join(f"Candidate {cid}:\n{contexts[cid]}" for cid in order)]
+            body = [
+                f"Task:\n{decl.get('prompt', '')}",
+                "Rank every candidate from best to worst by id.",
+                "Candidates:\n\n" + "\n\n".join(f"Candidate {cid}:\n{contexts[cid]}" for cid in order),
+            ]
             record, parsed = runner.call(decl, model, sample, runner.prompt(decl, body))
             ranking = None if parsed is None else parsed.get("ranking", parsed.get("ranked_ids"))
             if parsed is not None and (not isinstance(ranking, list) or sorted(map(str, ranking)) != sorted(ids)):

@@ -99,8 +99,13 @@ COLLECTORS: dict[str, Callable[[MetricContext], JSON]] = {
 def collect(declaration: dict[str, JSON], ctx: MetricContext) -> MetricResult:
     declaration = declaration if isinstance(declaration, dict) else {}
     collector = str(declaration.get("collector") or "")
-    result = MetricResult(key=str(declaration.get("key") or ""), type=str(declaration.get("type") or "numeric"),
-                          collector=collector, unit=declaration.get("unit"), state="error")
+    result = MetricResult(
+        key=str(declaration.get("key") or ""),
+        type=str(declaration.get("type") or "numeric"),
+        collector=collector,
+        unit=declaration.get("unit"),
+        state="error",
+    )
     fn = COLLECTORS.get(collector)
     if fn is None:
         result.reason = f"unknown collector {collector!r}"
@@ -110,7 +115,7 @@ def collect(declaration: dict[str, JSON], ctx: MetricContext) -> MetricResult:
     except MetricUnavailable as exc:
         result.state, result.reason = "unavailable", str(exc)
         return result
-    except Exception as exc:  # a collector bug must not abort scoring
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result.reason = f"{type(exc).__name__}: {exc}"
         return result
     result.state, result.value = "available", value

@@ -31,14 +31,16 @@ def find_price(evaluation_spec: dict[str, JSON], provider_key: str, model_id: st
     for candidate in dict.fromkeys([model_id, DATE_SUFFIX.sub("", model_id)]):
         for row in rows:
             if row.get("provider_model_id") == candidate and (
-                    not provider_key or not row.get("provider_key") or row.get("provider_key") == provider_key):
+                not provider_key or not row.get("provider_key") or row.get("provider_key") == provider_key
+            ):
                 return row
     return None
 
 
 def price(row: dict[str, JSON], input_tokens: int, output_tokens: int) -> float:
-    return (input_tokens / 1e6 * float(row.get("input_cost_per_million_tokens") or 0)
-            + output_tokens / 1e6 * float(row.get("output_cost_per_million_tokens") or 0))
+    return input_tokens / 1e6 * float(row.get("input_cost_per_million_tokens") or 0) + output_tokens / 1e6 * float(
+        row.get("output_cost_per_million_tokens") or 0
+    )
 
 
 def split_model(model: str | dict[str, str] | None) -> tuple[str, str] | None:
@@ -72,6 +74,13 @@ def model_cost(evaluation_spec: dict[str, JSON], extracted: Extracted, fallback_
             return CostResult(None, f"model {usage.provider_model_id!r} has no pricing")
         cost = price(row, usage.input_tokens, usage.output_tokens)
         total += cost
-        per_model.append({"provider_key": usage.provider_key, "provider_model_id": usage.provider_model_id,
-                          "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost})
+        per_model.append(
+            {
+                "provider_key": usage.provider_key,
+                "provider_model_id": usage.provider_model_id,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost_usd": cost,
+            }
+        )
     return CostResult(total, "", per_model)

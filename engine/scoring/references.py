@@ -86,8 +86,7 @@ def _entries(container: JSON) -> dict[str, JSON]:
 
 
 def _is_item(value: JSON) -> bool:
-    return isinstance(value, dict) and "key" in value and (
-        {"value", "source", "artifact_key", "path", "kind"} & value.keys())
+    return isinstance(value, dict) and "key" in value and ({"value", "source", "artifact_key", "path", "kind"} & value.keys())
 
 
 class _Resolver:
@@ -110,12 +109,12 @@ class _Resolver:
         source = str(item.get("source") or "").strip()
         if source.startswith("input:"):
             inputs = _entries((self.case() or {}).get("inputs"))
-            key = source[len("input:"):].strip()
+            key = source[len("input:") :].strip()
             if key not in inputs:
                 return unavailable(f"case input {key!r} is missing")
             return self.item_value(inputs[key], hops + 1)
         if source.startswith("artifact:"):
-            return self.artifact(source[len("artifact:"):].strip(), [])
+            return self.artifact(source[len("artifact:") :].strip(), [])
         if item.get("artifact_key"):
             return self.artifact(str(item["artifact_key"]), [])
         if item.get("path"):
@@ -190,9 +189,9 @@ class _Resolver:
         if ref == "challenge_input":
             return self.challenge_input()
         if ref.startswith("literal:"):
-            return ok(ref[len("literal:"):])
+            return ok(ref[len("literal:") :])
         if ref.startswith("file:"):
-            key = ref[len("file:"):].strip()
+            key = ref[len("file:") :].strip()
             return self.file(key) if key else error("file: reference needs a check key")
         if ref == "case.payload" or ref.startswith("case.payload."):
             path = ref.split(".")[2:]
@@ -202,12 +201,12 @@ class _Resolver:
         for section in ("inputs", "expectations"):
             prefix = f"case.{section}."
             if ref.startswith(prefix):
-                path = ref[len(prefix):].split(".")
+                path = ref[len(prefix) :].split(".")
                 if any(not p for p in path):
                     return error(f"unknown evidence reference {ref!r}")
                 return self.case_section(section, path)
         if ref.startswith("artifact."):
-            path = ref[len("artifact."):].split(".")
+            path = ref[len("artifact.") :].split(".")
             if any(not p for p in path):
                 return error(f"unknown evidence reference {ref!r}")
             return self.artifact(path[0], path[1:])
@@ -219,10 +218,10 @@ class _Resolver:
                 return unavailable("no mismatch turn in the transcript")
             return ok(self.transcript(ex.turns[start:]))
         if ref.startswith("transcript.last_n:"):
-            raw = ref[len("transcript.last_n:"):].strip()
+            raw = ref[len("transcript.last_n:") :].strip()
             if not raw.isdigit() or int(raw) <= 0:
                 return error(f"unknown evidence reference {ref!r}")
-            return ok(self.transcript(ex.turns[-int(raw):])) if ex.turns else unavailable("no transcript turns")
+            return ok(self.transcript(ex.turns[-int(raw) :])) if ex.turns else unavailable("no transcript turns")
         if ref == "turn.expectations":
             if not ex.turn_expectations:
                 return unavailable("no turn expectations recorded")
@@ -233,5 +232,5 @@ class _Resolver:
 def resolve(ref: str, evidence: CaseEvidence, extracted: Extracted) -> Resolved:
     try:
         return _Resolver(evidence, extracted).resolve(ref)
-    except Exception as exc:  # a malformed case dict must not break scoring
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         return error(f"could not resolve {ref!r}: {exc}")

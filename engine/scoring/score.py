@@ -64,12 +64,10 @@ class CaseScore:
             "metric_details": metrics,
             "behavioral_signals": list(self.behavioral_signals),
             "llm_judge_details": list(self.judge_results),
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                      "total_tokens": self.total_tokens},
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "total_tokens": self.total_tokens},
             "cost_usd": self.cost_usd,
             "latency_ms": self.latency_ms,
-            "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None
-                             else None},
+            "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None else None},
         }
 
 
@@ -84,11 +82,12 @@ def _validator_summary(results: list[ValidatorResult]) -> dict[str, int]:
     }
 
 
-def _validity(validators: list[ValidatorResult], metrics: list[MetricResult],
-              dimensions: list[dims_mod.DimensionScore]) -> tuple[str, str]:
-    items = ([("validator", v.key, v.state, v.reason) for v in validators]
-             + [("metric", m.key, m.state, m.reason) for m in metrics]
-             + [("dimension", d.key, d.state, d.reason) for d in dimensions])
+def _validity(validators: list[ValidatorResult], metrics: list[MetricResult], dimensions: list[dims_mod.DimensionScore]) -> tuple[str, str]:
+    items = (
+        [("validator", v.key, v.state, v.reason) for v in validators]
+        + [("metric", m.key, m.state, m.reason) for m in metrics]
+        + [("dimension", d.key, d.state, d.reason) for d in dimensions]
+    )
     for wanted, verdict in (("error", "invalid"), ("unavailable", "degraded")):
         for kind, key, state, reason in items:
             if state == wanted:
@@ -96,16 +95,27 @@ def _validity(validators: list[ValidatorResult], metrics: list[MetricResult],
     return "valid", ""
 
 
-def score_case(evaluation_spec: dict[str, JSON], evidence: CaseEvidence | dict[str, JSON], *,
-               judge: JudgeFn | None = None, secret_values: Iterable[str] = (),
-               judge_results: dict[str, dict[str, JSON]] | None = None,
-               human_preferences: dict[str, float] | None = None) -> CaseScore:
+def score_case(
+    evaluation_spec: dict[str, JSON],
+    evidence: CaseEvidence | dict[str, JSON],
+    *,
+    judge: JudgeFn | None = None,
+    secret_values: Iterable[str] = (),
+    judge_results: dict[str, dict[str, JSON]] | None = None,
+    human_preferences: dict[str, float] | None = None,
+    fallback_pricing: list[dict[str, JSON]] | None = None,
+) -> CaseScore:
     """Score one case. Never raises for bad packs or evidence; problems become states and warnings.
 
     ``judge_results`` supplies precomputed judge results by key (n_wise judges, or judges run
-    elsewhere); ``human_preferences`` maps a human_preference dimension key to a 0..1 score.
+    elsewhere); ``human_preferences`` maps a human_preference dimension key to a 0..1 score;
+    ``fallback_pricing`` adds platform price rows (same shape as ``pricing.models``) that the
+    spec's own rows take precedence over.
     """
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
+    if fallback_pricing:
+        own = ((spec.get("pricing") or {}).get("models") or []) if isinstance(spec.get("pricing"), dict) else []
+        spec = {**spec, "pricing": {"models": [*own, *fallback_pricing]}}
     if isinstance(evidence, dict):
         evidence = CaseEvidence.from_dict(evidence)
     warnings: list[str] = []
@@ -116,8 +126,7 @@ def score_case(evaluation_spec: dict[str, JSON], evidence: CaseEvidence | dict[s
 
     judges: list[dict[str, JSON]] = []
     if spec.get("judge_mode") in ("llm_judge", "hybrid") or spec.get("llm_judges"):
-        judges, judge_warnings = run_judges(spec, evidence, extracted, judge, secret_values=secret_values,
-                                            precomputed=judge_results)
+        judges, judge_warnings = run_judges(spec, evidence, extracted, judge, secret_values=secret_values, precomputed=judge_results)
         warnings += judge_warnings
         if judge is None and any(j.get("state") != "available" for j in judges):
             warnings.append("no judge configured; LLM judge dimensions are unavailable")
@@ -136,9 +145,16 @@ def score_case(evaluation_spec: dict[str, JSON], evidence: CaseEvidence | dict[s
         if fn is not None:
             score = fn(extracted)
             threshold = signal.get("pass_threshold")
-            behavioral.append({"key": signal["key"], "score": score, "weight": signal.get("weight", 1.0),
-                               "gate": bool(signal.get("gate")), "pass_threshold": threshold,
-                               "passed": None if not signal.get("gate") else score >= float(threshold or 0)})
+            behavioral.append(
+                {
+                    "key": signal["key"],
+                    "score": score,
+                    "weight": signal.get("weight", 1.0),
+                    "gate": bool(signal.get("gate")),
+                    "pass_threshold": threshold,
+                    "passed": None if not signal.get("gate") else score >= float(threshold or 0),
+                }
+            )
 
     strategy = str(scorecard.get("strategy") or "weighted")
     threshold = scorecard.get("pass_threshold")
@@ -148,10 +164,25 @@ def score_case(evaluation_spec: dict[str, JSON], evidence: CaseEvidence | dict[s
     cost = model_cost(spec, extracted, evidence.model).cost_usd
     latency = extracted.latency_ms if extracted.latency_ms is not None else evidence.duration_ms
     return CaseScore(
-        case_key=evidence.case_key, status=status, run_status=evidence.status, strategy=strategy,
-        overall_score=result.score, passed=result.passed, overall_reason=result.reason, validity=validity,
-        validity_reason=validity_reason, validators=validators, metrics=metrics, dimensions=dimension_scores,
-        behavioral_signals=behavioral, judge_results=judges, warnings=warnings, cost_usd=cost, latency_ms=latency,
-        total_tokens=extracted.total_tokens, input_tokens=extracted.input_tokens,
-        output_tokens=extracted.output_tokens, stop_reason=evidence.stop_reason,
+        case_key=evidence.case_key,
+        status=status,
+        run_status=evidence.status,
+        strategy=strategy,
+        overall_score=result.score,
+        passed=result.passed,
+        overall_reason=result.reason,
+        validity=validity,
+        validity_reason=validity_reason,
+        validators=validators,
+        metrics=metrics,
+        dimensions=dimension_scores,
+        behavioral_signals=behavioral,
+        judge_results=judges,
+        warnings=warnings,
+        cost_usd=cost,
+        latency_ms=latency,
+        total_tokens=extracted.total_tokens,
+        input_tokens=extracted.input_tokens,
+        output_tokens=extracted.output_tokens,
+        stop_reason=evidence.stop_reason,
     )

@@ -25,7 +25,7 @@ def recovery(ex: Extracted) -> float:
         for index, turn in enumerate(ex.turns):
             if turn.mismatch:
                 before = [t.content for t in ex.turns[:index] if t.role == "assistant"]
-                after = [t.content for t in ex.turns[index + 1:] if t.role == "assistant"]
+                after = [t.content for t in ex.turns[index + 1 :] if t.role == "assistant"]
                 if after:
                     attempts += 1
                     adaptive += int(not before or after[0] != before[-1])

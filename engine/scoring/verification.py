@@ -30,8 +30,7 @@ def template_context(case: dict[str, JSON] | None) -> dict[str, str]:
     if isinstance(payload, dict):
         context.update({str(k): stringify(v) for k, v in payload.items()})
     inputs = case.get("inputs")
-    items = inputs.items() if isinstance(inputs, dict) else (
-        (i.get("key"), i.get("value")) for i in inputs or [] if isinstance(i, dict))
+    items = inputs.items() if isinstance(inputs, dict) else ((i.get("key"), i.get("value")) for i in inputs or [] if isinstance(i, dict))
     for key, value in items:
         if key and value is not None:
             context.setdefault(str(key), stringify(value))
@@ -49,60 +48,83 @@ def working_directory(path: str) -> str:
     return parent
 
 
-def _code_execution(validator: dict[str, JSON], check: dict[str, JSON], sandbox: Sandbox,
-                    context: dict[str, str]) -> dict[str, JSON]:
+def _code_execution(validator: dict[str, JSON], check: dict[str, JSON], sandbox: Sandbox, context: dict[str, str]) -> dict[str, JSON]:
     config = validator.get("config") if isinstance(validator.get("config"), dict) else {}
     timeout_ms = config.get("timeout_ms") or DEFAULT_TIMEOUT_MS
     command = render(str(config.get("test_command") or ""), context)
-    result: dict[str, JSON] = {"validator_key": validator.get("key"), "check_key": check.get("key"),
-                               "command": command, "cwd": working_directory(str(check.get("path") or "")),
-                               "timeout_ms": timeout_ms, "exit_code": None, "stdout": "", "stderr": "",
-                               "timed_out": False, "execution_error": None, "test_counts": None,
-                               "duration_ms": None}
+    result: dict[str, JSON] = {
+        "validator_key": validator.get("key"),
+        "check_key": check.get("key"),
+        "command": command,
+        "cwd": working_directory(str(check.get("path") or "")),
+        "timeout_ms": timeout_ms,
+        "exit_code": None,
+        "stdout": "",
+        "stderr": "",
+        "timed_out": False,
+        "execution_error": None,
+        "test_counts": None,
+        "duration_ms": None,
+    }
     if not command.strip():
         result["execution_error"] = "test_command is empty"
         return result
     started = time.monotonic()
     try:
         outcome = sandbox.exec(["sh", "-lc", command], cwd=result["cwd"], timeout=float(timeout_ms) / 1000)
-    except Exception as exc:  # sandbox failures are infra errors for the validator
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result["execution_error"] = f"{type(exc).__name__}: {exc}"
         return result
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 3)
-    result.update(exit_code=outcome.exit_code, stdout=outcome.stdout[:OUTPUT_LIMIT],
-                  stderr=outcome.stderr[:OUTPUT_LIMIT], timed_out=bool(outcome.timed_out),
-                  test_counts=parse_test_counts(outcome.stdout, outcome.stderr))
+    result.update(
+        exit_code=outcome.exit_code,
+        stdout=outcome.stdout[:OUTPUT_LIMIT],
+        stderr=outcome.stderr[:OUTPUT_LIMIT],
+        timed_out=bool(outcome.timed_out),
+        test_counts=parse_test_counts(outcome.stdout, outcome.stderr),
+    )
     return result
 
 
 def _capture(check: dict[str, JSON], sandbox: Sandbox, budget: list[int]) -> dict[str, JSON]:
     path = str(check.get("path") or "")
     limit = check.get("max_size_bytes") or DEFAULT_MAX_FILE_BYTES
-    result: dict[str, JSON] = {"key": check.get("key"), "path": path, "exists": False, "content": None,
-                               "size": 0, "truncated": False, "error": None}
+    result: dict[str, JSON] = {
+        "key": check.get("key"),
+        "path": path,
+        "exists": False,
+        "content": None,
+        "size": 0,
+        "truncated": False,
+        "error": None,
+    }
     try:
         data = sandbox.read_file(path)
     except FileNotFoundError:
         return result
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result["error"] = f"{type(exc).__name__}: {exc}"
         return result
     keep = max(0, min(int(limit), budget[0], len(data)))
     budget[0] -= keep
-    result.update(exists=True, size=len(data), truncated=keep < len(data),
-                  content=data[:keep].decode("utf-8", errors="replace"))
+    result.update(exists=True, size=len(data), truncated=keep < len(data), content=data[:keep].decode("utf-8", errors="replace"))
     return result
 
 
 def _listing(check: dict[str, JSON], sandbox: Sandbox) -> dict[str, JSON]:
     root = posixpath.normpath(str(check.get("path") or "/workspace"))
-    result: dict[str, JSON] = {"key": check.get("key"), "path": root, "recursive": bool(check.get("recursive")),
-                               "entries": [], "error": None}
+    result: dict[str, JSON] = {
+        "key": check.get("key"),
+        "path": root,
+        "recursive": bool(check.get("recursive")),
+        "entries": [],
+        "error": None,
+    }
     try:
         files = sandbox.list_files(root)
     except FileNotFoundError:
         return result
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result["error"] = f"{type(exc).__name__}: {exc}"
         return result
     entries: dict[str, dict[str, JSON]] = {}
@@ -112,16 +134,16 @@ def _listing(check: dict[str, JSON], sandbox: Sandbox) -> dict[str, JSON]:
             continue
         if not check.get("recursive") and "/" in relative:
             directory = relative.split("/", 1)[0]
-            entries.setdefault(directory, {"path": posixpath.join(root, directory), "relative_path": directory,
-                                           "type": "directory", "size": 0})
+            entries.setdefault(
+                directory, {"path": posixpath.join(root, directory), "relative_path": directory, "type": "directory", "size": 0}
+            )
             continue
         entries[relative] = {"path": entry.path, "relative_path": relative, "type": "file", "size": entry.size}
     result["entries"] = [entries[k] for k in sorted(entries)]
     return result
 
 
-def run_post_execution(evaluation_spec: dict[str, JSON], sandbox: Sandbox, case: dict[str, JSON] | None
-                       ) -> dict[str, JSON]:
+def run_post_execution(evaluation_spec: dict[str, JSON], sandbox: Sandbox, case: dict[str, JSON] | None) -> dict[str, JSON]:
     """Run code-execution validators and post-execution checks; return results plus events."""
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     checks = {str(c.get("key")): c for c in spec.get("post_execution_checks") or [] if isinstance(c, dict)}

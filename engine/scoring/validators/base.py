@@ -133,16 +133,27 @@ def _regression(declaration: dict[str, JSON]) -> dict[str, JSON] | None:
     case_id = declaration.get("regression_case_id")
     if not case_id:
         return None
-    return {"regression_case_id": case_id, "suite_id": declaration.get("regression_suite_id"),
-            "severity": declaration.get("regression_severity") or "blocking"}
+    return {
+        "regression_case_id": case_id,
+        "suite_id": declaration.get("regression_suite_id"),
+        "severity": declaration.get("regression_severity") or "blocking",
+    }
 
 
 def run_validator(declaration: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted) -> ValidatorResult:
     call = ValidatorCall(declaration if isinstance(declaration, dict) else {}, evidence, extracted)
-    result = ValidatorResult(key=call.key, type=call.type, verdict="error", state="error",
-                             outcome_class="evaluator_error", normalized_score=None, reason="",
-                             target=call.target, expected_from=call.expected_from,
-                             regression=_regression(call.declaration))
+    result = ValidatorResult(
+        key=call.key,
+        type=call.type,
+        verdict="error",
+        state="error",
+        outcome_class="evaluator_error",
+        normalized_score=None,
+        reason="",
+        target=call.target,
+        expected_from=call.expected_from,
+        regression=_regression(call.declaration),
+    )
     fn = REGISTRY.get(call.type)
     try:
         if fn is None:
@@ -157,7 +168,7 @@ def run_validator(declaration: dict[str, JSON], evidence: CaseEvidence, extracte
         result.outcome_class, result.reason = "infra_error", str(exc)
     except EvaluatorError as exc:
         result.outcome_class, result.reason = "evaluator_error", str(exc)
-    except Exception as exc:  # a bug in a validator must not abort scoring
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
         result.outcome_class, result.reason = "evaluator_error", f"{type(exc).__name__}: {exc}"
     else:
         score = min(1.0, max(0.0, float(outcome.score)))
@@ -176,8 +187,9 @@ def binary(passed: bool, reason: str, expected: JSON = None, actual: JSON = None
     return Outcome(passed=passed, score=1.0 if passed else 0.0, reason=reason, expected=expected, actual=actual)
 
 
-def config_float(config: dict[str, JSON], name: str, default: float, *, lo: float | None = None,
-                 hi: float | None = None, clamp: bool = False) -> float:
+def config_float(
+    config: dict[str, JSON], name: str, default: float, *, lo: float | None = None, hi: float | None = None, clamp: bool = False
+) -> float:
     value = config.get(name, default)
     if value is None:
         value = default

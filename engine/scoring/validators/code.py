@@ -27,8 +27,7 @@ _GO_RESULT = re.compile(r"^\s*--- (PASS|FAIL):", re.MULTILINE)
 
 
 def _counts(passed: int, failed: int, errors: int, total: int | None = None) -> dict[str, int]:
-    return {"passed": passed, "failed": failed, "errors": errors,
-            "total": total if total is not None else passed + failed + errors}
+    return {"passed": passed, "failed": failed, "errors": errors, "total": total if total is not None else passed + failed + errors}
 
 
 def _json_counts(text: str) -> dict[str, int] | None:
@@ -39,7 +38,8 @@ def _json_counts(text: str) -> dict[str, int] | None:
         except ValueError:
             continue
         if isinstance(data, dict) and any(k in data for k in ("passed", "failed", "errors", "error", "total")):
-            def num(name: str) -> int:
+
+            def num(name: str, data: dict = data) -> int:
                 value = data.get(name)
                 return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
@@ -118,8 +118,7 @@ def code_execution(call: ValidatorCall) -> Outcome:
     summary = {k: result.get(k) for k in ("exit_code", "timed_out", "test_counts")}
     if result.get("timed_out"):
         return Outcome(False, 0.0, "test command timed out", threshold, summary)
-    counts = result.get("test_counts") or parse_test_counts(str(result.get("stdout") or ""),
-                                                            str(result.get("stderr") or ""))
+    counts = result.get("test_counts") or parse_test_counts(str(result.get("stdout") or ""), str(result.get("stderr") or ""))
     exit_code = result.get("exit_code")
     if counts and counts.get("total"):
         if scoring == "all_or_nothing":

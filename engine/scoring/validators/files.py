@@ -132,8 +132,7 @@ def directory_structure(call: ValidatorCall) -> Outcome:
 
     problems = [f"missing file {f}" for f in call.config.get("required_files") or [] if norm(f) not in files]
     problems += [f"forbidden file {f}" for f in call.config.get("forbidden_files") or [] if norm(f) in files]
-    problems += [f"missing directory {d}" for d in call.config.get("required_directories") or []
-                 if norm(d) not in dirs]
+    problems += [f"missing directory {d}" for d in call.config.get("required_directories") or [] if norm(d) not in dirs]
     return binary(not problems, "; ".join(problems) or "directory structure matches", call.config, listed)
 
 
@@ -172,8 +171,7 @@ def postcondition(call: ValidatorCall) -> Outcome:
             return binary(False, f"file is not valid JSON: {exc}", value, content)
         found, actual = lookup(document, segments)
         passed = found and deep_equal(actual, value)
-        return binary(passed, f"{call.config['json_path']} {'equals' if passed else 'does not equal'} value",
-                      value, actual)
+        return binary(passed, f"{call.config['json_path']} {'equals' if passed else 'does not equal'} value", value, actual)
     # equals
     if isinstance(value, str):
         return binary(content == value, "exact match" if content == value else "content differs", value, content)

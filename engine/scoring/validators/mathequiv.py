@@ -50,7 +50,7 @@ def _replace_braced(text: str, command: str, arity: int, template: str) -> str:
                 if depth == 0:
                     break
                 end += 1
-            args.append(text[pos + 1:end])
+            args.append(text[pos + 1 : end])
             pos = end + 1
         text = text[:start] + template.format(*args) + text[pos:]
 
@@ -62,9 +62,22 @@ def normalise(text: str) -> str:
     for frac in ("\\dfrac", "\\tfrac", "\\frac"):
         text = _replace_braced(text, frac, 2, "(({0})/({1}))")
     text = _replace_braced(text, "\\sqrt", 1, "sqrt({0})")
-    for old, new in (("\\left", ""), ("\\right", ""), ("\\cdot", "*"), ("\\times", "*"), ("×", "*"),
-                     ("\\div", "/"), ("÷", "/"), ("−", "-"), ("\\pi", "pi"), (",", ""), ("{", "("),
-                     ("}", ")"), ("\\", ""), ("**", "^")):
+    for old, new in (
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\cdot", "*"),
+        ("\\times", "*"),
+        ("×", "*"),
+        ("\\div", "/"),
+        ("÷", "/"),
+        ("−", "-"),
+        ("\\pi", "pi"),
+        (",", ""),
+        ("{", "("),
+        ("}", ")"),
+        ("\\", ""),
+        ("**", "^"),
+    ):
         text = text.replace(old, new)
     if "=" in text:
         text = text.rsplit("=", 1)[1]
@@ -242,7 +255,7 @@ def numeric(node: tuple) -> float:
         return a * b
     if kind == "div":
         return a / b
-    return float(a ** b)
+    return float(a**b)
 
 
 def canonical(poly: Poly) -> str:

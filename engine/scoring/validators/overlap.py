@@ -74,7 +74,7 @@ def references_of(expected: str) -> list[str]:
 
 
 def ngrams(tokens: list[str] | str, n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def bleu(candidate: list[str], references: list[list[str]], max_ngram: int, smoothing: str) -> float:
@@ -104,8 +104,7 @@ def bleu(candidate: list[str], references: list[list[str]], max_ngram: int, smoo
 def _common(call: ValidatorCall, allowed: set[str]) -> tuple[str, str, float, bool, bool]:
     strict_keys(call.config, allowed)
     threshold = config_float(call.config, "threshold", 0.3, lo=0.0, hi=1.0)
-    return (call.actual(), call.expected(), threshold, config_bool(call.config, "case_insensitive"),
-            config_bool(call.config, "normalize"))
+    return (call.actual(), call.expected(), threshold, config_bool(call.config, "case_insensitive"), config_bool(call.config, "normalize"))
 
 
 def _positive_int(config: dict, name: str, default: int) -> int:
@@ -119,8 +118,7 @@ def _positive_int(config: dict, name: str, default: int) -> int:
 
 @register("bleu_score")
 def bleu_score(call: ValidatorCall) -> Outcome:
-    actual, expected, threshold, ci, norm = _common(
-        call, {"threshold", "max_ngram", "smoothing", "case_insensitive", "normalize"})
+    actual, expected, threshold, ci, norm = _common(call, {"threshold", "max_ngram", "smoothing", "case_insensitive", "normalize"})
     max_ngram = _positive_int(call.config, "max_ngram", 4)
     smoothing = call.config.get("smoothing") or "none"
     if smoothing not in ("none", "method1"):
@@ -163,17 +161,16 @@ def rouge(candidate: list[str], reference: list[str], variant: str, beta: float)
 
 @register("rouge_score")
 def rouge_score(call: ValidatorCall) -> Outcome:
-    actual, expected, threshold, ci, norm = _common(
-        call, {"threshold", "variant", "beta", "case_insensitive", "normalize"})
+    actual, expected, threshold, ci, norm = _common(call, {"threshold", "variant", "beta", "case_insensitive", "normalize"})
     variant = call.config.get("variant") or "rouge-l"
     if variant not in ("rouge-1", "rouge-2", "rouge-l"):
         raise PackError('config.variant must be "rouge-1", "rouge-2", or "rouge-l"')
     beta = config_float(call.config, "beta", 1.0, lo=1e-12, hi=math.inf)
     cand = simple_normalize(actual, case_insensitive=ci, normalize=norm).split()
-    score = max(rouge(cand, simple_normalize(r, case_insensitive=ci, normalize=norm).split(), variant, beta)
-                for r in references_of(expected))
-    return Outcome(score >= threshold, score, f"{variant.upper()} {score:.3f} (threshold {threshold:g})",
-                   expected, actual)
+    score = max(
+        rouge(cand, simple_normalize(r, case_insensitive=ci, normalize=norm).split(), variant, beta) for r in references_of(expected)
+    )
+    return Outcome(score >= threshold, score, f"{variant.upper()} {score:.3f} (threshold {threshold:g})", expected, actual)
 
 
 def chrf(candidate: str, reference: str, char_order: int, beta: float) -> float:
@@ -195,11 +192,9 @@ def chrf(candidate: str, reference: str, char_order: int, beta: float) -> float:
 
 @register("chrf_score")
 def chrf_score(call: ValidatorCall) -> Outcome:
-    actual, expected, threshold, ci, norm = _common(
-        call, {"threshold", "char_order", "beta", "case_insensitive", "normalize"})
+    actual, expected, threshold, ci, norm = _common(call, {"threshold", "char_order", "beta", "case_insensitive", "normalize"})
     char_order = _positive_int(call.config, "char_order", 6)
     beta = config_float(call.config, "beta", 2.0, lo=1e-12, hi=math.inf)
     cand = simple_normalize(actual, case_insensitive=ci, normalize=norm)
-    score = max(chrf(cand, simple_normalize(r, case_insensitive=ci, normalize=norm), char_order, beta)
-                for r in references_of(expected))
+    score = max(chrf(cand, simple_normalize(r, case_insensitive=ci, normalize=norm), char_order, beta) for r in references_of(expected))
     return Outcome(score >= threshold, score, f"chrF {score:.3f} (threshold {threshold:g})", expected, actual)

@@ -79,8 +79,7 @@ def normalized_match(call: ValidatorCall) -> Outcome:
     steps = pipeline_of(call.config)
     actual, expected = call.actual(), call.expected()
     a, b = apply_pipeline(actual, steps), apply_pipeline(expected, steps)
-    return binary(a == b, "equal after normalisation" if a == b else f"{a[:200]!r} != {b[:200]!r} after normalisation",
-                  expected, actual)
+    return binary(a == b, "equal after normalisation" if a == b else f"{a[:200]!r} != {b[:200]!r} after normalisation", expected, actual)
 
 
 def parse_number(text: str, *, extract: bool, side: str) -> float:
@@ -109,8 +108,7 @@ def round_significant(value: float, digits: int) -> float:
 @register("numeric_match")
 def numeric_match(call: ValidatorCall) -> Outcome:
     config = call.config
-    strict_keys(config, {"absolute_tolerance", "relative_tolerance", "extract_number", "significant_digits",
-                         "tolerance_mode", "tolerance"})
+    strict_keys(config, {"absolute_tolerance", "relative_tolerance", "extract_number", "significant_digits", "tolerance_mode", "tolerance"})
     modern = {"absolute_tolerance", "relative_tolerance"} & config.keys()
     legacy = {"tolerance_mode", "tolerance"} & config.keys()
     if modern and legacy:
@@ -146,6 +144,9 @@ def numeric_match(call: ValidatorCall) -> Outcome:
     if absolute is None and relative is None:
         passed = actual == expected
     else:
-        passed = (absolute is not None and diff <= absolute) or (
-            relative is not None and expected != 0 and diff <= relative * abs(expected)) or diff == 0
+        passed = (
+            (absolute is not None and diff <= absolute)
+            or (relative is not None and expected != 0 and diff <= relative * abs(expected))
+            or diff == 0
+        )
     return binary(passed, f"|{actual:g} - {expected:g}| = {diff:g}", expected, actual)

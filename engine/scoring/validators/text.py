@@ -59,4 +59,3 @@ def boolean_assert(call: ValidatorCall) -> Outcome:
         raise EvaluatorError(str(exc)) from exc
     same = actual == expected
     return binary(same, "booleans equal" if same else "booleans differ", expected, actual)
-

@@ -10,8 +10,7 @@ from engine.scoring.validators.base import Outcome, PackError, ValidatorCall, bi
 from engine.scoring.validators.structured import deep_equal
 
 JSON = Any
-ALLOWED = {"tool_name", "must_call", "count", "min_count", "max_count", "arguments_contain", "ordered_tools",
-           "order_mode"}
+ALLOWED = {"tool_name", "must_call", "count", "min_count", "max_count", "arguments_contain", "ordered_tools", "order_mode"}
 
 
 def subset_match(expected: JSON, actual: JSON) -> bool:
@@ -76,9 +75,9 @@ def tool_call_assertion(call: ValidatorCall) -> Outcome:
         raise PackError("config must declare at least one tool call assertion")
 
     successful = [t for t in call.extracted.tool_trace if not t.failed]
-    matching = [t for t in successful
-                if (not tool_name or t.tool_name == tool_name)
-                and (arguments is None or subset_match(arguments, t.arguments))]
+    matching = [
+        t for t in successful if (not tool_name or t.tool_name == tool_name) and (arguments is None or subset_match(arguments, t.arguments))
+    ]
     if matching:
         call.event_id = matching[0].event_id
     n = len(matching)
@@ -101,5 +100,4 @@ def tool_call_assertion(call: ValidatorCall) -> Outcome:
         if not in_order:
             failures.append(f"tool order {names} does not satisfy {order_mode or 'subsequence'} {ordered}")
     actual = {"matching_calls": n, "successful_tools": names, "tool_counts": dict(Counter(names))}
-    return binary(not failures, "; ".join(failures) or f"tool call assertions hold ({n} matching call(s))",
-                  config, actual)
+    return binary(not failures, "; ".join(failures) or f"tool call assertions hold ({n} matching call(s))", config, actual)

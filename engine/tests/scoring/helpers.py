@@ -25,32 +25,55 @@ class Events:
 
     def add(self, event_type: str, payload: dict[str, JSON] | None = None, ms: int = 0) -> Events:
         n = len(self.items) + 1
-        self.items.append({"event_id": f"e{n}", "event_type": event_type, "sequence_number": n,
-                           "occurred_at": at(ms), "payload": payload or {}})
+        self.items.append(
+            {"event_id": f"e{n}", "event_type": event_type, "sequence_number": n, "occurred_at": at(ms), "payload": payload or {}}
+        )
         return self
 
-    def tool(self, name: str, arguments: JSON = None, *, failed: bool = False, origin: str | None = None,
-             ms: int = 0) -> Events:
-        payload = {"tool_name": name, "arguments": json.dumps(arguments or {}),
-                   "result": {"content": json.dumps({"error": "boom"}) if failed else "ok", "is_error": failed}}
+    def tool(self, name: str, arguments: JSON = None, *, failed: bool = False, origin: str | None = None, ms: int = 0) -> Events:
+        payload = {
+            "tool_name": name,
+            "arguments": json.dumps(arguments or {}),
+            "result": {"content": json.dumps({"error": "boom"}) if failed else "ok", "is_error": failed},
+        }
         if origin:
             payload["failure_origin"] = origin
         return self.add("tool.call.failed" if failed else "tool.call.completed", payload, ms)
 
 
-def run_events(final_output: str = "42", *, latency_ms: int = 2000, model: str = "gpt-4o",
-               input_tokens: int = 1000, output_tokens: int = 500, failed: bool = False) -> Events:
+def run_events(
+    final_output: str = "42",
+    *,
+    latency_ms: int = 2000,
+    model: str = "gpt-4o",
+    input_tokens: int = 1000,
+    output_tokens: int = 500,
+    failed: bool = False,
+) -> Events:
     events = Events().add("system.run.started", {}, 0)
     events.add("model.output.delta", {"text_delta": "4"}, 300)
-    events.add("model.call.completed", {"provider_key": "openai", "provider_model_id": model,
-                                        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                                                  "total_tokens": input_tokens + output_tokens}}, 900)
+    events.add(
+        "model.call.completed",
+        {
+            "provider_key": "openai",
+            "provider_model_id": model,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens},
+        },
+        900,
+    )
     if failed:
         events.add("system.run.failed", {"error": "boom", "stop_reason": "provider_error"}, latency_ms)
     else:
-        events.add("system.run.completed", {"final_output": final_output, "input_tokens": input_tokens,
-                                            "output_tokens": output_tokens,
-                                            "total_tokens": input_tokens + output_tokens}, latency_ms)
+        events.add(
+            "system.run.completed",
+            {
+                "final_output": final_output,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
+            latency_ms,
+        )
     return events
 
 
@@ -58,15 +81,30 @@ def evidence(final_output: str | None = "42", **kwargs: JSON) -> CaseEvidence:
     events = kwargs.pop("events", None)
     if events is None:
         events = run_events(final_output or "").items
-    return CaseEvidence(case_key=kwargs.pop("case_key", "case-1"), final_output=final_output, events=events,
-                        case=kwargs.pop("case", {"payload": {"question": "What is 6*7?"},
-                                                 "inputs": [{"key": "q", "kind": "text", "value": "6*7"}],
-                                                 "expectations": [{"key": "answer", "kind": "text", "value": "42"}]}),
-                        **kwargs)
+    return CaseEvidence(
+        case_key=kwargs.pop("case_key", "case-1"),
+        final_output=final_output,
+        events=events,
+        case=kwargs.pop(
+            "case",
+            {
+                "payload": {"question": "What is 6*7?"},
+                "inputs": [{"key": "q", "kind": "text", "value": "6*7"}],
+                "expectations": [{"key": "answer", "kind": "text", "value": "42"}],
+            },
+        ),
+        **kwargs,
+    )
 
 
-def validate(vtype: str, actual: str | None = "42", expected: str | None = "literal:42", config: JSON = None,
-             target: str = "final_output", **evidence_kwargs: JSON):
+def validate(
+    vtype: str,
+    actual: str | None = "42",
+    expected: str | None = "literal:42",
+    config: JSON = None,
+    target: str = "final_output",
+    **evidence_kwargs: JSON,
+):
     declaration: dict[str, JSON] = {"key": "v", "type": vtype, "target": target}
     if expected is not None:
         declaration["expected_from"] = expected
@@ -76,17 +114,26 @@ def validate(vtype: str, actual: str | None = "42", expected: str | None = "lite
     return run_validator(declaration, ev, extract(ev))
 
 
-def spec(validators: list[dict[str, JSON]] | None = None, dimensions: list[JSON] | None = None,
-         **extra: JSON) -> dict[str, JSON]:
+def spec(validators: list[dict[str, JSON]] | None = None, dimensions: list[JSON] | None = None, **extra: JSON) -> dict[str, JSON]:
     scorecard = extra.pop("scorecard", {})
     return {
-        "name": "test-spec", "version_number": 1, "judge_mode": extra.pop("judge_mode", "deterministic"),
-        "validators": validators if validators is not None else [
-            {"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}],
-        "metrics": extra.pop("metrics", [{"key": "completed", "type": "boolean",
-                                          "collector": "run_completed_successfully"}]),
-        "pricing": {"models": [{"provider_key": "openai", "provider_model_id": "gpt-4o",
-                                "input_cost_per_million_tokens": 2.5, "output_cost_per_million_tokens": 10}]},
+        "name": "test-spec",
+        "version_number": 1,
+        "judge_mode": extra.pop("judge_mode", "deterministic"),
+        "validators": validators
+        if validators is not None
+        else [{"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}],
+        "metrics": extra.pop("metrics", [{"key": "completed", "type": "boolean", "collector": "run_completed_successfully"}]),
+        "pricing": {
+            "models": [
+                {
+                    "provider_key": "openai",
+                    "provider_model_id": "gpt-4o",
+                    "input_cost_per_million_tokens": 2.5,
+                    "output_cost_per_million_tokens": 10,
+                }
+            ]
+        },
         "scorecard": {"dimensions": dimensions if dimensions is not None else ["correctness"], **scorecard},
         **extra,
     }
@@ -115,8 +162,7 @@ class FakeSandbox:
     def list_files(self, prefix: str = "/workspace") -> list[FileEntry]:
         return [FileEntry(path=p, size=len(d)) for p, d in sorted(self.files.items()) if p.startswith(prefix + "/")]
 
-    def exec(self, argv: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
-             timeout: float = 120.0) -> ExecResult:
+    def exec(self, argv: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None, timeout: float = 120.0) -> ExecResult:
         self.exec_calls.append((argv, cwd, timeout))
         if isinstance(self.exec_result, Exception):
             raise self.exec_result
@@ -140,5 +186,10 @@ class FakeJudge:
         text = script[(len([c for c in self.calls if c[0] == model]) - 1) % len(script)]
         if text == "RAISE":
             raise RuntimeError("provider down")
-        return ModelResponse(provider_key="fake", provider_model_id=model, finish_reason="stop", output_text=text,
-                             usage=Usage(self.tokens // 2, self.tokens - self.tokens // 2, self.tokens))
+        return ModelResponse(
+            provider_key="fake",
+            provider_model_id=model,
+            finish_reason="stop",
+            output_text=text,
+            usage=Usage(self.tokens // 2, self.tokens - self.tokens // 2, self.tokens),
+        )

@@ -9,8 +9,12 @@ SPEC = spec(dimensions=["correctness", "reliability"], scorecard={"pass_threshol
 def lane(outputs: list[str], *, failed: set[int] = frozenset(), **refs) -> dict:
     scores = []
     for i, out in enumerate(outputs):
-        ev = evidence(out, case_key=f"c{i}", events=run_events(out, latency_ms=1000 * (i + 1), failed=i in failed).items,
-                      status="failed" if i in failed else "completed")
+        ev = evidence(
+            out,
+            case_key=f"c{i}",
+            events=run_events(out, latency_ms=1000 * (i + 1), failed=i in failed).items,
+            status="failed" if i in failed else "completed",
+        )
         scores.append(score_case(SPEC, ev))
     return aggregate_lane(SPEC, scores, refs=refs or None)
 

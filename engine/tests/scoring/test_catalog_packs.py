@@ -26,13 +26,21 @@ def test_catalog_pack_specs_score_synthetic_evidence_without_raising(path):
     spec = pack["version"]["evaluation_spec"]
     case = first_case(pack)
     events = run_events('{"answer": "x"}', model="claude-sonnet-4-6").items
-    evidence = CaseEvidence(case_key=case.get("case_key", "c"), final_output='{"answer": "x"}', events=events,
-                            case={k: case.get(k) for k in ("payload", "inputs", "expectations")},
-                            captured_files={c["key"]: {"path": c["path"], "exists": True, "content": "SELECT 1",
-                                                       "size": 8, "truncated": False}
-                                            for c in spec.get("post_execution_checks") or []},
-                            code_executions={v["key"]: {"exit_code": 0, "stdout": "OK", "stderr": "", "timed_out": False}
-                                             for v in spec["validators"] if v["type"] == "code_execution"})
+    evidence = CaseEvidence(
+        case_key=case.get("case_key", "c"),
+        final_output='{"answer": "x"}',
+        events=events,
+        case={k: case.get(k) for k in ("payload", "inputs", "expectations")},
+        captured_files={
+            c["key"]: {"path": c["path"], "exists": True, "content": "SELECT 1", "size": 8, "truncated": False}
+            for c in spec.get("post_execution_checks") or []
+        },
+        code_executions={
+            v["key"]: {"exit_code": 0, "stdout": "OK", "stderr": "", "timed_out": False}
+            for v in spec["validators"]
+            if v["type"] == "code_execution"
+        },
+    )
     judge = FakeJudge([json.dumps({"score": 4, "pass": True, "confidence": "high", "reasoning": "ok"})])
     result = score_case(spec, evidence, judge=judge).as_dict()
     assert result["validity"] in ("valid", "degraded", "invalid")

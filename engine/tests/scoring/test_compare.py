@@ -4,15 +4,29 @@ from engine.scoring import aggregate_lane, score_case
 from engine.scoring.compare import build_comparison, not_comparable
 from engine.tests.scoring.helpers import evidence, run_events, spec
 
-SPEC = spec(dimensions=["correctness", "reliability", {"key": "latency", "source": "latency", "better_direction": "lower",
-                                                       "normalization": {"target": 1000, "max": 5000}}],
-            scorecard={"pass_threshold": 0.7})
+SPEC = spec(
+    dimensions=[
+        "correctness",
+        "reliability",
+        {"key": "latency", "source": "latency", "better_direction": "lower", "normalization": {"target": 1000, "max": 5000}},
+    ],
+    scorecard={"pass_threshold": 0.7},
+)
 
 
 def lane(outputs: dict[str, str], *, latency_ms: int = 2000, failed: bool = False, s=SPEC, **refs) -> dict:
-    scores = [score_case(s, evidence(out, case_key=key, events=run_events(out, latency_ms=latency_ms, failed=failed).items,
-                                     status="failed" if failed else "completed"))
-              for key, out in outputs.items()]
+    scores = [
+        score_case(
+            s,
+            evidence(
+                out,
+                case_key=key,
+                events=run_events(out, latency_ms=latency_ms, failed=failed).items,
+                status="failed" if failed else "completed",
+            ),
+        )
+        for key, out in outputs.items()
+    ]
     return aggregate_lane(s, scores, refs={"pack_version_id": "pv1", "input_set_id": "is1", **refs})
 
 

@@ -35,8 +35,9 @@ def test_reliability_requires_completion_and_no_failures():
 
 
 def test_latency_is_normalised_lower_is_better_with_runtime_limit_fallback():
-    s = spec(dimensions=["latency"], runtime_limits={"max_duration_ms": 3000},
-             scorecard={"normalization": {"latency": {"target_ms": 1000}}})
+    s = spec(
+        dimensions=["latency"], runtime_limits={"max_duration_ms": 3000}, scorecard={"normalization": {"latency": {"target_ms": 1000}}}
+    )
     d = dims(s)["latency"]
     assert d["score"] == pytest.approx(0.5)  # 2000 ms between 1000 and 3000
     assert (d["better_direction"], d["declared_direction"], d["raw_value"]) == ("higher", "lower", 2000)
@@ -56,8 +57,7 @@ def test_cost_dimension_uses_pricing():
 
 def test_metric_dimension_normalises_in_the_declared_direction():
     metrics = [{"key": "tok", "type": "numeric", "collector": "run_total_tokens"}]
-    higher = {"key": "m", "source": "metric", "metric": "tok", "better_direction": "higher",
-              "normalization": {"target": 3000, "max": 0}}
+    higher = {"key": "m", "source": "metric", "metric": "tok", "better_direction": "higher", "normalization": {"target": 3000, "max": 0}}
     assert dims(spec(dimensions=[higher], metrics=metrics))["m"]["score"] == pytest.approx(0.5)
     bad = {**higher, "normalization": {"target": 0, "max": 3000}}
     assert dims(spec(dimensions=[bad], metrics=metrics))["m"]["state"] == "error"

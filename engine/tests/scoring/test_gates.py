@@ -6,13 +6,20 @@ from engine.scoring.gates import DEFAULT_POLICY, evaluate_gate, parse_policy, po
 
 
 def comparison(**overrides) -> dict:
-    deltas = {k: {"baseline_value": 0.9, "candidate_value": 0.9, "delta": 0.0, "better_direction": "higher",
-                  "state": "available"} for k in ("correctness", "reliability", "latency", "cost")}
-    base = {"status": "comparable", "reason_code": None, "dimension_deltas": deltas,
-            "scorecard_pass": {"baseline": True, "candidate": True},
-            "scorecard_validity": {"baseline": "valid", "candidate": "valid"},
-            "failure_divergence": {"candidate_failed_baseline_succeeded": False, "both_failed_differently": False},
-            "evidence_quality": {"missing_fields": [], "warnings": []}, "fingerprint": "f" * 64}
+    deltas = {
+        k: {"baseline_value": 0.9, "candidate_value": 0.9, "delta": 0.0, "better_direction": "higher", "state": "available"}
+        for k in ("correctness", "reliability", "latency", "cost")
+    }
+    base = {
+        "status": "comparable",
+        "reason_code": None,
+        "dimension_deltas": deltas,
+        "scorecard_pass": {"baseline": True, "candidate": True},
+        "scorecard_validity": {"baseline": "valid", "candidate": "valid"},
+        "failure_divergence": {"candidate_failed_baseline_succeeded": False, "both_failed_differently": False},
+        "evidence_quality": {"missing_fields": [], "warnings": []},
+        "fingerprint": "f" * 64,
+    }
     base.update(overrides)
     return base
 
@@ -41,8 +48,7 @@ def test_rule_3_missing_evidence_fields():
 
 
 def test_rule_4_required_dimension_unavailable():
-    result = evaluate_gate(with_delta("cost", None, state="unavailable"), {"required_dimensions": ["cost"],
-                                                                           "dimensions": {}})
+    result = evaluate_gate(with_delta("cost", None, state="unavailable"), {"required_dimensions": ["cost"], "dimensions": {}})
     assert (result["verdict"], result["reason_code"]) == ("insufficient_evidence", "required_dimension_unavailable")
     c = comparison()
     del c["dimension_deltas"]["latency"]
@@ -51,7 +57,9 @@ def test_rule_4_required_dimension_unavailable():
 
 def test_rule_5_scorecard_pass():
     policy = {"require_scorecard_pass": True, "dimensions": {}}
-    assert evaluate_gate(comparison(scorecard_pass={"baseline": True, "candidate": None}), policy)["reason_code"] == "scorecard_pass_unknown"
+    assert (
+        evaluate_gate(comparison(scorecard_pass={"baseline": True, "candidate": None}), policy)["reason_code"] == "scorecard_pass_unknown"
+    )
     result = evaluate_gate(comparison(scorecard_pass={"baseline": True, "candidate": False}), policy)
     assert (result["verdict"], result["reason_code"]) == ("fail", "scorecard_not_passed")
 
@@ -133,23 +141,28 @@ def test_regression_insufficient_does_not_override_a_base_failure():
 
 def test_parse_policy_accepts_json_and_yaml_and_lowercases_keys():
     assert parse_policy('{"policy_key": "Strict", "dimensions": {"Correctness": {"fail_delta": 0.1}}}')["dimensions"] == {
-        "correctness": {"fail_delta": 0.1}}
-    policy = parse_policy("policy_key: ci\npolicy_version: 2\nrequire_comparable: true\n"
-                          "dimensions:\n  cost: {warn_delta: 0.1, fail_delta: 0.2}\n")
+        "correctness": {"fail_delta": 0.1}
+    }
+    policy = parse_policy(
+        "policy_key: ci\npolicy_version: 2\nrequire_comparable: true\ndimensions:\n  cost: {warn_delta: 0.1, fail_delta: 0.2}\n"
+    )
     assert (policy["policy_key"], policy["policy_version"], policy["required_dimensions"]) == ("ci", 2, ["cost"])
     assert parse_policy("") == DEFAULT_POLICY
 
 
-@pytest.mark.parametrize(("text", "field"), [
-    ('{"policy_version": 0}', "policy_version"),
-    ('{"require_comparable": "yes"}', "require_comparable"),
-    ('{"dimensions": {"cost": {"warn_delta": 0.3, "fail_delta": 0.2}}}', "dimensions.cost.warn_delta"),
-    ('{"dimensions": {"cost": {"warn_delta": -1}}}', "dimensions.cost.warn_delta"),
-    ('{"dimensions": {"cost": {}}}', "dimensions.cost"),
-    ('{"colour": "red"}', "colour"),
-    ("[1, 2]", "mapping"),
-    ("key: [unclosed", "YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"policy_version": 0}', "policy_version"),
+        ('{"require_comparable": "yes"}', "require_comparable"),
+        ('{"dimensions": {"cost": {"warn_delta": 0.3, "fail_delta": 0.2}}}', "dimensions.cost.warn_delta"),
+        ('{"dimensions": {"cost": {"warn_delta": -1}}}', "dimensions.cost.warn_delta"),
+        ('{"dimensions": {"cost": {}}}', "dimensions.cost"),
+        ('{"colour": "red"}', "colour"),
+        ("[1, 2]", "mapping"),
+        ("key: [unclosed", "YAML"),
+    ],
+)
 def test_parse_policy_errors_name_the_field(text, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         parse_policy(text)

@@ -10,8 +10,15 @@ from engine.tests.scoring.helpers import FakeJudge, evidence, spec
 
 
 def rubric(**extra) -> dict:
-    return {"key": "quality", "mode": "rubric", "model": "claude-sonnet-4-6", "samples": 3,
-            "context_from": ["final_output"], "rubric": "Score correctness 1-5.", **extra}
+    return {
+        "key": "quality",
+        "mode": "rubric",
+        "model": "claude-sonnet-4-6",
+        "samples": 3,
+        "context_from": ["final_output"],
+        "rubric": "Score correctness 1-5.",
+        **extra,
+    }
 
 
 def judged(judges, fake, *, dims=None, **kwargs) -> dict:
@@ -41,8 +48,14 @@ def test_scores_outside_the_scale_are_clamped_and_fences_stripped():
 
 def test_assertion_mode_uses_majority_with_ties_passing_and_expect_false_inverts():
     fake = FakeJudge([json.dumps({"pass": True}), json.dumps({"verdict": "fail"})])
-    decl = {"key": "a", "mode": "assertion", "model": "gpt-4o", "samples": 2, "assertion": "It is polite.",
-            "context_from": ["final_output"]}
+    decl = {
+        "key": "a",
+        "mode": "assertion",
+        "model": "gpt-4o",
+        "samples": 2,
+        "assertion": "It is polite.",
+        "context_from": ["final_output"],
+    }
     assert judged([decl], fake)["llm_judge_details"][0]["normalized_score"] == 1.0
     fake = FakeJudge([json.dumps({"pass": True})])
     assert judged([{**decl, "samples": 1, "expect": False}], fake)["llm_judge_details"][0]["normalized_score"] == 0.0
@@ -50,8 +63,7 @@ def test_assertion_mode_uses_majority_with_ties_passing_and_expect_false_inverts
 
 def test_consensus_across_models_and_disagreement_confidence():
     fake = FakeJudge({"claude-a": [reply(5)], "gpt-b": [reply(1)]})
-    decl = rubric(model=None, models=["claude-a", "gpt-b"], samples=1,
-                  consensus={"aggregation": "mean", "flag_on_disagreement": True})
+    decl = rubric(model=None, models=["claude-a", "gpt-b"], samples=1, consensus={"aggregation": "mean", "flag_on_disagreement": True})
     judge = judged([decl], fake)["llm_judge_details"][0]
     assert judge["normalized_score"] == 0.5
     assert judge["confidence"] == "low"
@@ -66,10 +78,17 @@ def test_agreeing_models_have_high_confidence():
 
 
 def test_unanimous_and_majority_vote_consensus():
-    fake = FakeJudge({"claude-a": [json.dumps({"pass": True})], "gpt-b": [json.dumps({"pass": False})],
-                      "gemini-c": [json.dumps({"pass": True})]})
-    decl = {"key": "a", "mode": "assertion", "models": ["claude-a", "gpt-b", "gemini-c"], "samples": 1,
-            "assertion": "x", "context_from": ["final_output"]}
+    fake = FakeJudge(
+        {"claude-a": [json.dumps({"pass": True})], "gpt-b": [json.dumps({"pass": False})], "gemini-c": [json.dumps({"pass": True})]}
+    )
+    decl = {
+        "key": "a",
+        "mode": "assertion",
+        "models": ["claude-a", "gpt-b", "gemini-c"],
+        "samples": 1,
+        "assertion": "x",
+        "context_from": ["final_output"],
+    }
     assert judged([{**decl, "consensus": {"aggregation": "majority_vote"}}], fake)["llm_judge_details"][0]["normalized_score"] == 1.0
     assert judged([{**decl, "consensus": {"aggregation": "unanimous"}}], fake)["llm_judge_details"][0]["normalized_score"] == 0.0
 
@@ -129,27 +148,41 @@ def test_pack_anti_gaming_clauses_are_appended():
 
 def test_reference_mode_appends_the_reference_answer():
     fake = FakeJudge([reply(5)])
-    decl = {"key": "ref", "mode": "reference", "model": "gpt-4o", "samples": 1, "rubric": "Compare.",
-            "reference_from": "case.expectations.answer", "context_from": ["final_output"]}
+    decl = {
+        "key": "ref",
+        "mode": "reference",
+        "model": "gpt-4o",
+        "samples": 1,
+        "rubric": "Compare.",
+        "reference_from": "case.expectations.answer",
+        "context_from": ["final_output"],
+    }
     judged([decl], fake)
     assert "reference_answer:\n42" in fake.calls[0][1]
 
 
 def test_without_a_judge_llm_dimensions_are_unavailable_with_a_warning():
-    s = spec(dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}], judge_mode="hybrid",
-             llm_judges=[rubric()])
+    s = spec(dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}], judge_mode="hybrid", llm_judges=[rubric()])
     result = score_case(s, evidence("42")).as_dict()
     assert result["dimensions"]["q"]["state"] == "unavailable"
     assert any("no judge configured" in w for w in result["warnings"])
 
 
 def test_n_wise_ranks_candidates_with_borda_scores_and_debiasing():
-    decl = {"key": "rank", "mode": "n_wise", "model": "gpt-4o", "samples": 2, "prompt": "Which is best?",
-            "position_debiasing": True, "context_from": ["final_output"]}
+    decl = {
+        "key": "rank",
+        "mode": "n_wise",
+        "model": "gpt-4o",
+        "samples": 2,
+        "prompt": "Which is best?",
+        "position_debiasing": True,
+        "context_from": ["final_output"],
+    }
     fake = FakeJudge([json.dumps({"ranking": ["lane-b", "lane-a", "lane-c"]})])
     s = spec(judge_mode="llm_judge", llm_judges=[decl])
-    results = run_nwise_judge(s, "rank", [("lane-a", evidence("a")), ("lane-b", evidence("b")),
-                                          ("lane-c", evidence("c"))], fake, run_id="run-1")
+    results = run_nwise_judge(
+        s, "rank", [("lane-a", evidence("a")), ("lane-b", evidence("b")), ("lane-c", evidence("c"))], fake, run_id="run-1"
+    )
     assert {k: v["normalized_score"] for k, v in results.items()} == {"lane-a": 0.5, "lane-b": 1.0, "lane-c": 0.0}
     first, second = fake.calls[0][1], fake.calls[1][1]
     assert first.index("Candidate lane-a") < first.index("Candidate lane-b")
@@ -167,8 +200,7 @@ def test_n_wise_rejects_incomplete_rankings_and_needs_two_candidates():
 
 def test_precomputed_judge_results_feed_dimensions():
     decl = {"key": "rank", "mode": "n_wise", "model": "gpt-4o", "prompt": "x", "context_from": ["final_output"]}
-    s = spec(dimensions=[{"key": "r", "source": "llm_judge", "judge_key": "rank"}], judge_mode="llm_judge",
-             llm_judges=[decl])
+    s = spec(dimensions=[{"key": "r", "source": "llm_judge", "judge_key": "rank"}], judge_mode="llm_judge", llm_judges=[decl])
     result = score_case(s, evidence("42"), judge_results={"rank": {"judge_key": "rank", "normalized_score": 0.5}})
     assert result.as_dict()["dimensions"]["r"]["score"] == 0.5
 

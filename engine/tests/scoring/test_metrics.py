@@ -5,11 +5,24 @@ import pytest
 from engine.scoring import score_case
 from engine.tests.scoring.helpers import Events, evidence, run_events, spec
 
-COLLECTORS = ["run_total_latency_ms", "run_ttft_ms", "run_input_tokens", "run_output_tokens", "run_total_tokens",
-              "run_tool_call_count", "run_agent_tokens", "run_race_context_tokens", "run_model_cost_usd",
-              "run_completed_successfully", "run_failure_count", "validator_pass_rate",
-              "behavioral_recovery_score", "behavioral_exploration_efficiency_score",
-              "behavioral_error_cascade_score", "behavioral_scope_adherence_score"]
+COLLECTORS = [
+    "run_total_latency_ms",
+    "run_ttft_ms",
+    "run_input_tokens",
+    "run_output_tokens",
+    "run_total_tokens",
+    "run_tool_call_count",
+    "run_agent_tokens",
+    "run_race_context_tokens",
+    "run_model_cost_usd",
+    "run_completed_successfully",
+    "run_failure_count",
+    "validator_pass_rate",
+    "behavioral_recovery_score",
+    "behavioral_exploration_efficiency_score",
+    "behavioral_error_cascade_score",
+    "behavioral_scope_adherence_score",
+]
 
 
 def metrics_for(ev, collectors=COLLECTORS) -> dict:
@@ -24,8 +37,11 @@ def tool_run() -> list:
     events.tool("search", {"q": "a"}, failed=True)
     events.tool("search", {"q": "b"})
     events.add("race.standings.injected", {"tokens": 100})
-    events.add("system.run.completed", {"final_output": "42", "input_tokens": 1000, "output_tokens": 500,
-                                        "total_tokens": 1500, "tool_call_count": 3}, 2000)
+    events.add(
+        "system.run.completed",
+        {"final_output": "42", "input_tokens": 1000, "output_tokens": 500, "total_tokens": 1500, "tool_call_count": 3},
+        2000,
+    )
     return events.items
 
 
@@ -73,8 +89,7 @@ def test_cost_is_unavailable_for_an_unpriced_model_and_strips_date_suffixes():
 
 def test_cost_uses_run_totals_with_exactly_one_known_model():
     events = Events().add("system.run.started").add("system.run.completed", {"final_output": "42"}, 10).items
-    ev = evidence("42", events=events, model="gpt-4o", usage={"input_tokens": 1_000_000, "output_tokens": 0,
-                                                                "total_tokens": 1_000_000})
+    ev = evidence("42", events=events, model="gpt-4o", usage={"input_tokens": 1_000_000, "output_tokens": 0, "total_tokens": 1_000_000})
     assert metrics_for(ev, ["run_model_cost_usd"])["run_model_cost_usd"]["value"] == pytest.approx(2.5)
 
 
@@ -90,8 +105,21 @@ def test_unknown_collector_is_a_metric_error():
 
 def test_token_totals_fall_back_to_model_call_usage():
     events = Events().add("system.run.started")
-    events.add("model.call.completed", {"provider_key": "openai", "provider_model_id": "gpt-4o",
-                                        "usage": {"input_tokens": 7, "output_tokens": 3}})
+    events.add(
+        "model.call.completed", {"provider_key": "openai", "provider_model_id": "gpt-4o", "usage": {"input_tokens": 7, "output_tokens": 3}}
+    )
     events.add("system.run.completed", {"final_output": "42"}, 10)
     metrics = metrics_for(evidence("42", events=events.items), ["run_total_tokens"])
     assert metrics["run_total_tokens"]["value"] == 10
+
+
+def test_fallback_pricing_prices_models_the_spec_does_not_list():
+    from engine.scoring import score_case as score
+
+    ev = evidence("42", events=run_events(model="claude-x").items)
+    s = spec(metrics=[{"key": "c", "type": "numeric", "collector": "run_model_cost_usd"}])
+    rows = [
+        {"provider_key": "openai", "provider_model_id": "claude-x", "input_cost_per_million_tokens": 1, "output_cost_per_million_tokens": 1}
+    ]
+    metric = score(s, ev, fallback_pricing=rows).as_dict()["metric_details"][0]
+    assert metric["value"] == pytest.approx(1500 / 1e6)

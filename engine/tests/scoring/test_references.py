@@ -7,12 +7,16 @@ from engine.tests.scoring.helpers import Events, evidence
 
 CASE = {
     "payload": {"order": {"id": "ORD-1", "lines": [{"sku": "A"}]}, "flag": True},
-    "inputs": [{"key": "doc", "kind": "text", "value": {"title": "T", "n": 3}},
-               {"key": "sheet", "kind": "file", "path": "/workspace/sheet.csv"}],
-    "expectations": [{"key": "answer", "kind": "text", "value": "42"},
-                     {"key": "same_as_doc", "kind": "json", "source": "input:doc"},
-                     {"key": "from_artifact", "kind": "text", "artifact_key": "golden"},
-                     {"key": "loop1", "kind": "text", "source": "input:loop2"}],
+    "inputs": [
+        {"key": "doc", "kind": "text", "value": {"title": "T", "n": 3}},
+        {"key": "sheet", "kind": "file", "path": "/workspace/sheet.csv"},
+    ],
+    "expectations": [
+        {"key": "answer", "kind": "text", "value": "42"},
+        {"key": "same_as_doc", "kind": "json", "source": "input:doc"},
+        {"key": "from_artifact", "kind": "text", "artifact_key": "golden"},
+        {"key": "loop1", "kind": "text", "source": "input:loop2"},
+    ],
 }
 
 
@@ -23,7 +27,14 @@ def ref(name: str, **kwargs):
 
 def test_values_are_stringified_like_go():
     assert [stringify(v) for v in ("s", True, None, 3, 2.0, 86.4, {"b": 1, "a": [1]})] == [
-        "s", "true", "null", "3", "2", "86.4", '{"a":[1],"b":1}']
+        "s",
+        "true",
+        "null",
+        "3",
+        "2",
+        "86.4",
+        '{"a":[1],"b":1}',
+    ]
 
 
 def test_final_output_and_literal():
@@ -81,8 +92,10 @@ def test_transcript_references():
 
 
 def test_file_references_and_unknown_references():
-    files = {"out": {"path": "/workspace/o", "exists": True, "content": "hi", "size": 2, "truncated": False},
-             "gone": {"path": "/workspace/g", "exists": False}}
+    files = {
+        "out": {"path": "/workspace/o", "exists": True, "content": "hi", "size": 2, "truncated": False},
+        "gone": {"path": "/workspace/g", "exists": False},
+    }
     assert ref("file:out", captured_files=files).value == "hi"
     assert ref("file:gone", captured_files=files).state == "unavailable"
     assert ref("file:tree", directory_listings={"tree": [{"path": "/workspace/a"}]}).value == '[{"path":"/workspace/a"}]'

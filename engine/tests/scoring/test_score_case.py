@@ -38,8 +38,12 @@ def test_scoring_accepts_evidence_as_a_plain_dict():
 
 
 def test_garbage_specs_never_raise():
-    for bad in ({}, {"validators": [None, 3, {"type": None}]}, {"scorecard": {"dimensions": [None, {}, 7]}},
-                {"metrics": [None], "behavioral": "x", "llm_judges": [None, {"key": "j"}], "judge_mode": "hybrid"}):
+    for bad in (
+        {},
+        {"validators": [None, 3, {"type": None}]},
+        {"scorecard": {"dimensions": [None, {}, 7]}},
+        {"metrics": [None], "behavioral": "x", "llm_judges": [None, {"key": "j"}], "judge_mode": "hybrid"},
+    ):
         result = score_case(bad, CaseEvidence(case_key="c")).as_dict()
         assert result["validity"] in ("valid", "degraded", "invalid")
 

@@ -7,8 +7,17 @@ from engine.scoring.strategies import overall
 
 
 def dim(key, score, *, state="available", weight=1.0, gate=False, threshold=None) -> DimensionScore:
-    return DimensionScore(key=key, source="validators", state=state, score=score if state == "available" else None,
-                          reason="", weight=weight, gate=gate, pass_threshold=threshold, declared_direction="higher")
+    return DimensionScore(
+        key=key,
+        source="validators",
+        state=state,
+        score=score if state == "available" else None,
+        reason="",
+        weight=weight,
+        gate=gate,
+        pass_threshold=threshold,
+        declared_direction="higher",
+    )
 
 
 def test_weighted_mean_uses_weights_and_passes_above_threshold():

@@ -8,8 +8,9 @@ CONFIG = {"test_command": "pytest -q"}
 
 def run(result: dict | None, config: dict | None = None):
     executions = {"v": result} if result is not None else {}
-    return validate("code_execution", target="file:solution", expected=None, config=CONFIG if config is None else config,
-                    code_executions=executions)
+    return validate(
+        "code_execution", target="file:solution", expected=None, config=CONFIG if config is None else config, code_executions=executions
+    )
 
 
 def test_it_scores_the_fraction_of_passed_tests():

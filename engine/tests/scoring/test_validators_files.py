@@ -6,8 +6,7 @@ from engine.tests.scoring.helpers import validate
 
 
 def captured(content: str | None, exists: bool = True) -> dict:
-    return {"out": {"path": "/workspace/out.json", "exists": exists, "content": content,
-                    "size": len(content or ""), "truncated": False}}
+    return {"out": {"path": "/workspace/out.json", "exists": exists, "content": content, "size": len(content or ""), "truncated": False}}
 
 
 LISTING = {"tree": [{"path": "/workspace/src/app.py", "size": 3}, {"path": "/workspace/README.md", "size": 1}]}
@@ -19,8 +18,7 @@ def test_file_exists_passes_when_captured_and_required():
 
 def test_file_exists_with_must_exist_false_passes_only_when_missing():
     missing = captured(None, exists=False)
-    assert validate("file_exists", target="file:out", expected=None, config={"must_exist": False},
-                    captured_files=missing).verdict == "pass"
+    assert validate("file_exists", target="file:out", expected=None, config={"must_exist": False}, captured_files=missing).verdict == "pass"
     assert validate("file_exists", target="file:out", expected=None, captured_files=missing).verdict == "fail"
 
 
@@ -35,62 +33,110 @@ def test_file_validators_require_the_file_prefix():
 def test_file_content_match_modes():
     files = captured('{"a": 1}\n')
     assert validate("file_content_match", target="file:out", expected='literal:"a"', captured_files=files).verdict == "pass"
-    assert validate("file_content_match", target="file:out", expected='literal:{"a":1}',
-                    config={"match_mode": "exact", "ignore_whitespace": True}, captured_files=files).verdict == "pass"
-    assert validate("file_content_match", target="file:out", expected="literal:^\\{",
-                    config={"match_mode": "regex"}, captured_files=files).verdict == "pass"
-    assert validate("file_content_match", target="file:out", expected="literal:password",
-                    config={"match_mode": "not_contains"}, captured_files=files).verdict == "pass"
-    assert validate("file_content_match", target="file:out", expected='literal:{"a": 1.0}',
-                    config={"match_mode": "json_equal"}, captured_files=files).verdict == "pass"
-    assert validate("file_content_match", target="file:out", expected="literal:zzz",
-                    captured_files=files).verdict == "fail"
+    assert (
+        validate(
+            "file_content_match",
+            target="file:out",
+            expected='literal:{"a":1}',
+            config={"match_mode": "exact", "ignore_whitespace": True},
+            captured_files=files,
+        ).verdict
+        == "pass"
+    )
+    assert (
+        validate(
+            "file_content_match", target="file:out", expected="literal:^\\{", config={"match_mode": "regex"}, captured_files=files
+        ).verdict
+        == "pass"
+    )
+    assert (
+        validate(
+            "file_content_match",
+            target="file:out",
+            expected="literal:password",
+            config={"match_mode": "not_contains"},
+            captured_files=files,
+        ).verdict
+        == "pass"
+    )
+    assert (
+        validate(
+            "file_content_match",
+            target="file:out",
+            expected='literal:{"a": 1.0}',
+            config={"match_mode": "json_equal"},
+            captured_files=files,
+        ).verdict
+        == "pass"
+    )
+    assert validate("file_content_match", target="file:out", expected="literal:zzz", captured_files=files).verdict == "fail"
 
 
 def test_file_content_match_accepts_mode_as_an_alias():
     files = captured("def merge_intervals(x): ...")
-    assert validate("file_content_match", target="file:out", expected="literal:def merge_intervals",
-                    config={"mode": "exact"}, captured_files=files).verdict == "fail"
+    assert (
+        validate(
+            "file_content_match", target="file:out", expected="literal:def merge_intervals", config={"mode": "exact"}, captured_files=files
+        ).verdict
+        == "fail"
+    )
 
 
 def test_file_content_match_on_a_missing_file_is_unavailable_and_bad_mode_is_pack_error():
-    assert validate("file_content_match", target="file:out", expected="literal:x",
-                    captured_files=captured(None, exists=False)).state == "unavailable"
-    assert validate("file_content_match", target="file:out", expected="literal:x", config={"match_mode": "psychic"},
-                    captured_files=captured("x")).outcome_class == "pack_error"
+    assert (
+        validate("file_content_match", target="file:out", expected="literal:x", captured_files=captured(None, exists=False)).state
+        == "unavailable"
+    )
+    assert (
+        validate(
+            "file_content_match", target="file:out", expected="literal:x", config={"match_mode": "psychic"}, captured_files=captured("x")
+        ).outcome_class
+        == "pack_error"
+    )
 
 
 def test_file_json_schema_validates_file_content():
     schema = {"type": "object", "required": ["a"]}
-    assert validate("file_json_schema", target="file:out", expected=None, config={"schema": schema},
-                    captured_files=captured('{"a": 1}')).verdict == "pass"
-    assert validate("file_json_schema", target="file:out", expected=None, config={"schema": schema},
-                    captured_files=captured("{}")).verdict == "fail"
-    assert validate("file_json_schema", target="file:out", expected=None, config={},
-                    captured_files=captured("{}")).outcome_class == "pack_error"
+    assert (
+        validate(
+            "file_json_schema", target="file:out", expected=None, config={"schema": schema}, captured_files=captured('{"a": 1}')
+        ).verdict
+        == "pass"
+    )
+    assert (
+        validate("file_json_schema", target="file:out", expected=None, config={"schema": schema}, captured_files=captured("{}")).verdict
+        == "fail"
+    )
+    assert (
+        validate("file_json_schema", target="file:out", expected=None, config={}, captured_files=captured("{}")).outcome_class
+        == "pack_error"
+    )
 
 
 def test_directory_structure_checks_required_forbidden_and_directories():
-    config = {"required_files": ["src/app.py", "/workspace/README.md"], "forbidden_files": [".env"],
-              "required_directories": ["src"]}
-    assert validate("directory_structure", target="file:tree", expected=None, config=config,
-                    directory_listings=LISTING).verdict == "pass"
-    result = validate("directory_structure", target="file:tree", expected=None,
-                      config={"required_files": ["setup.py"], "forbidden_files": ["README.md"]},
-                      directory_listings=LISTING)
+    config = {"required_files": ["src/app.py", "/workspace/README.md"], "forbidden_files": [".env"], "required_directories": ["src"]}
+    assert validate("directory_structure", target="file:tree", expected=None, config=config, directory_listings=LISTING).verdict == "pass"
+    result = validate(
+        "directory_structure",
+        target="file:tree",
+        expected=None,
+        config={"required_files": ["setup.py"], "forbidden_files": ["README.md"]},
+        directory_listings=LISTING,
+    )
     assert result.verdict == "fail"
     assert "missing file setup.py" in result.reason and "forbidden file README.md" in result.reason
 
 
 def test_directory_structure_without_listing_is_unavailable_and_unknown_keys_are_pack_errors():
     assert validate("directory_structure", target="file:tree", expected=None, config={}).state == "unavailable"
-    assert validate("directory_structure", target="file:tree", expected=None, config={"must": []},
-                    directory_listings=LISTING).outcome_class == "pack_error"
+    assert (
+        validate("directory_structure", target="file:tree", expected=None, config={"must": []}, directory_listings=LISTING).outcome_class
+        == "pack_error"
+    )
 
 
 def post(condition: str, files: dict, **config):
-    return validate("postcondition", target="file:out", expected=None, config={"condition": condition, **config},
-                    captured_files=files)
+    return validate("postcondition", target="file:out", expected=None, config={"condition": condition, **config}, captured_files=files)
 
 
 def test_postcondition_exists_and_not_exists_work_without_evidence():

@@ -18,8 +18,7 @@ def test_fuzzy_match_fails_below_threshold():
 
 
 def test_fuzzy_match_case_insensitive_and_normalize():
-    result = validate("fuzzy_match", "  Hello   World ", "literal:hello world",
-                      config={"case_insensitive": True, "normalize": True})
+    result = validate("fuzzy_match", "  Hello   World ", "literal:hello world", config={"case_insensitive": True, "normalize": True})
     assert result.normalized_score == 1.0
 
 
@@ -79,8 +78,7 @@ def test_numeric_match_legacy_config_defaults_to_relative():
 
 
 def test_numeric_match_extracts_numbers_from_currency_text():
-    assert validate("numeric_match", "Total: $1,234.50 USD", "literal:1234.5",
-                    config={"extract_number": True}).verdict == "pass"
+    assert validate("numeric_match", "Total: $1,234.50 USD", "literal:1234.5", config={"extract_number": True}).verdict == "pass"
 
 
 def test_numeric_match_rounds_to_significant_digits():

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from engine.tests.scoring.helpers import Events, evidence
 from engine.scoring.evidence import extract
 from engine.scoring.validators import run_validator
+from engine.tests.scoring.helpers import Events, evidence
 
 
 def trace() -> list:

@@ -6,13 +6,20 @@ from engine.tests.scoring.helpers import FakeSandbox, evidence, spec
 from engine.types import EngineError, ExecResult
 
 SPEC = spec(
-    validators=[{"key": "tests", "type": "code_execution", "target": "file:solution",
-                 "config": {"test_command": "pytest -q -k {{language}}", "timeout_ms": 5000}},
-                {"key": "has_fn", "type": "file_content_match", "target": "file:solution",
-                 "expected_from": "literal:def f"}],
+    validators=[
+        {
+            "key": "tests",
+            "type": "code_execution",
+            "target": "file:solution",
+            "config": {"test_command": "pytest -q -k {{language}}", "timeout_ms": 5000},
+        },
+        {"key": "has_fn", "type": "file_content_match", "target": "file:solution", "expected_from": "literal:def f"},
+    ],
     dimensions=["correctness"],
-    post_execution_checks=[{"key": "solution", "type": "file_capture", "path": "/workspace/solution.py"},
-                           {"key": "tree", "type": "directory_listing", "path": "/workspace"}],
+    post_execution_checks=[
+        {"key": "solution", "type": "file_capture", "path": "/workspace/solution.py"},
+        {"key": "tree", "type": "directory_listing", "path": "/workspace"},
+    ],
 )
 CASE = {"payload": {"language": "python"}}
 
@@ -24,8 +31,10 @@ def test_it_runs_code_execution_under_sh_lc_with_rendered_command_and_timeout():
     execution = out["code_executions"]["tests"]
     assert execution["test_counts"] == {"passed": 3, "failed": 0, "errors": 0, "total": 3}
     assert [e["event_type"] for e in out["events"]] == [
-        "grader.verification.code_executed", "grader.verification.file_captured",
-        "grader.verification.directory_listed"]
+        "grader.verification.code_executed",
+        "grader.verification.file_captured",
+        "grader.verification.directory_listed",
+    ]
 
 
 def test_it_captures_files_and_lists_directories():
@@ -43,10 +52,14 @@ def test_missing_files_are_recorded_as_not_existing():
 
 
 def test_captures_are_truncated_per_file_and_per_run():
-    s = {**SPEC, "post_execution_checks": [
-        {"key": "a", "type": "file_capture", "path": "/workspace/a", "max_size_bytes": 4},
-        {"key": "b", "type": "file_capture", "path": "/workspace/b", "max_size_bytes": MAX_TOTAL_BYTES},
-        {"key": "c", "type": "file_capture", "path": "/workspace/c", "max_size_bytes": MAX_TOTAL_BYTES}]}
+    s = {
+        **SPEC,
+        "post_execution_checks": [
+            {"key": "a", "type": "file_capture", "path": "/workspace/a", "max_size_bytes": 4},
+            {"key": "b", "type": "file_capture", "path": "/workspace/b", "max_size_bytes": MAX_TOTAL_BYTES},
+            {"key": "c", "type": "file_capture", "path": "/workspace/c", "max_size_bytes": MAX_TOTAL_BYTES},
+        ],
+    }
     big = b"x" * (MAX_TOTAL_BYTES - 2)
     out = run_post_execution(s, FakeSandbox({"/workspace/a": b"123456", "/workspace/b": big, "/workspace/c": big}), CASE)
     assert (out["captured_files"]["a"]["content"], out["captured_files"]["a"]["truncated"]) == ("1234", True)
@@ -62,8 +75,9 @@ def test_sandbox_failures_become_execution_errors():
 def test_verification_output_scores_end_to_end():
     sandbox = FakeSandbox({"/workspace/solution.py": b"def f(): pass"}, ExecResult(1, "1 failed, 1 passed"))
     out = run_post_execution(SPEC, sandbox, CASE)
-    ev = evidence("done", captured_files=out["captured_files"], directory_listings=out["directory_listings"],
-                  code_executions=out["code_executions"])
+    ev = evidence(
+        "done", captured_files=out["captured_files"], directory_listings=out["directory_listings"], code_executions=out["code_executions"]
+    )
     result = score_case(SPEC, ev).as_dict()
     details = {v["key"]: v for v in result["validator_details"]}
     assert details["tests"]["normalized_score"] == 0.5
@@ -74,8 +88,10 @@ def test_verification_output_scores_end_to_end():
 def test_verification_events_alone_are_enough_evidence():
     sandbox = FakeSandbox({"/workspace/solution.py": b"def f(): pass"}, ExecResult(0, "2 passed"))
     out = run_post_execution(SPEC, sandbox, CASE)
-    events = [{"event_id": f"g{i}", "sequence_number": 100 + i, "occurred_at": "2026-01-01T00:00:05+00:00", **e}
-              for i, e in enumerate(out["events"])]
+    events = [
+        {"event_id": f"g{i}", "sequence_number": 100 + i, "occurred_at": "2026-01-01T00:00:05+00:00", **e}
+        for i, e in enumerate(out["events"])
+    ]
     ev = evidence("done")
     ev.events = ev.events + events
     details = {v["key"]: v for v in score_case(SPEC, ev).as_dict()["validator_details"]}

@@ -107,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
 def http_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.routes = {}  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield server
     server.shutdown()

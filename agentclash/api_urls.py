@@ -6,6 +6,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("workspaces.api.urls")),
+    path("", include("workspaces.infrastructure.api.global_urls")),
     path("workspaces/<slug:workspace_slug>/", include("workspaces.infrastructure.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("secrets_app.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),

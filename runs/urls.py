@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agentclash.placeholders import not_available
+from runs import views
 
 app_name = "runs"
 
 urlpatterns = [
-    path("runs/", not_available("Runs"), name="list"),
+    path("runs/", views.run_list, name="list"),
+    path("runs/new/", views.run_create, name="create"),
+    path("runs/<int:pk>/", views.run_detail, name="detail"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="cancel"),
+    path("runs/<int:pk>/cases/<int:case_run_pk>/", views.case_replay, name="case_replay"),
 ]

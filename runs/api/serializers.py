@@ -1,0 +1,104 @@
+"""Output shapes shared by the run API views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from runs.models import CaseRun, Run, RunEvent
+from runs.selectors import CASE_STATUSES
+
+
+class LaneOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    lane_index = serializers.IntegerField()
+    label = serializers.CharField()
+    deployment_id = serializers.IntegerField(allow_null=True)
+    deployment_name = serializers.SerializerMethodField()
+    model = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    failure_reason = serializers.CharField()
+
+    def get_deployment_name(self, lane: Any) -> str:
+        return ((lane.snapshot or {}).get("deployment") or {}).get("name") or lane.label
+
+    def get_model(self, lane: Any) -> str:
+        return (lane.snapshot or {}).get("model") or ""
+
+
+class CaseCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+    execution_mode = serializers.CharField()
+    pack_version_id = serializers.IntegerField()
+    pack_name = serializers.CharField(source="pack_version.pack.name")
+    pack_version_number = serializers.IntegerField(source="pack_version.number")
+    input_set_id = serializers.IntegerField()
+    failure_reason = serializers.CharField()
+    score_status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    lanes = LaneOutputSerializer(many=True, source="lanes.all")
+    case_counts = serializers.SerializerMethodField()
+
+    def get_case_counts(self, run: Run) -> dict[str, int]:
+        if hasattr(run, "cases_total"):
+            counts = {s: getattr(run, f"cases_{s}") for s in CASE_STATUSES}
+            counts["total"] = run.cases_total
+            return counts
+        from runs.selectors import case_counts
+
+        return case_counts(run=run)
+
+
+class CaseRunOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    case_key = serializers.CharField()
+    lane_id = serializers.IntegerField()
+    deployment_name = serializers.CharField(source="lane.label")
+    status = serializers.CharField()
+    attempt = serializers.IntegerField()
+    stop_reason = serializers.CharField()
+    final_output = serializers.CharField(allow_null=True)
+    error = serializers.CharField()
+    step_count = serializers.IntegerField()
+    tool_call_count = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    duration_ms = serializers.IntegerField(allow_null=True)
+    passed = serializers.BooleanField(allow_null=True)
+    score = serializers.FloatField(allow_null=True)
+
+
+class EventOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event_id = serializers.CharField()
+    schema_version = serializers.SerializerMethodField()
+    run_id = serializers.IntegerField()
+    run_agent_id = serializers.IntegerField(source="lane_id")
+    case_run_id = serializers.IntegerField(allow_null=True)
+    case_key = serializers.CharField()
+    attempt = serializers.IntegerField()
+    sequence_number = serializers.IntegerField()
+    event_type = serializers.CharField()
+    source = serializers.CharField()
+    occurred_at = serializers.DateTimeField()
+    payload = serializers.JSONField()
+
+    def get_schema_version(self, event: RunEvent) -> str:
+        return (event.payload or {}).get("schema_version", "2026-03-15") if isinstance(event.payload, dict) else "2026-03-15"
+
+
+def case_run_dict(case_run: CaseRun) -> dict[str, Any]:
+    return dict(CaseRunOutputSerializer(case_run).data)

@@ -1,0 +1,120 @@
+"""Run API: one view per action (STYLE.md §12). Objects of another workspace are 404."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentclash.api import ApiError
+from packs.models import PackVersion
+from runs import selectors, services
+from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
+from runs.models import RunEvent
+from runs.services.events import payload_hydrate
+from workspaces.access import object_get_for_workspace
+from workspaces.api.base import WorkspaceApiView
+
+
+class RunListApi(WorkspaceApiView):
+    @extend_schema(
+        responses=RunOutputSerializer(many=True), summary="Runs of the workspace, newest first",
+        parameters=[OpenApiParameter("status", str, description="Only runs in this status"),
+                    OpenApiParameter("pack", int, description="Only runs of this pack")],
+    )  # fmt: skip
+    def get(self, request: Request, workspace_slug: str) -> Response:
+        runs = selectors.run_list(workspace=self.workspace, status=request.query_params.get("status", ""),
+                                  pack_id=request.query_params.get("pack"))
+        return self.paginate(request, runs, RunOutputSerializer)
+
+
+class RunCreateApi(WorkspaceApiView):
+    class InputSerializer(serializers.Serializer):
+        pack_version_id = serializers.IntegerField()
+        input_set_id = serializers.IntegerField(required=False, allow_null=True)
+        deployment_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
+        name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
+    def post(self, request: Request, workspace_slug: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = object_get_for_workspace(PackVersion.objects.all(), workspace=self.workspace, pk=data.validated_data["pack_version_id"])
+        try:
+            run = services.run_create(
+                workspace=self.workspace, user=request.user, pack_version=version,
+                deployment_ids=data.validated_data["deployment_ids"], input_set_id=data.validated_data.get("input_set_id"),
+                name=data.validated_data.get("name", ""),
+            )  # fmt: skip
+        except services.RunCreateError as exc:
+            raise ApiError(400, "invalid_request", exc.text, fields={exc.field: [exc.text]}) from None
+        run = selectors.run_get(workspace=self.workspace, pk=run.pk)
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunCollectionApi(RunListApi, RunCreateApi):
+    """``/runs``: GET lists (RunListApi), POST starts a run (RunCreateApi)."""
+
+
+class RunDetailApi(WorkspaceApiView):
+    @extend_schema(responses=RunOutputSerializer, summary="One run with its lanes and case counts")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=pk)).data)
+
+
+class RunCaseListApi(WorkspaceApiView):
+    @extend_schema(responses=CaseRunOutputSerializer(many=True), summary="Case results of a run",
+                   parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")])
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=pk)
+        return self.paginate(request, selectors.case_run_list(run=run, lane_id=request.query_params.get("lane")), CaseRunOutputSerializer)
+
+
+class RunEventListApi(WorkspaceApiView):
+    class OutputSerializer(serializers.Serializer):
+        items = EventOutputSerializer(many=True)
+        next_after = serializers.IntegerField(allow_null=True)
+
+    @extend_schema(responses=OutputSerializer, summary="Events of a run after a cursor (event id), oldest first",
+                   parameters=[OpenApiParameter("after", int, description="Last event id seen"),
+                               OpenApiParameter("limit", int, description="At most this many (default 100, max 1000)")])
+    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=pk)
+        try:
+            limit = int(request.query_params.get("limit", 100))
+        except ValueError:
+            raise ApiError(400, "invalid_request", "limit must be a number", fields={"limit": ["must be a number"]}) from None
+        events = selectors.run_events_after(run=run, after=request.query_params.get("after"), limit=limit)
+        return Response({"items": EventOutputSerializer(events, many=True).data, "next_after": events[-1].pk if events else None})
+
+
+class RunEventExportApi(WorkspaceApiView):
+    @extend_schema(responses={(200, "application/x-ndjson"): str}, summary="Every event of the run as JSON lines (streamed)")
+    def get(self, request: Request, workspace_slug: str, pk: int) -> StreamingHttpResponse:
+        run = selectors.run_get(workspace=self.workspace, pk=pk)
+
+        def lines() -> Iterator[str]:
+            for event in RunEvent.objects.filter(run=run).order_by("id").iterator(chunk_size=500):
+                if event.payload_ref:
+                    event.payload = payload_hydrate(event.payload)
+                yield json.dumps(EventOutputSerializer(event).data, default=str) + "\n"
+
+        response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-events.jsonl"'
+        return response
+
+
+class RunCancelApi(WorkspaceApiView):
+    @extend_schema(request=None, responses=RunOutputSerializer, summary="Cancel a run that has not finished")
+    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=pk)
+        try:
+            run = services.run_cancel(run=run, user=request.user)
+        except services.RunNotCancellable as exc:
+            raise ApiError(409, "run_not_cancellable", str(exc)) from None
+        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=run.pk)).data)

@@ -1,0 +1,160 @@
+"""Run pages: list, new run, live run, case replay (STYLE.md §8–§11)."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from packs.models import Pack
+from runs import selectors, services
+from runs.forms import RunCreateForm
+from runs.models import CaseRun, RunEvent, RunStatus
+from workspaces.access import can, workspace_view
+from workspaces.models import Role
+
+CASES_PER_PAGE = 50
+EVENTS_PER_PAGE = 50
+
+
+@workspace_view()
+def run_list(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "")
+    pack = request.GET.get("pack", "")
+    runs = selectors.run_list(workspace=request.workspace, status=status, pack_id=pack)
+    page = Paginator(runs, 50).get_page(request.GET.get("page"))
+    context = {
+        "page": page, "runs": page.object_list, "status": status, "pack": pack,
+        "statuses": RunStatus.choices, "packs": Pack.objects.filter(workspace=request.workspace).order_by("name"),
+        "can_start": can(request.membership, Role.MEMBER),
+    }  # fmt: skip
+    template = "runs/run_list.html#run-table" if request.htmx else "runs/run_list.html"
+    return render(request, template, context)
+
+
+@workspace_view(Role.MEMBER)
+def run_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = RunCreateForm(request.POST, workspace=request.workspace)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                run = services.run_create(
+                    workspace=request.workspace, user=request.user, pack_version=data["pack_version"],
+                    deployment_ids=[d.pk for d in data["deployments"]],
+                    input_set_id=data["input_set"].pk if data.get("input_set") else None, name=data.get("name") or "",
+                )  # fmt: skip
+            except services.RunCreateError as exc:
+                field = {"pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments"}.get(exc.field)
+                form.add_error(field if field in form.fields else None, exc.text)
+            else:
+                messages.success(request, f"Run “{run.name}” started.")
+                return redirect("runs:detail", request.workspace.slug, run.pk)
+        show_errors = True
+    elif request.htmx:  # a field changed: re-render the form with its dependent choices, no errors yet
+        form = RunCreateForm(request.GET, workspace=request.workspace)
+        show_errors = False
+    else:
+        initial = {"pack_version": request.GET.get("pack_version")} if request.GET.get("pack_version") else {}
+        form = RunCreateForm(workspace=request.workspace, initial=initial)
+        show_errors = False
+    template = "runs/run_create.html#run-create-form" if request.htmx else "runs/run_create.html"
+    return render(request, template, {"form": form, "show_errors": show_errors})
+
+
+def _elapsed(run) -> str:  # type: ignore[no-untyped-def]
+    start = run.started_at or run.created_at
+    end = run.finished_at or timezone.now()
+    seconds = max(0, int((end - start).total_seconds()))
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _status_context(request: HttpRequest, run) -> dict:  # type: ignore[no-untyped-def]
+    lanes = selectors.lane_progress(run=run)
+    failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
+    return {"run": run, "lanes": lanes, "elapsed": _elapsed(run), "failures": failures,
+            "can_cancel": can(request.membership, Role.MEMBER) and not run.is_terminal, "counts": selectors.case_counts(run=run)}
+
+
+@workspace_view()
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=pk)
+    partial = request.GET.get("partial") if request.htmx else None
+    if partial == "run-status":
+        response = render(request, "runs/run_detail.html#run-status", _status_context(request, run))
+        if run.is_terminal:
+            stop = HttpResponseStopPolling(response.content)
+            stop["HX-Refresh"] = "true"  # one reload shows the final case table and scorecard
+            return stop
+        return response
+    if partial == "ticker-poll":
+        events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
+        after = events[-1].pk if events else request.GET.get("after", 0)
+        context = {"run": run, "events": [(e, selectors.event_summary(e)) for e in events], "after": after, "new_only": True}
+        response = render(request, "runs/run_detail.html#ticker-poll", context)
+        return HttpResponseStopPolling(response.content) if run.is_terminal else response
+    events = selectors.run_events_latest(run=run, limit=30)
+    cases = Paginator(selectors.case_run_list(run=run, lane_id=request.GET.get("lane")), CASES_PER_PAGE).get_page(request.GET.get("page"))
+    context = _status_context(request, run)
+    context.update({"events": [(e, selectors.event_summary(e)) for e in events], "after": events[-1].pk if events else 0,
+                    "cases": cases, "lane_filter": request.GET.get("lane", ""), "lanes_all": list(run.lanes.order_by("lane_index"))})
+    if request.htmx and partial == "run-cases":
+        return render(request, "runs/run_detail.html#run-cases", context)
+    return render(request, "runs/run_detail.html", context)
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=pk)
+    try:
+        services.run_cancel(run=run, user=request.user)
+        messages.success(request, "Run cancelled. Cases in progress stop at their next step.")
+    except services.RunNotCancellable as exc:
+        messages.error(request, str(exc))
+    return redirect("runs:detail", request.workspace.slug, run.pk)
+
+
+def _step_view(event: RunEvent) -> dict:
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    kind = event.event_type
+    view = {"event": event, "kind": kind, "title": kind, "text": "", "calls": [], "error": "", "is_error": False,
+            "raw": json.dumps(payload, indent=2, sort_keys=True, default=str)}
+    if kind == "model.call.completed":
+        view.update(title=f"Model call ({payload.get('provider_model_id') or ''})", text=payload.get("output_text") or "",
+                    calls=[{"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)])
+    elif kind in ("tool.call.completed", "tool.call.failed"):
+        result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
+        view.update(title=f"Tool {payload.get('tool_name', '')}", is_error=kind.endswith("failed") or bool(result.get("is_error")),
+                    text=json.dumps(payload.get("arguments"), indent=2, default=str), error=str(result.get("content", "")))
+    elif kind == "system.run.completed":
+        view.update(title="Final output", text=str(payload.get("final_output") or ""))
+    elif kind == "system.run.failed":
+        view.update(title=f"Failed: {payload.get('stop_reason', '')}", error=str(payload.get("error") or ""), is_error=True)
+    elif kind.startswith("system.step"):
+        view.update(title=f"Step {payload.get('step_index', '')} {'started' if kind.endswith('started') else 'completed'}")
+    return view
+
+
+@workspace_view()
+def case_replay(request: HttpRequest, pk: int, case_run_pk: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=pk)
+    case_run = selectors.case_run_get(run=run, pk=case_run_pk)
+    events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
+    page_number = request.GET.get("page")
+    wanted = request.GET.get("event")
+    if wanted:
+        position = events.filter(sequence_number__lt=events.filter(event_id=wanted).values("sequence_number")[:1]).count()
+        page_number = position // EVENTS_PER_PAGE + 1
+    page = Paginator(events, EVENTS_PER_PAGE).get_page(page_number)
+    for event in page.object_list:
+        if event.payload_ref:
+            event.payload = services.payload_hydrate(event.payload)
+    steps = [_step_view(e) for e in page.object_list]
+    return render(request, "runs/case_replay.html", {"run": run, "case_run": case_run, "page": page, "steps": steps})

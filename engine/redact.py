@@ -34,7 +34,22 @@ class Redactor:
                 forms.add(encoded)
                 forms.add(encoded.rstrip("="))
         self._values = sorted(values, key=len, reverse=True)
-        ordered = sorted((f for f in forms if f), key=len, reverse=True)
+        # base64 of any text that contains a value (e.g. Basic "user:value") contains one of
+        # three alignment-dependent "cores" of the value's own encoding: a cheap substring test
+        # tells us when it is worth decoding tokens.
+        cores: set[str] = set()
+        for value in values:
+            raw = value.encode()
+            for offset in range(3):
+                enc = base64.b64encode(b"\0" * offset + raw).decode()
+                core = enc[4 if offset else 0 : -4]
+                if len(core) >= 6:
+                    cores.add(core)
+                elif len(value) >= 4:
+                    cores.add("")  # too short to fingerprint: always scan tokens
+        self._cores = tuple(cores)
+        self._forms = tuple(sorted((f for f in forms if f), key=len, reverse=True))
+        ordered = self._forms
         self._pattern = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
         self._bytes_values = [v.encode() for v in self._values]
 
@@ -53,7 +68,10 @@ class Redactor:
     def text(self, s: str) -> str:
         if self._pattern is None or not s:
             return s
-        s = self._pattern.sub(REDACTED, s)
+        if any(f in s for f in self._forms):
+            s = self._pattern.sub(REDACTED, s)
+        if not any(c in s for c in self._cores):
+            return s
         return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
 
     def json(self, obj: Any) -> Any:

@@ -124,16 +124,20 @@ def open_root(root: str) -> int:
     return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def open_file(root: str, raw: str, flags: int, mode: int = 0o644, create_parents: bool = False) -> tuple[int, list[str]]:
+def open_file(root: str, raw: str, flags: int, mode: int = 0o644, create_parents: bool = False, root_fd: int | None = None) -> tuple[int, list[str]]:
     """Open a contained file; returns (fd, resolved components)."""
     parts = resolve(root, raw)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "is a directory", raw)
-    root_fd = open_root(root)
-    try:
-        dfd = _open_dir_chain(root_fd, parts[:-1], raw, create_parents)
-    finally:
-        os.close(root_fd)
+    if root_fd is not None and len(parts) == 1:
+        dfd = os.dup(root_fd)
+    else:
+        own = open_root(root) if root_fd is None else root_fd
+        try:
+            dfd = _open_dir_chain(own, parts[:-1], raw, create_parents)
+        finally:
+            if root_fd is None:
+                os.close(own)
     try:
         try:
             fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)

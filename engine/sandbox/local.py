@@ -67,6 +67,7 @@ class LocalSandbox:
             gid = self.uid if self.uid is not None else os.getgid()
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
+        self._root_fd = fs.open_root(self.root)
         self.isolated = bwrap_path() is not None
 
     # ------------------------------------------------------------------ files
@@ -103,12 +104,19 @@ class LocalSandbox:
 
     def read_file(self, path: str) -> bytes:
         self._check_live()
-        fd, _ = fs.open_file(self.root, path, os.O_RDONLY)
+        fd, _ = fs.open_file(self.root, path, os.O_RDONLY, root_fd=self._root_fd)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                return fh.read()
+            chunks = []
+            want = st.st_size + 1
+            while True:
+                chunk = os.read(fd, max(want, 65536))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks)
         finally:
             os.close(fd)
 
@@ -121,7 +129,7 @@ class LocalSandbox:
         except OSError:
             pass
         self._check_quota(len(data), existing)
-        fd, _ = fs.open_file(self.root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, create_parents=True)
+        fd, _ = fs.open_file(self.root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, create_parents=True, root_fd=self._root_fd)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
@@ -218,6 +226,10 @@ class LocalSandbox:
         if self.destroyed:
             return
         self.destroyed = True
+        try:
+            os.close(self._root_fd)
+        except OSError:
+            pass
         if self._launcher is not None:
             self._launcher.close()
             self._launcher = None

@@ -65,6 +65,9 @@ class ChallengeInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
 
 class InputSetInline(admin.TabularInline):
     model = InputSet
@@ -75,6 +78,9 @@ class InputSetInline(admin.TabularInline):
     show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -120,7 +126,9 @@ class PackVersionAdmin(admin.ModelAdmin):
             services.pack_version_set_lifecycle(version=current, lifecycle_status=obj.lifecycle_status, user=request.user)
 
     def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any, change: bool) -> None:
-        return  # children are written by pack_publish and never edited here
+        if change:
+            super().save_related(request, form, formsets, change)  # view-only inlines: nothing is saved
+        # on add, pack_publish wrote every child row already
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

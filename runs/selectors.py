@@ -33,7 +33,7 @@ def run_list(*, workspace: Workspace, status: str = "", pack_id: Any = None) -> 
             runs = runs.filter(pack_version__pack_id=int(pack_id))
         except (TypeError, ValueError):
             runs = runs.none()
-    return runs.annotate(**_case_count_annotations()).prefetch_related(
+    return runs.annotate(**_case_count_annotations()).order_by("-created_at", "-id").prefetch_related(
         Prefetch("lanes", queryset=RunAgent.objects.order_by("lane_index"))
     )
 

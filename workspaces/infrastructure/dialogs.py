@@ -9,6 +9,7 @@ returns just the form so the errors land next to their fields. Success redirects
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -50,3 +51,12 @@ def dialog_success(request: HttpRequest, *, url: str, message: str) -> HttpRespo
     if getattr(request, "htmx", False):
         return HttpResponseClientRedirect(url)
     return redirect(url)
+
+
+def add_service_errors(form: forms.Form, exc: ValidationError) -> None:
+    """Put a service's ValidationError next to the form's fields (unknown keys go on top)."""
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc.messages)
+        return
+    for field, errors in exc.message_dict.items():
+        form.add_error(field if field in form.fields else None, errors)

@@ -1,0 +1,84 @@
+"""Shape of ``deployment_config`` for the ``scripted`` provider (see engine/providers/scripted.py).
+
+``{"script": {"default": [STEP…], "cases": {"<case_key>": [STEP…]}}, "judge_responses"?: str | [str]}``
+where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
+``{"submit": "answer"}`` or ``{"text": "…"}``. Errors name the offending path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STEP_KINDS = ("tool", "tools", "submit", "text")
+
+
+def _call_errors(call: Any, path: str) -> list[str]:
+    if not isinstance(call, dict):
+        return [f'{path}: must be an object like {{"tool": "read_file", "args": {{…}}}}']
+    errors = []
+    extra = sorted(set(call) - {"tool", "args"})
+    if extra:
+        errors.append(f"{path}: unknown field(s) {', '.join(extra)}; a call has only tool and args")
+    if not isinstance(call.get("tool"), str) or not call.get("tool", "").strip():
+        errors.append(f"{path}.tool: must be the tool's name")
+    if "args" in call and not isinstance(call["args"], dict):
+        errors.append(f"{path}.args: must be an object")
+    return errors
+
+
+def _step_errors(step: Any, path: str) -> list[str]:
+    if not isinstance(step, dict):
+        return [f"{path}: must be an object with one of {', '.join(STEP_KINDS)}"]
+    kinds = [kind for kind in STEP_KINDS if kind in step]
+    if len(kinds) != 1:
+        found = f" (found {', '.join(kinds)})" if kinds else ""
+        return [f"{path}: must have exactly one of {', '.join(STEP_KINDS)}{found}"]
+    kind = kinds[0]
+    if kind == "tool":
+        return _call_errors(step, path)
+    extra = sorted(set(step) - {kind})
+    if extra:
+        return [f"{path}: unknown field(s) {', '.join(extra)} next to {kind}"]
+    if kind == "tools":
+        calls = step["tools"]
+        if not isinstance(calls, list) or not calls:
+            return [f"{path}.tools: must be a non-empty list of calls"]
+        return [error for i, call in enumerate(calls) for error in _call_errors(call, f"{path}.tools[{i}]")]
+    if not isinstance(step[kind], str):
+        return [f"{path}.{kind}: must be a string"]
+    return []
+
+
+def _steps_errors(steps: Any, path: str) -> list[str]:
+    if not isinstance(steps, list):
+        return [f"{path}: must be a list of steps"]
+    return [error for i, step in enumerate(steps) for error in _step_errors(step, f"{path}[{i}]")]
+
+
+def scripted_config_errors(config: Any, *, prefix: str = "deployment_config") -> list[str]:
+    if not isinstance(config, dict):
+        return [f"{prefix}: must be a JSON object"]
+    script = config.get("script")
+    if script is None:
+        return [f'{prefix}.script: a scripted deployment needs a script, e.g. {{"script": {{"default": [{{"submit": "answer"}}]}}}}']
+    if not isinstance(script, dict):
+        return [f"{prefix}.script: must be an object with default and/or cases"]
+    errors: list[str] = []
+    extra = sorted(set(script) - {"default", "cases"})
+    if extra:
+        errors.append(f"{prefix}.script: unknown field(s) {', '.join(extra)}; use default and cases")
+    if "default" not in script and "cases" not in script:
+        errors.append(f"{prefix}.script: needs default and/or cases")
+    if "default" in script:
+        errors += _steps_errors(script["default"], f"{prefix}.script.default")
+    if "cases" in script:
+        cases = script["cases"]
+        if not isinstance(cases, dict):
+            errors.append(f"{prefix}.script.cases: must be an object mapping case keys to step lists")
+        else:
+            for case_key, steps in cases.items():
+                errors += _steps_errors(steps, f"{prefix}.script.cases.{case_key}")
+    judge = config.get("judge_responses")
+    if judge is not None and not (isinstance(judge, str) or (isinstance(judge, list) and all(isinstance(item, str) for item in judge))):
+        errors.append(f"{prefix}.judge_responses: must be a string or a list of strings")
+    return errors

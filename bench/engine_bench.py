@@ -16,9 +16,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.sandbox import SandboxConfig, create_sandbox  # noqa: E402
-from engine.tools import build_toolset  # noqa: E402
-from engine.types import ToolCall  # noqa: E402
+from engine.sandbox import SandboxConfig, create_sandbox
+from engine.tools import build_toolset
+from engine.types import ToolCall
 
 
 def per_call(fn, n: int) -> float:

@@ -126,7 +126,10 @@ def in_allowlist(address: str | IPAddress, allowlist: Sequence[Network]) -> bool
 
 def is_blocked_address(address: str | IPAddress, allowlist: Sequence[Network] | Iterable[str] = ()) -> bool:
     """Blocked unless inside an allowlist CIDR. A non-empty allowlist means ONLY those CIDRs."""
-    nets = [n if isinstance(n, (ipaddress.IPv4Network, ipaddress.IPv6Network)) else ipaddress.ip_network(str(n).strip(), strict=False) for n in allowlist]
+    nets = [
+        n if isinstance(n, (ipaddress.IPv4Network, ipaddress.IPv6Network)) else ipaddress.ip_network(str(n).strip(), strict=False)
+        for n in allowlist
+    ]
     if nets:
         return not in_allowlist(address, nets)
     return classify_address(address) is not None
@@ -288,7 +291,7 @@ def send(
         raise NetworkPolicyError("http connection error") from None
     except httpx.HTTPError as exc:
         raise NetworkPolicyError(f"http error: {type(exc).__name__}") from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - never leak exception text to the model
         raise NetworkPolicyError(f"unexpected http_request failure: {type(exc).__name__}") from None
     raise NetworkPolicyError("too many redirects")
 

@@ -68,9 +68,7 @@ def _env_vars(manifest: dict[str, Any]) -> dict[str, str]:
         text = "" if value is None else str(value)
         if "${" in text:
             if "${secrets." in text.replace(" ", ""):
-                raise SandboxConfigError(
-                    "sandbox env_vars cannot carry secrets — use http_request headers instead"
-                )
+                raise SandboxConfigError("sandbox env_vars cannot carry secrets — use http_request headers instead")
             raise SandboxConfigError("sandbox env_vars must be literal strings")
         env[str(key)] = text
     return env

@@ -204,7 +204,7 @@ def bwrap_argv(config: SandboxConfig, workspace: str, fds: dict[str, int], fd: i
     argv += [
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
+        "--tmpfs", "/tmp",  # noqa: S108 - a private tmpfs inside the sandbox
         "--tmpfs", "/run",
         "--bind", workspace, "/workspace",
         "--remount-ro", "/",

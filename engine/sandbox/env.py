@@ -14,17 +14,35 @@ BASE_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "TZ": "UTC",
-    "TMPDIR": "/tmp",
+    "TMPDIR": "/tmp",  # noqa: S108 - the sandbox-private tmpfs
     "TERM": "dumb",
     "USER": "sandbox",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 
-SHELLS = frozenset(
-    {"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "pdksh", "csh", "tcsh", "fish", "rbash", "yash", "busybox"}
-)
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "pdksh", "csh", "tcsh", "fish", "rbash", "yash", "busybox"})
 # Programs whose job is to run the argv that follows them.
-WRAPPERS = frozenset({"env", "nice", "nohup", "setsid", "timeout", "stdbuf", "ionice", "chrt", "taskset", "time", "exec", "command", "sudo", "doas", "unbuffer", "xargs", "flock"})
+WRAPPERS = frozenset(
+    {
+        "env",
+        "nice",
+        "nohup",
+        "setsid",
+        "timeout",
+        "stdbuf",
+        "ionice",
+        "chrt",
+        "taskset",
+        "time",
+        "exec",
+        "command",
+        "sudo",
+        "doas",
+        "unbuffer",
+        "xargs",
+        "flock",
+    }
+)
 
 
 def build_env(pack_env: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -124,7 +124,9 @@ def open_root(root: str) -> int:
     return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def open_file(root: str, raw: str, flags: int, mode: int = 0o644, create_parents: bool = False, root_fd: int | None = None) -> tuple[int, list[str]]:
+def open_file(
+    root: str, raw: str, flags: int, mode: int = 0o644, create_parents: bool = False, root_fd: int | None = None
+) -> tuple[int, list[str]]:
     """Open a contained file; returns (fd, resolved components)."""
     parts = resolve(root, raw)
     if not parts:

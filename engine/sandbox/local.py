@@ -51,7 +51,7 @@ class LocalSandbox:
             base = default_base_dir()
             os.makedirs(base, mode=0o711, exist_ok=True)
         if self.uid is not None:
-            os.chmod(base, 0o711)  # traversable by the per-sandbox uid, not listable
+            os.chmod(base, 0o711)  # noqa: S103 - traversable by the per-sandbox uid, not listable
         self.dir = os.path.join(base, self.id)
         os.mkdir(self.dir, 0o711)
         self.root = os.path.join(self.dir, "workspace")
@@ -245,7 +245,7 @@ class LocalSandbox:
         try:
             if self._launcher is not None:
                 self._launcher.close()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - best effort in __del__
             pass
 
 

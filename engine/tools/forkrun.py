@@ -36,11 +36,11 @@ def run(fn: Callable[[], Any], timeout: float) -> Any:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
             try:
                 outcome = ("ok", fn())
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - shipped back to the parent
                 outcome = ("err", exc)
             try:
                 data = pickle.dumps(outcome)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - unpicklable result
                 data = pickle.dumps(("err", ForkFailed(type(exc).__name__)))
             with os.fdopen(write_fd, "wb") as fh:
                 fh.write(data)
@@ -74,7 +74,7 @@ def run(fn: Callable[[], Any], timeout: float) -> Any:
         os.waitpid(pid, 0)
     if not chunks:
         raise ForkFailed("no result")
-    kind, value = pickle.loads(b"".join(chunks))
+    kind, value = pickle.loads(b"".join(chunks))  # noqa: S301 - our own forked child wrote it
     if kind == "err":
         raise value
     return value

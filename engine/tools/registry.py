@@ -56,7 +56,11 @@ def schema_problems(schema: Any, where: str = "parameters") -> list[str]:
     """Portability rules for OpenAI + Anthropic tool schemas."""
     problems: list[str] = []
     if isinstance(schema, dict):
-        is_object = schema.get("type") == "object" or (isinstance(schema.get("type"), list) and "object" in schema["type"]) or "properties" in schema
+        is_object = (
+            schema.get("type") == "object"
+            or (isinstance(schema.get("type"), list) and "object" in schema["type"])
+            or "properties" in schema
+        )
         if is_object:
             extra = schema.get("additionalProperties")
             if not (extra is False or (isinstance(extra, dict) and extra)):

@@ -17,7 +17,9 @@ def ok(content: Any, *, is_error: bool = False) -> ToolResult:
 
 
 def error(message: str, origin: str = "primitive") -> ToolResult:
-    return ToolResult(content=json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False), is_error=True, failure_origin=origin)
+    return ToolResult(
+        content=json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False), is_error=True, failure_origin=origin
+    )
 
 
 def denied() -> ToolResult:

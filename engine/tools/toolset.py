@@ -40,7 +40,9 @@ class _Primitive:
 
 
 class ToolSet:
-    def __init__(self, ctx: ToolContext, primitives: dict[str, _Primitive], custom: dict[str, CustomTool], visible: set[str], warnings: list[str]):
+    def __init__(
+        self, ctx: ToolContext, primitives: dict[str, _Primitive], custom: dict[str, CustomTool], visible: set[str], warnings: list[str]
+    ):
         self.ctx = ctx
         self._primitives = primitives  # every primitive available under the policy (delegation targets)
         self._custom = custom

@@ -24,11 +24,15 @@ def test_it_runs_a_composed_tool_against_staged_case_files():
 
 def test_it_runs_a_calls_file_in_order(tmp_path):
     calls = tmp_path / "calls.json"
-    calls.write_text(json.dumps([
-        {"tool": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-        {"tool": "read_file", "args": {"path": "a.txt"}},
-        {"tool": "exec", "args": {"command": ["id"]}},
-    ]))
+    calls.write_text(
+        json.dumps(
+            [
+                {"tool": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+                {"tool": "read_file", "args": {"path": "a.txt"}},
+                {"tool": "exec", "args": {"command": ["id"]}},
+            ]
+        )
+    )
     lines = run(DEMO, "--calls", str(calls))
     assert [line["tool"] for line in lines] == ["write_file", "read_file", "exec"]
     assert lines[1]["content"]["content"] == "hi"

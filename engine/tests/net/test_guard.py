@@ -61,7 +61,21 @@ def test_blocked_classes(address, reason):
     assert is_blocked_address(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.0", "2606:4700::1111", "::ffff:8.8.8.8", "2002:0808:0808::1", "64:ff9b::808:808"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "8.8.8.8",
+        "1.1.1.1",
+        "172.15.255.255",
+        "172.32.0.1",
+        "100.63.255.255",
+        "100.128.0.0",
+        "2606:4700::1111",
+        "::ffff:8.8.8.8",
+        "2002:0808:0808::1",
+        "64:ff9b::808:808",
+    ],
+)
 def test_public_addresses_pass(address):
     assert classify_address(address) is None
     assert not is_blocked_address(address)
@@ -132,5 +146,10 @@ def test_allowlisted_name_resolving_to_loopback_passes_check():
 
 def test_response_header_redaction_and_timeout_clamp():
     headers = redact_headers({"Set-Cookie": "a=b", "X-Api-Key": "k", "Content-Type": "text/plain", "WWW-Authenticate": "Basic"})
-    assert headers == {"Set-Cookie": "[redacted]", "X-Api-Key": "[redacted]", "Content-Type": "text/plain", "WWW-Authenticate": "[redacted]"}
+    assert headers == {
+        "Set-Cookie": "[redacted]",
+        "X-Api-Key": "[redacted]",
+        "Content-Type": "text/plain",
+        "WWW-Authenticate": "[redacted]",
+    }
     assert clamp_timeout(0) == 30 and clamp_timeout(500) == 60 and clamp_timeout(5) == 5

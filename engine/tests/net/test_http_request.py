@@ -45,7 +45,10 @@ def test_localhost_name_is_blocked_without_allowlist(harness_factory, http_serve
 
 def test_dns_name_resolving_to_loopback_is_blocked(harness_factory, http_server):
     h = harness_factory(net_manifest(allowlist=None), resolver=lambda host, port: ["127.0.0.1"])
-    assert h.error("http_request", {"method": "GET", "url": f"http://public.example:{http_server.server_port}/"}) == "target host resolves to a blocked address"
+    assert (
+        h.error("http_request", {"method": "GET", "url": f"http://public.example:{http_server.server_port}/"})
+        == "target host resolves to a blocked address"
+    )
 
 
 def test_pinned_connection_uses_checked_address_and_keeps_host_header(harness_factory, http_server):
@@ -89,7 +92,9 @@ def test_redirects_are_followed_and_capped(harness_factory, http_server):
 def test_cross_origin_redirect_drops_credentials(harness_factory, http_server):
     http_server.routes["/hop"] = (307, {"Location": f"http://localhost:{http_server.server_port}/echo"}, b"")
     h = harness_factory(net_manifest())
-    env = h.content("http_request", {"method": "GET", "url": url(http_server, "/hop"), "headers": {"Authorization": "Bearer abc", "X-Keep": "1"}})
+    env = h.content(
+        "http_request", {"method": "GET", "url": url(http_server, "/hop"), "headers": {"Authorization": "Bearer abc", "X-Keep": "1"}}
+    )
     headers = json.loads(env["content"]["body"])["headers"]
     assert "Authorization" not in headers and headers["X-Keep"] == "1"
 
@@ -103,7 +108,10 @@ def test_status_errors_are_normal_results(harness_factory, http_server):
 
 def test_request_body_limit(harness_factory, http_server):
     h = harness_factory(net_manifest())
-    assert h.error("http_request", {"method": "POST", "url": url(http_server), "body": "x" * (1024 * 1024 + 1)}) == "request body exceeds size limit"
+    assert (
+        h.error("http_request", {"method": "POST", "url": url(http_server), "body": "x" * (1024 * 1024 + 1)})
+        == "request body exceeds size limit"
+    )
 
 
 def test_response_body_limit(harness_factory, http_server):
@@ -144,19 +152,42 @@ def test_argument_errors(harness_factory):
     h = harness_factory(net_manifest())
     assert h.error("http_request", {"method": " ", "url": "http://x"}) == "method is required"
     assert h.error("http_request", {"method": "GET"}) == "url is required"
-    assert h.error("http_request", {"method": "GET", "url": "http://127.0.0.1/", "headers": {"A": 1}}) == 'tool "http_request" arguments must be valid JSON'
+    assert (
+        h.error("http_request", {"method": "GET", "url": "http://127.0.0.1/", "headers": {"A": 1}})
+        == 'tool "http_request" arguments must be valid JSON'
+    )
 
 
 SECRET = "tok-9f8e7d6c5b4a"
 
 
 def secret_tools(server):
-    return {"custom": [
-        {"name": "api", "description": "calls the API", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
-         "implementation": {"primitive": "http_request", "args": {"method": "POST", "url": url(server) + "?q=${query:q}&key=${query:secrets.TOKEN}",
-                            "headers": {"Authorization": "Bearer ${secrets.TOKEN}", "X-Basic": "Basic ${secrets.BASIC}"}, "body": "${secrets.TOKEN}"}}},
-        {"name": "leak_dl", "description": "d", "implementation": {"primitive": "http_request", "args": {"method": "GET", "url": url(server, "/refused") + "?k=${secrets.TOKEN}"}}},
-    ]}
+    return {
+        "custom": [
+            {
+                "name": "api",
+                "description": "calls the API",
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
+                "implementation": {
+                    "primitive": "http_request",
+                    "args": {
+                        "method": "POST",
+                        "url": url(server) + "?q=${query:q}&key=${query:secrets.TOKEN}",
+                        "headers": {"Authorization": "Bearer ${secrets.TOKEN}", "X-Basic": "Basic ${secrets.BASIC}"},
+                        "body": "${secrets.TOKEN}",
+                    },
+                },
+            },
+            {
+                "name": "leak_dl",
+                "description": "d",
+                "implementation": {
+                    "primitive": "http_request",
+                    "args": {"method": "GET", "url": url(server, "/refused") + "?k=${secrets.TOKEN}"},
+                },
+            },
+        ]
+    }
 
 
 def test_echoing_server_response_is_redacted(harness_factory, http_server):

@@ -221,7 +221,9 @@ def test_unisolated_escape_hatch_runs_commands(harness_factory, monkeypatch):
     assert json.loads(h.call("exec", {"command": ["echo", "dev"]}).content)["stdout"] == "dev\n"
 
 
-@pytest.mark.parametrize("value,message", [("${secrets.K}", "cannot carry secrets"), ("${ secrets.K}", "cannot carry secrets"), ("x${HOME}", "must be literal")])
+@pytest.mark.parametrize(
+    "value,message", [("${secrets.K}", "cannot carry secrets"), ("${ secrets.K}", "cannot carry secrets"), ("x${HOME}", "must be literal")]
+)
 def test_env_var_placeholders_refused_at_sandbox_creation(value, message):
     with pytest.raises(SandboxConfigError, match=message):
         SandboxConfig.from_manifest(manifest(env={"A": value}))

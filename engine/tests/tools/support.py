@@ -24,7 +24,15 @@ def requires_bwrap(fn):
     return pytest.mark.skip(reason="bubblewrap not installed")(fn)
 
 
-def manifest(kinds: list[str] | None = None, *, shell: bool = False, network: bool = False, allowlist: list[str] | None = None, tools: dict | None = None, env: dict | None = None) -> dict[str, Any]:
+def manifest(
+    kinds: list[str] | None = None,
+    *,
+    shell: bool = False,
+    network: bool = False,
+    allowlist: list[str] | None = None,
+    tools: dict | None = None,
+    env: dict | None = None,
+) -> dict[str, Any]:
     m: dict[str, Any] = {"tool_policy": {"allowed_tool_kinds": kinds or [], "allow_shell": shell}}
     sandbox: dict[str, Any] = {"network_access": network}
     if allowlist:

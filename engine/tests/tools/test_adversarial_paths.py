@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from engine.tests.tools.support import requires_bwrap
 
-OUTSIDE = 'is outside the sandbox workspace'
+OUTSIDE = "is outside the sandbox workspace"
 ESCAPES = [
     "../etc/passwd",
     "/etc/passwd",

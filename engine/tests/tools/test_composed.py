@@ -18,7 +18,11 @@ def custom(name, primitive=None, args=None, parameters=None, **impl):
     return item
 
 
-P = {"type": "object", "properties": {"file": {"type": "string"}, "n": {"type": "integer"}, "order": {"type": "object"}}, "additionalProperties": False}
+P = {
+    "type": "object",
+    "properties": {"file": {"type": "string"}, "n": {"type": "integer"}, "order": {"type": "object"}},
+    "additionalProperties": False,
+}
 
 
 def build(tools, secrets=None, kinds=None, **kw):
@@ -26,7 +30,11 @@ def build(tools, secrets=None, kinds=None, **kw):
 
 
 def test_custom_tools_bypass_allowed_list_and_are_visible():
-    ts = build_toolset(manifest([], tools={"allowed": ["read_file"], "custom": [custom("readme", "read_file", {"path": "README.md"})]}), sandbox=None, secrets={})
+    ts = build_toolset(
+        manifest([], tools={"allowed": ["read_file"], "custom": [custom("readme", "read_file", {"path": "README.md"})]}),
+        sandbox=None,
+        secrets={},
+    )
     assert ts.names == {"submit", "read_file", "readme"}
 
 
@@ -72,17 +80,27 @@ def test_secrets_only_reach_http_request():
     with pytest.raises(ToolsetError, match="may only be passed to the http_request"):
         build([custom("leak", "write_file", {"path": "x", "content": "${secrets.TOKEN}"})], {"TOKEN": "s3cr3t"})
     with pytest.raises(ToolsetError, match="may only be passed to the http_request"):
-        build([custom("wrap", "api", {"url": "${json:secrets.TOKEN}"}), custom("api", "http_request", {"method": "GET", "url": "http://x"})], {"TOKEN": "s"})
+        build(
+            [custom("wrap", "api", {"url": "${json:secrets.TOKEN}"}), custom("api", "http_request", {"method": "GET", "url": "http://x"})],
+            {"TOKEN": "s"},
+        )
 
 
 def test_secrets_with_output_path_is_an_error():
     with pytest.raises(ToolsetError, match="cannot set output_path"):
-        build([custom("dl", "http_request", {"method": "GET", "url": "http://x", "headers": {"A": "${secrets.T}"}, "output_path": "o.txt"})], {"T": "v"})
+        build(
+            [custom("dl", "http_request", {"method": "GET", "url": "http://x", "headers": {"A": "${secrets.T}"}, "output_path": "o.txt"})],
+            {"T": "v"},
+        )
 
 
 def test_missing_secret_disables_tool_with_warning_and_event():
     events = []
-    ts = build([custom("api", "http_request", {"method": "GET", "url": "http://x", "headers": {"A": "${secrets.T}"}})], {}, event_sink=events.append)
+    ts = build(
+        [custom("api", "http_request", {"method": "GET", "url": "http://x", "headers": {"A": "${secrets.T}"}})],
+        {},
+        event_sink=events.append,
+    )
     assert "api" not in ts.names
     assert ts.warnings == ['tool "api" disabled: secret "T" is not set']
     assert events[0].event_type == "tool.registry.warning" and events[0].payload["message"] == ts.warnings[0]
@@ -91,12 +109,21 @@ def test_missing_secret_disables_tool_with_warning_and_event():
 def test_placeholders_resolve_with_encodings_and_keep_single_placeholder_type(harness_factory):
     tools = [
         custom("q", "query_json", {"query": "${parameters}", "json": "${json:parameters}"}, parameters=P),
-        custom("p", "query_json", {"query": ".", "json": '{"f": "${path:file}", "q": "${query:file}", "o": ${json:order}, "id": "${order.id}"}'}, parameters=P),
+        custom(
+            "p",
+            "query_json",
+            {"query": ".", "json": '{"f": "${path:file}", "q": "${query:file}", "o": ${json:order}, "id": "${order.id}"}'},
+            parameters=P,
+        ),
     ]
     h = harness_factory(manifest([], tools={"custom": tools}))
     result = h.call("p", {"file": "a b/c", "order": {"id": 7}})
     assert json.loads(result.content)["content"]["result"] == {"f": "a%20b%2Fc", "q": "a+b%2Fc", "o": {"id": 7}, "id": "7"}
-    assert result.resolution_chain == ["p", "query_json"] and result.resolved_tool_name == "query_json" and result.resolved_tool_category == "data"
+    assert (
+        result.resolution_chain == ["p", "query_json"]
+        and result.resolved_tool_name == "query_json"
+        and result.resolved_tool_category == "data"
+    )
 
 
 def test_missing_parameter_is_a_resolution_error(harness_factory):
@@ -114,7 +141,13 @@ def test_composed_error_is_rewritten_with_tool_name(harness_factory):
 
 
 def test_composed_tool_can_use_primitive_hidden_by_denied(harness_factory):
-    m = manifest([], tools={"denied": ["write_file"], "custom": [custom("note", "write_file", {"path": "note.txt", "content": "${file}"}, parameters=P)]})
+    m = manifest(
+        [],
+        tools={
+            "denied": ["write_file"],
+            "custom": [custom("note", "write_file", {"path": "note.txt", "content": "${file}"}, parameters=P)],
+        },
+    )
     h = harness_factory(m)
     assert "write_file" not in h.toolset.names
     assert not h.call("note", {"file": "x"}).is_error
@@ -144,9 +177,21 @@ def test_invalid_mock_config_is_an_error():
 
 
 def test_secret_is_never_expanded_twice(harness_factory, http_server):
-    m = manifest(["network"], network=True, allowlist=["127.0.0.0/8"], tools={"custom": [
-        custom("api", "http_request", {"method": "POST", "url": f"http://127.0.0.1:{http_server.server_port}/echo", "body": "${secrets.T}|${file}"}, parameters=P)
-    ]})
+    m = manifest(
+        ["network"],
+        network=True,
+        allowlist=["127.0.0.0/8"],
+        tools={
+            "custom": [
+                custom(
+                    "api",
+                    "http_request",
+                    {"method": "POST", "url": f"http://127.0.0.1:{http_server.server_port}/echo", "body": "${secrets.T}|${file}"},
+                    parameters=P,
+                )
+            ]
+        },
+    )
     h = harness_factory(m, secrets={"T": "${file}"})
     body = json.loads(json.loads(h.call("api", {"file": "X"}).content)["content"]["body"])["body"]
     assert body == "[redacted]|X"

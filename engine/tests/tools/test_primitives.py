@@ -68,7 +68,12 @@ def test_search_files_glob(harness_factory):
         h.call("write_file", {"path": p, "content": "x"})
     env = h.content("search_files", {"pattern": "*.py"})
     assert env["truncated"] is False
-    assert env["content"] == {"pattern": "*.py", "path": "/workspace", "max_results": 100, "files": ["/workspace/a.py", "/workspace/src/c.py"]}
+    assert env["content"] == {
+        "pattern": "*.py",
+        "path": "/workspace",
+        "max_results": 100,
+        "files": ["/workspace/a.py", "/workspace/src/c.py"],
+    }
     assert h.content("search_files", {"pattern": "*.py", "max_results": 1})["content"]["files"] == ["/workspace/a.py"]
 
 
@@ -140,12 +145,20 @@ def db_harness(harness_factory):
 
 
 def test_query_sql_rows(db_harness):
-    env = db_harness.content("query_sql", {"engine": "SQLite", "query": "SELECT id, item, data FROM orders ORDER BY id", "database_path": "shop.db"})
-    assert env["content"] == {"engine": "sqlite", "query": "SELECT id, item, data FROM orders ORDER BY id", "rows": [{"id": 1, "item": "a", "data": "00ff"}, {"id": 2, "item": "b", "data": None}]}
+    env = db_harness.content(
+        "query_sql", {"engine": "SQLite", "query": "SELECT id, item, data FROM orders ORDER BY id", "database_path": "shop.db"}
+    )
+    assert env["content"] == {
+        "engine": "sqlite",
+        "query": "SELECT id, item, data FROM orders ORDER BY id",
+        "rows": [{"id": 1, "item": "a", "data": "00ff"}, {"id": 2, "item": "b", "data": None}],
+    }
 
 
 def test_query_sql_output_path(db_harness):
-    env = db_harness.content("query_sql", {"engine": "sqlite", "query": "SELECT id FROM orders", "database_path": "shop.db", "output_path": "rows.json"})
+    env = db_harness.content(
+        "query_sql", {"engine": "sqlite", "query": "SELECT id FROM orders", "database_path": "shop.db", "output_path": "rows.json"}
+    )
     assert env["content"]["written"] is True
     assert json.loads(db_harness.content("read_file", {"path": "rows.json"})["content"]) == [{"id": 1}, {"id": 2}]
 
@@ -176,13 +189,22 @@ def test_query_sql_time_budget(db_harness, monkeypatch):
 
     monkeypatch.setattr(query, "SQL_TIME_BUDGET", 0.3)
     slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c"
-    assert db_harness.error("query_sql", {"engine": "sqlite", "query": slow, "database_path": "shop.db"}) == "sql query exceeded its time budget"
+    assert (
+        db_harness.error("query_sql", {"engine": "sqlite", "query": slow, "database_path": "shop.db"})
+        == "sql query exceeded its time budget"
+    )
 
 
 def test_query_sql_argument_errors(db_harness):
-    assert db_harness.error("query_sql", {"engine": "postgres", "query": "x", "database_path": "shop.db"}) == 'engine "postgres" is not supported (only sqlite)'
+    assert (
+        db_harness.error("query_sql", {"engine": "postgres", "query": "x", "database_path": "shop.db"})
+        == 'engine "postgres" is not supported (only sqlite)'
+    )
     assert db_harness.error("query_sql", {"engine": "sqlite", "query": "select 1"}) == "database_path is required for sqlite"
-    assert db_harness.error("query_sql", {"engine": "sqlite", "query": "select 1", "database_path": "no.db"}) == 'database "no.db" was not found'
+    assert (
+        db_harness.error("query_sql", {"engine": "sqlite", "query": "select 1", "database_path": "no.db"})
+        == 'database "no.db" was not found'
+    )
 
 
 @requires_bwrap
@@ -212,7 +234,13 @@ def test_exec_working_directory_and_environment(harness_factory):
 def test_run_tests_autodetects_python(harness_factory):
     h = harness_factory(manifest(["build", "file"]))
     h.call("write_file", {"path": "pyproject.toml", "content": "[project]\nname='x'\n"})
-    h.call("write_file", {"path": "test_ok.py", "content": "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n"})
+    h.call(
+        "write_file",
+        {
+            "path": "test_ok.py",
+            "content": "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n",
+        },
+    )
     result = h.call("run_tests", {})
     env = json.loads(result.content)["content"]
     assert not result.is_error

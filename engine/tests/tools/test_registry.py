@@ -9,7 +9,19 @@ from engine.tools import ToolsetError, build_toolset, catalogue
 from engine.tools.registry import PrimitiveSpec, RegistryError, register, schema_problems
 from engine.types import ToolCall
 
-ALL = {"submit", "read_file", "write_file", "list_files", "search_files", "search_text", "query_json", "query_sql", "http_request", "run_tests", "build"}
+ALL = {
+    "submit",
+    "read_file",
+    "write_file",
+    "list_files",
+    "search_files",
+    "search_text",
+    "query_json",
+    "query_sql",
+    "http_request",
+    "run_tests",
+    "build",
+}
 
 
 def names(m, **kw):

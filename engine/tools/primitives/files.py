@@ -100,7 +100,10 @@ register(
         kind="file",
         description="Create or overwrite a text file in the workspace, creating parent directories.",
         parameters=_schema(
-            {"path": {"type": "string", "description": "File path inside /workspace."}, "content": {"type": "string", "description": "Full new file content."}},
+            {
+                "path": {"type": "string", "description": "File path inside /workspace."},
+                "content": {"type": "string", "description": "Full new file content."},
+            },
             ["path", "content"],
         ),
         examples=({"path": "notes/answer.txt", "content": "hello\n"},),

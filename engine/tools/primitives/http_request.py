@@ -100,7 +100,15 @@ register(
             "required": ["method", "url"],
             "additionalProperties": False,
         },
-        examples=({"method": "GET", "url": "https://api.example.com/v1/items?limit=5"}, {"method": "POST", "url": "https://api.example.com/v1/items", "headers": {"Content-Type": "application/json"}, "body": "{\"name\": \"x\"}"}),
+        examples=(
+            {"method": "GET", "url": "https://api.example.com/v1/items?limit=5"},
+            {
+                "method": "POST",
+                "url": "https://api.example.com/v1/items",
+                "headers": {"Content-Type": "application/json"},
+                "body": '{"name": "x"}',
+            },
+        ),
         accepts_secrets=True,
         create=create,
     )

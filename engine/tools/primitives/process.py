@@ -187,9 +187,13 @@ register(
         parameters={
             "type": "object",
             "properties": {
-                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "argv, e.g. [\"ls\", \"-la\"]."},
+                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": 'argv, e.g. ["ls", "-la"].'},
                 "working_directory": {"type": "string", "description": "Directory inside /workspace; default /workspace."},
-                "environment": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables."},
+                "environment": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "Extra environment variables.",
+                },
             },
             "required": ["command"],
             "additionalProperties": False,

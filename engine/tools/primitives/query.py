@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sqlite3
+import stat
 import time
 import urllib.parse
 from typing import Any
@@ -26,7 +26,20 @@ JQ_TIMEOUT = 10.0
 SQL_TIME_BUDGET = 10.0
 SQL_MAX_ROWS = 100_000
 
-_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list", "table_list", "collation_list", "function_list", "database_list"})
+_READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "table_list",
+        "collation_list",
+        "function_list",
+        "database_list",
+    }
+)
 
 
 def _write_output(ctx: ToolContext, path: str, data: bytes) -> ToolResult | None:
@@ -182,7 +195,13 @@ def _query_sql(ctx: ToolContext):
             failed = _write_output(ctx, output_path, data)
             if failed:
                 return failed
-            return ok(wrap(ctx, "query_sql", {"engine": "sqlite", "query": query, "output_path": output_path, "written": True, "total_bytes": len(data)}))
+            return ok(
+                wrap(
+                    ctx,
+                    "query_sql",
+                    {"engine": "sqlite", "query": query, "output_path": output_path, "written": True, "total_bytes": len(data)},
+                )
+            )
         return ok(wrap(ctx, "query_sql", {"engine": "sqlite", "query": query, "rows": rows}))
 
     return execute
@@ -204,7 +223,7 @@ register(
             "required": ["query"],
             "additionalProperties": False,
         },
-        examples=({"query": ".items | length", "file_path": "/workspace/data.json"}, {"query": ".a", "json": "{\"a\": 1}"}),
+        examples=({"query": ".items | length", "file_path": "/workspace/data.json"}, {"query": ".a", "json": '{"a": 1}'}),
         create=_query_json,
     )
 )

@@ -39,8 +39,7 @@ version:
   number: 1
   execution_mode: {mode}
 {extra_version}
-  tool_policy:
-    allowed_tool_kinds: [file]
+{"" if mode == "prompt_eval" else "  tool_policy:" + chr(10) + "    allowed_tool_kinds: [file]"}
   evaluation_spec:
     name: notes-v1
     version_number: 1

@@ -92,6 +92,8 @@ class _AuditedInfraAdmin(admin.ModelAdmin):
 
 
 class ProviderAccountAdminForm(forms.ModelForm):
+    base_url = forms.CharField(required=False, max_length=500, help_text="https, public address (runtime spec §7.4)")
+
     class Meta:
         model = ProviderAccount
         fields = ["workspace", "name", "provider_key", "credential_reference", "base_url", "status"]

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -47,7 +47,11 @@ def _apply(obj: models.Model, changes: dict[str, Any]) -> list[str]:
     for name, value in changes.items():
         if value is _UNSET:
             continue
-        if getattr(obj, name) != value:
+        try:
+            current = getattr(obj, name)
+        except ObjectDoesNotExist:  # an unset foreign key on a new object
+            current = _UNSET
+        if current is _UNSET or current != value:
             setattr(obj, name, value)
             changed.append(name)
     return changed

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -253,13 +253,18 @@ class DeploymentArchiveApi(WorkspaceApiView):
 
 
 # ------------------------------------------------------------------------------ tool resources
+@extend_schema_field({"type": "string", "description": "One of: " + ", ".join(ToolResource.Lifecycle.values)})
+class _ToolLifecycleField(serializers.ChoiceField):
+    """Documented as a string: an enum named ``lifecycle_status`` would collide with the packs' one in the schema."""
+
+
 class _ToolResourceFields(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     slug = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     tool_kind = serializers.ChoiceField(choices=ToolResource.ToolKind.choices)
     capability_key = serializers.CharField(max_length=100)
     definition = serializers.JSONField(required=False, allow_null=True)
-    lifecycle_status = serializers.ChoiceField(choices=ToolResource.Lifecycle.choices, required=False)
+    lifecycle_status = _ToolLifecycleField(choices=ToolResource.Lifecycle.choices, required=False)
 
 
 class ToolResourceListApi(WorkspaceApiView):

@@ -24,7 +24,10 @@ class PackVersionUploadForm(forms.ModelForm):
     """Add form: a workspace and a YAML file; clean() validates and checks conflicts."""
 
     workspace_choice = forms.ModelChoiceField(queryset=Workspace.objects.all(), label="Workspace")
-    yaml_file = forms.FileField(label="Bundle YAML file", help_text="A challenge-pack bundle (at most 1 MiB). It is validated and published as a new, immutable version.")
+    yaml_file = forms.FileField(
+        label="Bundle YAML file",
+        help_text="A challenge-pack bundle (at most 1 MiB). It is validated and published as a new, immutable version.",
+    )
 
     class Meta:
         model = PackVersion
@@ -90,8 +93,29 @@ class PackVersionAdmin(admin.ModelAdmin):
     list_filter = ["lifecycle_status", "execution_mode", "workspace"]
     search_fields = ["pack__name", "pack__slug", "manifest_checksum"]
     list_select_related = ["pack", "workspace", "published_by"]
-    readonly_fields = ["pack", "workspace", "number", "execution_mode", "manifest_checksum", "published_at", "published_by", "manifest", "raw_yaml"]
-    fields = ["pack", "workspace", "number", "execution_mode", "lifecycle_status", "manifest_checksum", "published_at", "published_by", "raw_yaml", "manifest"]
+    readonly_fields = [
+        "pack",
+        "workspace",
+        "number",
+        "execution_mode",
+        "manifest_checksum",
+        "published_at",
+        "published_by",
+        "manifest",
+        "raw_yaml",
+    ]
+    fields = [
+        "pack",
+        "workspace",
+        "number",
+        "execution_mode",
+        "lifecycle_status",
+        "manifest_checksum",
+        "published_at",
+        "published_by",
+        "raw_yaml",
+        "manifest",
+    ]
     inlines = [ChallengeInline, InputSetInline]
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]

@@ -127,7 +127,9 @@ def _clean(obj: Any, *, field_prefix: str, exclude: tuple[str, ...] = ()) -> Non
     try:
         obj.full_clean(exclude=list(exclude), validate_unique=False, validate_constraints=False)
     except DjangoValidationError as exc:
-        errors = [{"field": f"{field_prefix}.{name}", "message": " ".join(messages), "line": None} for name, messages in exc.message_dict.items()]
+        errors = [
+            {"field": f"{field_prefix}.{name}", "message": " ".join(messages), "line": None} for name, messages in exc.message_dict.items()
+        ]
         raise PackInvalid(errors) from exc
 
 
@@ -161,7 +163,9 @@ def pack_publish(*, workspace: Workspace, user: Any, source: str | bytes, pack: 
                 pack.save()
         except IntegrityError:
             # Someone published the same slug between our check and our insert.
-            raise PackConflict(PackConflict.VERSION_EXISTS, f"pack {pack_row['slug']!r} was just published by someone else; try again", field="pack.slug") from None
+            raise PackConflict(
+                PackConflict.VERSION_EXISTS, f"pack {pack_row['slug']!r} was just published by someone else; try again", field="pack.slug"
+            ) from None
     else:
         pack = Pack.objects.select_for_update().get(pk=pack.pk)
         pack.description = pack_row.get("description") or pack.description
@@ -275,5 +279,11 @@ def pack_set_lifecycle(*, pack: Pack, lifecycle_status: str, user: Any) -> Pack:
         return pack
     pack.lifecycle_status = lifecycle_status
     pack.save(update_fields=["lifecycle_status", "updated_at"])
-    audit_record(workspace=pack.workspace, actor=user, action="pack.lifecycle_changed", target=pack.slug, metadata={"from": old, "to": lifecycle_status})
+    audit_record(
+        workspace=pack.workspace,
+        actor=user,
+        action="pack.lifecycle_changed",
+        target=pack.slug,
+        metadata={"from": old, "to": lifecycle_status},
+    )
     return pack

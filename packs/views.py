@@ -179,9 +179,9 @@ def library(request: HttpRequest) -> HttpResponse:
     entries = catalog.library_packs()
     added = {
         (v.pack.slug, v.number): v
-        for v in PackVersion.objects.filter(workspace=request.workspace, pack__slug__in=[e.slug for e in entries]).select_related("pack").only(
-            "pk", "number", "pack__slug", "pack__name"
-        )
+        for v in PackVersion.objects.filter(workspace=request.workspace, pack__slug__in=[e.slug for e in entries])
+        .select_related("pack")
+        .only("pk", "number", "pack__slug", "pack__name")
     }
     rows = [{"entry": e, "added": added.get((e.slug, e.version_number))} for e in entries]
     return render(

@@ -28,7 +28,9 @@ BUNDLE_PARSERS = [YamlTextParser, XYamlTextParser, ApplicationYamlTextParser, JS
 
 
 class BundleInputSerializer(serializers.Serializer):
-    yaml = serializers.CharField(trim_whitespace=False, allow_blank=True, help_text="The bundle YAML (or send it as the raw body with Content-Type: text/yaml).")
+    yaml = serializers.CharField(
+        trim_whitespace=False, allow_blank=True, help_text="The bundle YAML (or send it as the raw body with Content-Type: text/yaml)."
+    )
 
 
 class InvalidBundleOutputSerializer(serializers.Serializer):
@@ -85,7 +87,14 @@ class PackValidateApi(WorkspaceApiView):
         request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
         responses={200: OutputSerializer, 400: InvalidBundleOutputSerializer, 413: OpenApiResponse(description="Body larger than 1 MiB")},
         summary="Validate a pack bundle (member); nothing is written",
-        examples=[OpenApiExample("invalid", response_only=True, status_codes=["400"], value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}]})],
+        examples=[
+            OpenApiExample(
+                "invalid",
+                response_only=True,
+                status_codes=["400"],
+                value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}]},
+            )
+        ],
     )
     def post(self, request: Request, workspace_slug: str) -> Response:
         source = _bundle_source(request)
@@ -189,9 +198,13 @@ class PackVersionDetailApi(WorkspaceApiView):
         data.is_valid(raise_exception=True)
         extra = sorted(set(request.data) - {"lifecycle_status"}) if isinstance(request.data, dict) else []
         if extra:
-            raise ApiError(400, "immutable_field", f"A published version is immutable; only lifecycle_status can change (got {', '.join(extra)}).")
+            raise ApiError(
+                400, "immutable_field", f"A published version is immutable; only lifecycle_status can change (got {', '.join(extra)})."
+            )
         try:
-            version = services.pack_version_set_lifecycle(version=version, lifecycle_status=data.validated_data["lifecycle_status"], user=request.user)
+            version = services.pack_version_set_lifecycle(
+                version=version, lifecycle_status=data.validated_data["lifecycle_status"], user=request.user
+            )
         except DjangoValidationError as exc:
             raise_validation(exc)
         return Response(PackVersionDetailOutputSerializer(version).data)

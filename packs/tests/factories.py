@@ -16,7 +16,9 @@ VALID_EXAMPLE_FILES = [f for f in EXAMPLE_FILES if f.name not in INVALID_EXAMPLE
 CORPUS_FILES = LIBRARY_FILES + VALID_EXAMPLE_FILES
 
 
-def bundle_yaml(*, slug: str = "tiny", name: str = "Tiny pack", family: str = "reasoning", number: int = 1, cases: int = 2, tools: str = "") -> str:
+def bundle_yaml(
+    *, slug: str = "tiny", name: str = "Tiny pack", family: str = "reasoning", number: int = 1, cases: int = 2, tools: str = ""
+) -> str:
     """A small valid prompt_eval bundle (or native with composed tools when ``tools`` is given)."""
     case_lines = "".join(
         f"""      - challenge_key: add

@@ -28,7 +28,9 @@ def test_the_add_form_asks_for_a_workspace_and_a_file(staff_client):
 
 
 def test_a_valid_upload_publishes_through_the_service(staff_client, workspace):
-    response = staff_client.post(reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(bundle_yaml())})
+    response = staff_client.post(
+        reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(bundle_yaml())}
+    )
     assert response.status_code == 302
     version = PackVersion.objects.get()
     assert version.workspace == workspace
@@ -48,7 +50,9 @@ def test_an_invalid_upload_shows_field_paths_and_lines(staff_client, workspace):
 
 def test_a_conflicting_upload_is_a_form_error(staff_client, workspace):
     publish(workspace)
-    response = staff_client.post(reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(bundle_yaml())})
+    response = staff_client.post(
+        reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(bundle_yaml())}
+    )
     assert response.status_code == 200
     assert "challenge_pack_version_exists" in response.context["adminform"].form.errors["yaml_file"][0]
     assert PackVersion.objects.count() == 1

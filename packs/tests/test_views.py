@@ -68,7 +68,17 @@ def test_the_pack_page_lists_versions(client_for, viewer, version):
 def test_the_version_page_explains_the_pack(client_for, viewer, version, workspace):
     WorkspaceSecret.objects.create(workspace=workspace, key="UNRELATED", ciphertext=b"x", key_id="k")
     page = client_for(viewer).get(url("version", version.pk)).content.decode()
-    for text in ["Add two numbers", "case-0", "case-1", "lookup_weather", "http_request", "city", "exact_match", "correctness", "Start a run"]:
+    for text in [
+        "Add two numbers",
+        "case-0",
+        "case-1",
+        "lookup_weather",
+        "http_request",
+        "city",
+        "exact_match",
+        "correctness",
+        "Start a run",
+    ]:
         assert text in page, text
     assert f"/w/acme/runs/new/?pack_version={version.pk}" in page
     assert "WEATHER_API_KEY" in page
@@ -79,14 +89,16 @@ def test_the_version_page_explains_the_pack(client_for, viewer, version, workspa
 def test_the_version_page_says_a_referenced_secret_is_set_without_its_value(client_for, viewer, version, workspace):
     WorkspaceSecret.objects.create(workspace=workspace, key="WEATHER_API_KEY", ciphertext=b"very-secret-ciphertext", key_id="k")
     page = client_for(viewer).get(url("version", version.pk)).content.decode()
-    assert "badge-ok\">Set" in page
+    assert 'badge-ok">Set' in page
     assert "very-secret-ciphertext" not in page
 
 
 def test_the_cases_partial_pages_through_cases_for_htmx(client_for, viewer, workspace, member):
     version = publish(workspace, member, cases=30)
     input_set = version.input_sets.get()
-    response = client_for(viewer).get(url("version", version.pk), {"input_set": input_set.pk, "page": 2}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="cases")
+    response = client_for(viewer).get(
+        url("version", version.pk), {"input_set": input_set.pk, "page": 2}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="cases"
+    )
     page = response.content.decode()
     assert page.lstrip().startswith('<section id="cases">')
     assert "case-29" in page and "case-0<" not in page
@@ -108,7 +120,9 @@ def test_members_change_a_version_lifecycle(client_for, member, version):
 
 
 def test_the_lifecycle_redirect_stays_on_this_site(client_for, member, version):
-    response = client_for(member).post(url("version_lifecycle", version.pk), {"lifecycle_status": "archived", "next": "https://evil.example/"})
+    response = client_for(member).post(
+        url("version_lifecycle", version.pk), {"lifecycle_status": "archived", "next": "https://evil.example/"}
+    )
     assert response["Location"] == url("version", version.pk)
 
 

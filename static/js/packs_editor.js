@@ -113,11 +113,13 @@
     reader.readAsText(file);
   });
 
-  document.addEventListener("htmx:afterSwap", (event) => {
-    if (event.detail.target && event.detail.target.id === "editor-result") renderGutter();
+  // After Validate, redraw the gutter's error marks and bring the result into view.
+  document.addEventListener("htmx:afterSettle", () => {
+    const result = document.getElementById("editor-result");
+    if (!result) return;
+    renderGutter();
+    result.scrollIntoView({ block: "nearest" });
   });
-  // The swapped-out target is detached; listen on the new element too.
-  document.addEventListener("htmx:afterSettle", renderGutter);
 
   document.addEventListener("DOMContentLoaded", renderGutter);
   if (document.readyState !== "loading") renderGutter();

@@ -1,0 +1,78 @@
+"""The editor in a real browser: paste a broken pack, jump to the error line, fix, publish."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from packs.models import PackVersion
+from packs.tests.factories import bundle_yaml
+from workspaces.tests.factories import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.services]
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page(chromium_path):
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1280, "height": 900})
+        finally:
+            browser.close()
+
+
+def test_a_member_fixes_a_broken_pack_from_the_inline_error_and_publishes_it(live_server, page, member):
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", member.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/w/**")
+
+    page.goto(f"{live_server.url}/w/acme/packs/new/")
+    broken = bundle_yaml().replace("difficulty: easy", "difficulty: trivial")
+    bad_line = broken.splitlines().index("    difficulty: trivial") + 1
+    page.fill("#id_yaml", broken)
+    assert page.is_disabled("#publish-button")
+
+    page.click("button[value=validate]")
+    link = page.locator(f".errors-list a[data-line='{bad_line}']")
+    link.wait_for()
+    assert f"line {bad_line}" in link.inner_text()
+    assert "challenges[0].difficulty" in page.inner_text(".errors-list")
+    assert page.is_disabled("#publish-button")
+    assert page.locator(".gutter .gutter-error").inner_text() == str(bad_line)
+
+    link.click()
+    selected = page.evaluate(
+        "() => { const t = document.getElementById('id_yaml'); return t.value.slice(t.selectionStart, t.selectionEnd); }"
+    )
+    assert selected == "    difficulty: trivial"
+    assert page.evaluate("() => document.activeElement.id") == "id_yaml"
+
+    # Fix the selected line by typing over the selection, as an author would.
+    page.keyboard.type("    difficulty: easy")
+    assert page.input_value("#id_yaml") == bundle_yaml()
+    page.click("button[value=validate]")
+    page.locator("text=Ready to publish").wait_for()
+    assert page.is_enabled("#publish-button")
+
+    page.click("#publish-button")
+    page.wait_for_url(f"{live_server.url}/w/acme/packs/versions/*/")
+    version = PackVersion.objects.get()
+    assert page.url == f"{live_server.url}/w/acme/packs/versions/{version.pk}/"
+    assert "Tiny pack" in page.inner_text("h1")
+    assert "Published Tiny pack version 1" in page.inner_text(".messages")

@@ -11,6 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
+_default_queue: str | None = None
+
+
+def use_queue(name: str | None) -> None:
+    """Send tasks enqueued outside a task (web requests, the reaper) to ``name`` (None = Celery's default)."""
+    global _default_queue
+    _default_queue = name
 
 
 def capture(into: list | None) -> None:
@@ -34,7 +41,7 @@ def enqueue(task_name: str, *args: Any, countdown: float | None = None) -> None:
     from agentclash.celery import app
 
     options: dict[str, Any] = {}
-    queue = _current_queue()
+    queue = _current_queue() or _default_queue
     if queue:
         options["queue"] = queue
     if countdown:

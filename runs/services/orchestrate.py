@@ -196,7 +196,7 @@ def run_cancel(*, run: Run, user: Any) -> Run:
 
 
 def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORPHAN_AFTER,
-             stale_after: dt.timedelta = STALE_AFTER) -> dict[str, int]:
+             stale_after: dt.timedelta = STALE_AFTER, lost_after: dt.timedelta = LOST_DISPATCH_AFTER) -> dict[str, int]:
     """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
     now = now or timezone.now()
     report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "advanced": 0}
@@ -212,7 +212,7 @@ def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORP
     for case_run_id in stale.values_list("pk", flat=True)[:500]:
         enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
         report["requeued"] += 1
-    lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - LOST_DISPATCH_AFTER)
+    lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - lost_after)
     for case_run_id in lost.values_list("pk", flat=True)[:500]:
         CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)
         enqueue_on_commit_now("runs.case_run_execute", case_run_id)

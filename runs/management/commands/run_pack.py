@@ -1,0 +1,72 @@
+"""``manage.py run_pack --workspace SLUG --pack-version ID --deployment NAME [--follow]``."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from packs.models import PackVersion
+from runs import selectors, services
+from runs.models import RunStatus
+from workspaces.models import AgentDeployment, Workspace
+
+
+class Command(BaseCommand):
+    help = "Start a run of a pack version with one or more deployments; --follow shows progress until it ends."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--workspace", required=True, help="Workspace slug")
+        parser.add_argument("--pack-version", required=True, type=int, help="Pack version id")
+        parser.add_argument("--deployment", action="append", required=True, help="Deployment name (repeat for several lanes)")
+        parser.add_argument("--input-set", type=int, default=None, help="Input set id (needed when the version has several)")
+        parser.add_argument("--name", default="", help="Run name")
+        parser.add_argument("--follow", action="store_true", help="Show progress until the run ends")
+        parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+        if workspace is None:
+            raise CommandError(f"No workspace {options['workspace']!r}.")
+        version = PackVersion.objects.filter(workspace=workspace, pk=options["pack_version"]).first()
+        if version is None:
+            raise CommandError(f"No pack version {options['pack_version']} in {workspace.slug}.")
+        ids = []
+        for name in options["deployment"]:
+            deployment = AgentDeployment.objects.filter(workspace=workspace, name=name).first()
+            if deployment is None:
+                raise CommandError(f"No deployment named {name!r} in {workspace.slug}.")
+            ids.append(deployment.pk)
+        try:
+            run = services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=ids,
+                                      input_set_id=options["input_set"], name=options["name"])
+        except services.RunCreateError as exc:
+            raise CommandError(exc.text) from None
+        except Exception as exc:  # Http404 from the access rules
+            raise CommandError(str(exc)) from None
+        self.stdout.write(str(run.pk))
+        if not options["follow"]:
+            return
+        while True:
+            run.refresh_from_db()
+            counts = selectors.case_counts(run=run)
+            done = counts["completed"] + counts["failed"] + counts["cancelled"]
+            width = 30
+            filled = int(width * done / counts["total"]) if counts["total"] else 0
+            self.stdout.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{counts['total']} cases · {run.status}   ", ending="")
+            self.stdout.flush()
+            if run.is_terminal:
+                break
+            time.sleep(options["poll"])
+        self.stdout.write("")
+        if run.failure_reason:
+            self.stderr.write(run.failure_reason)
+        if run.status != RunStatus.COMPLETED:
+            sys.exit(1)
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS

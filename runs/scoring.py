@@ -7,13 +7,11 @@ evidence from the database and persists what comes back.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from engine.scoring import CaseEvidence, aggregate_lane, rank_lanes, score_case
@@ -23,8 +21,6 @@ logger = logging.getLogger(__name__)
 
 JSON = Any
 EVENT_SOURCE = "worker_scoring"
-SCHEMA_VERSION = "2026-03-15"
-REF_KEYS = {"$ref", "bytes", "type"}
 
 
 # -- evidence -------------------------------------------------------------------------------
@@ -38,26 +34,28 @@ def evaluation_spec_for(run: Run) -> dict[str, JSON]:
 
 def _hydrate(payload: JSON) -> JSON:
     """Replace an oversized-payload stub ``{"$ref", "bytes", "type"}`` by the stored payload."""
-    if not (isinstance(payload, dict) and set(payload) == REF_KEYS and isinstance(payload.get("$ref"), str)):
-        return payload
-    try:
-        with default_storage.open(payload["$ref"], "rb") as handle:
-            return json.loads(handle.read().decode())
-    except Exception:  # a missing blob degrades the evidence, it must not fail scoring
-        logger.warning("Could not hydrate event payload %s", payload["$ref"])
-        return payload
+    from runs.services.events import payload_hydrate
+
+    return payload_hydrate(payload)
 
 
 def _case_document(case_payload: JSON) -> dict[str, JSON]:
-    """Case.payload is either the plain payload or a ``schema_version: 1`` document (packs §6.2)."""
+    """Case.payload is the publish row (``{case_key, payload, inputs, expectations, …}``), a
+    ``schema_version: 1`` document, or (older rows) the plain payload."""
     payload = case_payload if isinstance(case_payload, dict) else {}
-    if payload.get("schema_version") == 1:
+    if payload.get("schema_version") == 1 or ("case_key" in payload and "payload" in payload):
+        inner = payload.get("payload")
         return {
-            "payload": payload.get("payload") or {},
+            "payload": inner if isinstance(inner, dict) else {},
             "inputs": payload.get("inputs") or [],
             "expectations": payload.get("expectations") or [],
         }
     return {"payload": payload, "inputs": payload.get("inputs") or [], "expectations": payload.get("expectations") or []}
+
+
+def _case_artifacts(case_payload: JSON) -> dict[str, dict[str, JSON]]:
+    items = case_payload.get("artifacts") if isinstance(case_payload, dict) else None
+    return {str(a["key"]): a for a in items or [] if isinstance(a, dict) and a.get("key")}
 
 
 def _snapshot_model(snapshot: JSON) -> str | dict[str, str] | None:
@@ -112,6 +110,7 @@ def evidence_for_case_run(case_run: CaseRun) -> CaseEvidence:
         tool_call_count=case_run.tool_call_count,
         duration_ms=float(case_run.duration_ms) if case_run.duration_ms is not None else None,
         model=_snapshot_model(case_run.lane.snapshot),
+        artifacts=_case_artifacts(case_run.case.payload),
     )
 
 
@@ -121,38 +120,19 @@ def evidence_for_case_run(case_run: CaseRun) -> CaseEvidence:
 def scoring_event_append(*, lane: RunAgent, event_id: str, event_type: str, payload: dict[str, JSON], case_run: CaseRun | None = None) -> bool:
     """Append one ``scoring.*`` event once (deterministic id); False when it already existed.
 
-    The sequence number comes from a compare-and-set on ``RunAgent.next_sequence``, retried on
-    conflict (another writer took the number) up to 8 times, as the engine's sink does.
+    Goes through the runs event writer, which skips known ids and allocates the lane's next
+    sequence number, so scoring events interleave correctly with the engine's.
     """
-    if RunEvent.objects.filter(event_id=event_id).exists():
-        return False
-    for _ in range(8):
-        current = RunAgent.objects.filter(pk=lane.pk).values_list("next_sequence", flat=True).first()
-        if current is None:
-            return False
-        if RunAgent.objects.filter(pk=lane.pk, next_sequence=current).update(next_sequence=current + 1) != 1:
-            continue
-        try:
-            with transaction.atomic():
-                RunEvent.objects.create(
-                    run_id=lane.run_id,
-                    lane=lane,
-                    case_run=case_run,
-                    event_id=event_id,
-                    sequence_number=current,
-                    event_type=event_type,
-                    source=EVENT_SOURCE,
-                    occurred_at=timezone.now(),
-                    case_key=case_run.case_key if case_run else "",
-                    attempt=case_run.attempt if case_run else 0,
-                    payload={**payload, "schema_version": SCHEMA_VERSION, **({"case_key": case_run.case_key} if case_run else {})},
-                )
-            return True
-        except IntegrityError:
-            if RunEvent.objects.filter(event_id=event_id).exists():
-                return False
-    logger.warning("Could not allocate a sequence number for %s", event_id)
-    return False
+    from engine.types import Event
+    from runs.services.events import run_events_append
+
+    if case_run is not None:
+        payload = {**payload, "case_key": case_run.case_key}
+    event = Event(event_id=event_id, event_type=event_type, source=EVENT_SOURCE, occurred_at=timezone.now().isoformat(),
+                  payload=payload, case_key=case_run.case_key if case_run else "")
+    inserted = run_events_append(run_id=lane.run_id, lane_id=lane.pk, case_run_id=case_run.pk if case_run else None,
+                                 attempt=case_run.attempt if case_run else 0, events=[event])
+    return inserted == 1
 
 
 def _safe_emit(**kwargs: Any) -> None:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from runs.comparisons import selectors, services
 from runs.comparisons.forms import ComparisonForm, GateForm
 from runs.comparisons.scorecards import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
-from runs.models import Comparison, Run, RunAgent, ScoreStatus
+from runs.models import Comparison, Run, RunAgent
 from workspaces.access import can, object_get_for_workspace, workspace_view
 from workspaces.models import Role
 

@@ -152,7 +152,11 @@ def _editor(request: HttpRequest, *, pack: Pack | None) -> HttpResponse:
             except services.PackConflict as exc:
                 context["errors"] = [exc.as_dict()]
         else:
+            # Shown in the result region so an htmx Validate sees them too.
             context["source"] = request.POST.get("yaml", "")
+            context["errors"] = [
+                {"field": "", "message": message, "line": None} for messages in form.errors.values() for message in messages
+            ]
     context["error_lines"] = sorted({e["line"] for e in context["errors"] if e.get("line")})
     context["line_numbers"] = range(1, max(1, context["source"].count("\n") + 1) + 1)
     if request.htmx and request.method == "POST":

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from packs.models import Pack, PackVersion
-from packs.tests.factories import COMPOSED_TOOLS, LIBRARY_FILES, bundle_yaml, publish
+from packs.tests.factories import COMPOSED_TOOLS, CORPUS_FILES, LIBRARY_FILES, bundle_yaml, publish
 from secrets_app.models import WorkspaceSecret
 
 
@@ -146,6 +146,11 @@ def test_validate_returns_the_errors_partial_with_lines(client_for, member):
     assert not Pack.objects.exists()
 
 
+def test_validate_says_when_there_is_nothing_to_validate(client_for, member):
+    response = client_for(member).post(url("new"), {"yaml": "  ", "action": "validate"}, HTTP_HX_REQUEST="true")
+    assert b"Paste a pack bundle" in response.content
+
+
 def test_validate_enables_publish_for_a_valid_bundle(client_for, member):
     response = client_for(member).post(url("new"), {"yaml": bundle_yaml(), "action": "validate"}, HTTP_HX_REQUEST="true")
     page = response.content.decode()
@@ -269,3 +274,12 @@ def test_anonymous_visitors_are_sent_to_login(client, version):
     response = client.get(url("list"))
     assert response.status_code == 302
     assert "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_every_corpus_pack_has_a_readable_version_page(path, client_for, viewer, workspace, member):
+    version = publish(workspace, member, source=path.read_text())
+    response = client_for(viewer).get(url("version", version.pk))
+    assert response.status_code == 200
+    for challenge in version.challenges.all():
+        assert challenge.key in response.content.decode()

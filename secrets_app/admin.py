@@ -57,7 +57,12 @@ class WorkspaceSecretAdmin(admin.ModelAdmin):
     readonly_fields = ["created_at", "created_by", "updated_at", "updated_by"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkspaceSecret]:
-        return super().get_queryset(request).filter(workspace__in=_admin_workspaces(request)).select_related("workspace", "created_by", "updated_by")
+        return (
+            super()
+            .get_queryset(request)
+            .filter(workspace__in=_admin_workspaces(request))
+            .select_related("workspace", "created_by", "updated_by")
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: WorkspaceSecret | None = None) -> list[str]:
         # The key is part of the ciphertext's associated data; replacing means deleting and adding.

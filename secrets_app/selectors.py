@@ -10,7 +10,9 @@ from workspaces.models import AuditEvent, Workspace
 
 def secret_list(*, workspace: Workspace) -> QuerySet[WorkspaceSecret]:
     # .defer keeps ciphertext out of list queries: lists never need it.
-    return WorkspaceSecret.objects.filter(workspace=workspace).select_related("created_by", "updated_by").defer("ciphertext").order_by("key")
+    return (
+        WorkspaceSecret.objects.filter(workspace=workspace).select_related("created_by", "updated_by").defer("ciphertext").order_by("key")
+    )
 
 
 def secret_keys(*, workspace: Workspace) -> list[str]:

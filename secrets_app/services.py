@@ -57,7 +57,9 @@ def secret_set(*, workspace: Workspace, key: str, value: str, actor: Any = None)
     secret = WorkspaceSecret.objects.select_for_update().filter(workspace=workspace, key=key).first()
     created = secret is None
     if created:
-        secret = WorkspaceSecret(workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, created_by=actor_user, updated_by=actor_user)
+        secret = WorkspaceSecret(
+            workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, created_by=actor_user, updated_by=actor_user
+        )
         secret.full_clean()
         secret.save()
     else:
@@ -107,8 +109,12 @@ def secrets_reencrypt_all(*, batch_size: int = 200) -> tuple[int, int]:
                 secret = WorkspaceSecret.objects.select_for_update().filter(pk=pk).first()
                 if secret is None or secret.key_id == ring.current_id:
                     continue
-                plain = crypto.decrypt(workspace_id=secret.workspace_id, secret_key=secret.key, ciphertext=bytes(secret.ciphertext), ring=ring)
-                secret.ciphertext, secret.key_id = crypto.encrypt(workspace_id=secret.workspace_id, secret_key=secret.key, plaintext=plain, ring=ring)
+                plain = crypto.decrypt(
+                    workspace_id=secret.workspace_id, secret_key=secret.key, ciphertext=bytes(secret.ciphertext), ring=ring
+                )
+                secret.ciphertext, secret.key_id = crypto.encrypt(
+                    workspace_id=secret.workspace_id, secret_key=secret.key, plaintext=plain, ring=ring
+                )
                 # updated_at is left alone on purpose: rotation is not a change of the value.
                 WorkspaceSecret.objects.filter(pk=pk).update(ciphertext=secret.ciphertext, key_id=secret.key_id)
                 done += 1

@@ -149,7 +149,17 @@ class RuntimeProfileAdmin(_AuditedInfraAdmin):
 class AgentDeploymentAdminForm(forms.ModelForm):
     class Meta:
         model = AgentDeployment
-        fields = ["workspace", "name", "provider_account", "model", "runtime_profile", "system_prompt", "output_schema", "deployment_config", "status"]
+        fields = [
+            "workspace",
+            "name",
+            "provider_account",
+            "model",
+            "runtime_profile",
+            "system_prompt",
+            "output_schema",
+            "deployment_config",
+            "status",
+        ]
 
     def clean(self) -> dict:
         from workspaces.infrastructure.scripted_config import scripted_config_errors

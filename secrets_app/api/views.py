@@ -60,5 +60,3 @@ class SecretDetailApi(WorkspaceApiView):
         secret = object_get_for_workspace(WorkspaceSecret.objects.select_related("workspace"), workspace=self.workspace, key=key)
         services.secret_delete(secret=secret, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-

@@ -66,7 +66,9 @@ def all_secrets_set(workspace, admin, root, api_client_for, client_for, caplog):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_keeps_every_value_out_of_the_database_pages_api_admin_and_logs(all_secrets_set, workspace, admin, root, api_client_for, client_for, caplog):
+def test_it_keeps_every_value_out_of_the_database_pages_api_admin_and_logs(
+    all_secrets_set, workspace, admin, root, api_client_for, client_for, caplog
+):
     for response in all_secrets_set:
         assert response.status_code in (200, 201), response.status_code
         assert_no_value_in(response.content, f"a response ({response.status_code})")

@@ -106,7 +106,9 @@ class TestSecretStorage:
         secret_set(workspace=workspace, key="K", value="first-value", actor=admin)
         secret, _ = secret_set(workspace=workspace, key="K", value="second-value", actor=admin)
         secret_delete(secret=secret, actor=admin)
-        rows = list(AuditEvent.objects.filter(workspace=workspace).order_by("id").values_list("action", "target", "actor__username", "metadata"))
+        rows = list(
+            AuditEvent.objects.filter(workspace=workspace).order_by("id").values_list("action", "target", "actor__username", "metadata")
+        )
         assert rows == [("secret.created", "K", "alice", {}), ("secret.updated", "K", "alice", {}), ("secret.deleted", "K", "alice", {})]
         assert not WorkspaceSecret.objects.exists()
 
@@ -116,7 +118,15 @@ class TestKeyConfiguration:
         with pytest.raises(ImproperlyConfigured):
             crypto.parse_keys([])
 
-    @pytest.mark.parametrize("entry", ["nokeyid", "id:" + base64.urlsafe_b64encode(b"short").decode(), "bad id:" + base64.urlsafe_b64encode(b"k" * 32).decode(), "id:!!!"])
+    @pytest.mark.parametrize(
+        "entry",
+        [
+            "nokeyid",
+            "id:" + base64.urlsafe_b64encode(b"short").decode(),
+            "bad id:" + base64.urlsafe_b64encode(b"k" * 32).decode(),
+            "id:!!!",
+        ],
+    )
     def test_it_rejects_malformed_keys_without_echoing_them(self, entry):
         with pytest.raises(ImproperlyConfigured) as exc:
             crypto.parse_keys([entry])

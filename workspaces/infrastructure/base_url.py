@@ -43,7 +43,11 @@ class BaseUrlError(ValueError):
 
 def address_block_reason(address: str | IPAddress) -> str | None:
     """Why an address may not be a provider endpoint, or None when it is public global unicast."""
-    ip = address if isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address) else ipaddress.ip_address(str(address).split("%", 1)[0])
+    ip = (
+        address
+        if isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address)
+        else ipaddress.ip_address(str(address).split("%", 1)[0])
+    )
     for net in BLOCKED_NETWORKS:
         if ip.version == net.version and ip in net:
             return "a special-purpose address range"

@@ -1,4 +1,4 @@
-""""Test connection" for provider accounts: list the provider's models through the network guard.
+""" "Test connection" for provider accounts: list the provider's models through the network guard.
 
 openai (and OpenAI-compatible servers): ``GET {base}/models`` with ``Authorization: Bearer``.
 anthropic: ``GET {base}/v1/models`` with ``x-api-key`` and ``anthropic-version``.
@@ -42,7 +42,13 @@ def _model_ids(body: bytes) -> list[str]:
 
 
 def probe_models(
-    *, provider_key: str, base_url: str, api_key: str | None, allow_private: bool, resolver: Resolver | None = None, timeout: float = TIMEOUT_SECONDS
+    *,
+    provider_key: str,
+    base_url: str,
+    api_key: str | None,
+    allow_private: bool,
+    resolver: Resolver | None = None,
+    timeout: float = TIMEOUT_SECONDS,
 ) -> ConnectionResult:
     if provider_key == "scripted":
         return ConnectionResult(True, "The scripted provider runs offline and is always available.", ("scripted",))
@@ -63,7 +69,15 @@ def probe_models(
         headers["Authorization"] = f"Bearer {api_key}"
     redactor = Redactor([api_key] if api_key else [])
     try:
-        response = send("GET", base + MODELS_PATH[provider_key], headers=headers, timeout=timeout, allowlist=allowlist, resolver=resolver, max_redirects=0)
+        response = send(
+            "GET",
+            base + MODELS_PATH[provider_key],
+            headers=headers,
+            timeout=timeout,
+            allowlist=allowlist,
+            resolver=resolver,
+            max_redirects=0,
+        )
     except NetworkPolicyError as exc:
         text = str(exc)
         if text == "too many redirects":
@@ -73,11 +87,16 @@ def probe_models(
     if status in (401, 403):
         return ConnectionResult(False, f"The provider refused the credential (HTTP {status}). Check the API key secret.")
     if status == 404:
-        return ConnectionResult(False, "The provider has no model list at this base URL (HTTP 404). Check the base URL (OpenAI-compatible servers usually end in /v1).")
+        return ConnectionResult(
+            False,
+            "The provider has no model list at this base URL (HTTP 404). Check the base URL (OpenAI-compatible servers usually end in /v1).",
+        )
     if status >= 400:
         return ConnectionResult(False, f"The provider answered HTTP {status}.")
     models = _model_ids(response.body)
     if not models:
         return ConnectionResult(True, f"Connected (HTTP {status}), but the answer listed no models.")
     shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
-    return ConnectionResult(True, redactor.text(f"Connected: {len(models)} model{'s' if len(models) != 1 else ''} available ({shown})."), tuple(models))
+    return ConnectionResult(
+        True, redactor.text(f"Connected: {len(models)} model{'s' if len(models) != 1 else ''} available ({shown})."), tuple(models)
+    )

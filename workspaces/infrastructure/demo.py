@@ -61,8 +61,21 @@ SLOPPY_SCRIPT: dict[str, Any] = {
 }
 
 PROFILES = [
-    {"name": "Native (demo)", "execution_target": ExecutionTarget.NATIVE, "max_iterations": 8, "max_tool_calls": 20, "step_timeout_seconds": 30, "run_timeout_seconds": 300},
-    {"name": "Prompt eval (demo)", "execution_target": ExecutionTarget.PROMPT_EVAL, "max_iterations": 1, "step_timeout_seconds": 30, "run_timeout_seconds": 120},
+    {
+        "name": "Native (demo)",
+        "execution_target": ExecutionTarget.NATIVE,
+        "max_iterations": 8,
+        "max_tool_calls": 20,
+        "step_timeout_seconds": 30,
+        "run_timeout_seconds": 300,
+    },
+    {
+        "name": "Prompt eval (demo)",
+        "execution_target": ExecutionTarget.PROMPT_EVAL,
+        "max_iterations": 1,
+        "step_timeout_seconds": 30,
+        "run_timeout_seconds": 120,
+    },
 ]
 
 DEPLOYMENTS = [

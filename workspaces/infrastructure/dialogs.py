@@ -9,8 +9,8 @@ returns just the form so the errors land next to their fields. Success redirects
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRedirect

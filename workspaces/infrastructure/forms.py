@@ -49,7 +49,9 @@ class ProviderAccountForm(forms.Form):
 
 
 class ProviderAccountEditForm(ProviderAccountForm):
-    status = forms.ChoiceField(choices=[(value, label) for value, label in ProviderAccount.Status.choices if value != ProviderAccount.Status.ARCHIVED])
+    status = forms.ChoiceField(
+        choices=[(value, label) for value, label in ProviderAccount.Status.choices if value != ProviderAccount.Status.ARCHIVED]
+    )
 
 
 class RuntimeProfileForm(forms.Form):
@@ -75,8 +77,12 @@ class DeploymentForm(forms.Form):
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["provider_account"].queryset = ProviderAccount.objects.filter(workspace=workspace).exclude(status=ProviderAccount.Status.ARCHIVED)
-        self.fields["runtime_profile"].queryset = RuntimeProfile.objects.filter(workspace=workspace).exclude(status=LifecycleStatus.ARCHIVED)
+        self.fields["provider_account"].queryset = ProviderAccount.objects.filter(workspace=workspace).exclude(
+            status=ProviderAccount.Status.ARCHIVED
+        )
+        self.fields["runtime_profile"].queryset = RuntimeProfile.objects.filter(workspace=workspace).exclude(
+            status=LifecycleStatus.ARCHIVED
+        )
 
 
 class ToolResourceForm(forms.Form):

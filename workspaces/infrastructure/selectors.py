@@ -10,8 +10,10 @@ from workspaces.models import AgentDeployment, LifecycleStatus, ProviderAccount,
 
 
 def provider_account_list(*, workspace: Workspace, include_archived: bool = False) -> QuerySet[ProviderAccount]:
-    accounts = ProviderAccount.objects.filter(workspace=workspace).select_related("created_by").annotate(
-        deployment_count=Count("deployments", filter=~Q(deployments__status=LifecycleStatus.ARCHIVED))
+    accounts = (
+        ProviderAccount.objects.filter(workspace=workspace)
+        .select_related("created_by")
+        .annotate(deployment_count=Count("deployments", filter=~Q(deployments__status=LifecycleStatus.ARCHIVED)))
     )
     if not include_archived:
         accounts = accounts.exclude(status=ProviderAccount.Status.ARCHIVED)

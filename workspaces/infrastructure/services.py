@@ -105,7 +105,10 @@ def _store_api_key(*, account: ProviderAccount, api_key: str, actor: Any) -> str
     from secrets_app.services import secret_set
 
     key = _api_key_secret_name(
-        workspace=account.workspace, account_name=account.name, provider_key=account.provider_key, current_reference=account.credential_reference
+        workspace=account.workspace,
+        account_name=account.name,
+        provider_key=account.provider_key,
+        current_reference=account.credential_reference,
     )
     try:
         secret_set(workspace=account.workspace, key=key, value=api_key, actor=actor)
@@ -114,7 +117,9 @@ def _store_api_key(*, account: ProviderAccount, api_key: str, actor: Any) -> str
     return f"workspace-secret://{key}"
 
 
-def _provider_account_write(*, account: ProviderAccount, changes: dict[str, Any], api_key: str, actor: Any, creating: bool) -> ProviderAccount:
+def _provider_account_write(
+    *, account: ProviderAccount, changes: dict[str, Any], api_key: str, actor: Any, creating: bool
+) -> ProviderAccount:
     reference = changes.get("credential_reference", _UNSET)
     if api_key and reference not in (_UNSET, "", account.credential_reference):
         raise ValidationError({"api_key": "Give either an API key or a credential reference, not both."})
@@ -138,17 +143,31 @@ def _provider_account_write(*, account: ProviderAccount, changes: dict[str, Any]
             actor=actor,
             action="provider_account.created" if creating else "provider_account.updated",
             target=account.name,
-            metadata={"provider_key": account.provider_key, "fields": sorted(changed)} if not creating else {"provider_key": account.provider_key},
+            metadata={"provider_key": account.provider_key, "fields": sorted(changed)}
+            if not creating
+            else {"provider_key": account.provider_key},
         )
     return account
 
 
 @transaction.atomic
 def provider_account_create(
-    *, workspace: Workspace, name: str, provider_key: str, credential_reference: str = "", api_key: str = "", base_url: str = "", actor: Any = None
+    *,
+    workspace: Workspace,
+    name: str,
+    provider_key: str,
+    credential_reference: str = "",
+    api_key: str = "",
+    base_url: str = "",
+    actor: Any = None,
 ) -> ProviderAccount:
     account = ProviderAccount(workspace=workspace, created_by=_actor(actor))
-    changes = {"name": (name or "").strip(), "provider_key": provider_key, "credential_reference": credential_reference, "base_url": base_url}
+    changes = {
+        "name": (name or "").strip(),
+        "provider_key": provider_key,
+        "credential_reference": credential_reference,
+        "base_url": base_url,
+    }
     return _provider_account_write(account=account, changes=changes, api_key=api_key, actor=actor, creating=True)
 
 
@@ -165,15 +184,23 @@ def provider_account_update(
     status: str = _UNSET,
 ) -> ProviderAccount:
     account = ProviderAccount.objects.select_for_update().select_related("workspace").get(pk=account.pk)
-    changes = {"name": name.strip() if isinstance(name, str) else name, "provider_key": provider_key, "credential_reference": credential_reference, "base_url": base_url, "status": status}
+    changes = {
+        "name": name.strip() if isinstance(name, str) else name,
+        "provider_key": provider_key,
+        "credential_reference": credential_reference,
+        "base_url": base_url,
+        "status": status,
+    }
     changes = {k: v for k, v in changes.items() if v is not _UNSET}
     return _provider_account_write(account=account, changes=changes, api_key=api_key, actor=actor, creating=False)
 
 
 @transaction.atomic
 def provider_account_archive(*, account: ProviderAccount, actor: Any = None) -> ProviderAccount:
-    updated = ProviderAccount.objects.filter(pk=account.pk).exclude(status=ProviderAccount.Status.ARCHIVED).update(
-        status=ProviderAccount.Status.ARCHIVED, updated_at=timezone.now()
+    updated = (
+        ProviderAccount.objects.filter(pk=account.pk)
+        .exclude(status=ProviderAccount.Status.ARCHIVED)
+        .update(status=ProviderAccount.Status.ARCHIVED, updated_at=timezone.now())
     )
     if updated:
         audit_record(workspace=account.workspace, actor=actor, action="provider_account.archived", target=account.name)
@@ -194,7 +221,9 @@ def provider_account_test_connection(*, account: ProviderAccount, actor: Any = N
         try:
             api_key = secret_resolve(workspace=account.workspace, key=key)
         except SecretDecryptionError:
-            result = ConnectionResult(False, f"The workspace secret {key} could not be decrypted; ask an operator to check the encryption keys.")
+            result = ConnectionResult(
+                False, f"The workspace secret {key} could not be decrypted; ask an operator to check the encryption keys."
+            )
         else:
             if api_key is None:
                 result = ConnectionResult(False, f"The workspace secret {key} does not exist. Add it on the Secrets page.")
@@ -206,12 +235,18 @@ def provider_account_test_connection(*, account: ProviderAccount, actor: Any = N
             allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS,
             resolver=base_url_rules.system_resolver,
         )
-    fields = {"last_test_status": "ok" if result.ok else "error", "last_test_message": result.message[:500], "last_tested_at": timezone.now()}
+    fields = {
+        "last_test_status": "ok" if result.ok else "error",
+        "last_test_message": result.message[:500],
+        "last_tested_at": timezone.now(),
+    }
     if account.status in (ProviderAccount.Status.ACTIVE, ProviderAccount.Status.ERROR):
         fields["status"] = ProviderAccount.Status.ACTIVE if result.ok else ProviderAccount.Status.ERROR
     with transaction.atomic():
         ProviderAccount.objects.filter(pk=account.pk).update(**fields)
-        audit_record(workspace=account.workspace, actor=actor, action="provider_account.tested", target=account.name, metadata={"ok": result.ok})
+        audit_record(
+            workspace=account.workspace, actor=actor, action="provider_account.tested", target=account.name, metadata={"ok": result.ok}
+        )
     for name, value in fields.items():
         setattr(account, name, value)
     return result
@@ -234,7 +269,13 @@ def _runtime_profile_write(*, profile: RuntimeProfile, changes: dict[str, Any], 
     _save(profile, changed, creating=creating)
     if creating or changed:
         action = "runtime_profile.created" if creating else "runtime_profile.updated"
-        audit_record(workspace=profile.workspace, actor=actor, action=action, target=profile.name, metadata={} if creating else {"fields": sorted(changed)})
+        audit_record(
+            workspace=profile.workspace,
+            actor=actor,
+            action=action,
+            target=profile.name,
+            metadata={} if creating else {"fields": sorted(changed)},
+        )
     return profile
 
 
@@ -303,7 +344,13 @@ def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], a
     _save(deployment, changed, creating=creating)
     if creating or changed:
         action = "deployment.created" if creating else "deployment.updated"
-        audit_record(workspace=deployment.workspace, actor=actor, action=action, target=deployment.name, metadata={} if creating else {"fields": sorted(changed)})
+        audit_record(
+            workspace=deployment.workspace,
+            actor=actor,
+            action=action,
+            target=deployment.name,
+            metadata={} if creating else {"fields": sorted(changed)},
+        )
     return deployment
 
 
@@ -352,7 +399,10 @@ def tool_definition_errors(*, tool_kind: str, definition: Any) -> list[str]:
     if tool_kind == ToolResource.ToolKind.COMPOSED:
         from packs.bundle import validate_composed_tool
 
-        return [f"{error.field}: {error.message}" if error.field else error.message for error in validate_composed_tool(definition, field_prefix="definition")]
+        return [
+            f"{error.field}: {error.message}" if error.field else error.message
+            for error in validate_composed_tool(definition, field_prefix="definition")
+        ]
     primitive = definition.get("primitive")
     if primitive is not None:
         from engine.tools.registry import catalogue
@@ -378,7 +428,9 @@ def _tool_resource_write(*, tool: ToolResource, changes: dict[str, Any], actor: 
     _save(tool, changed, creating=creating)
     if creating or changed:
         action = "tool_resource.created" if creating else "tool_resource.updated"
-        audit_record(workspace=tool.workspace, actor=actor, action=action, target=tool.name, metadata={} if creating else {"fields": sorted(changed)})
+        audit_record(
+            workspace=tool.workspace, actor=actor, action=action, target=tool.name, metadata={} if creating else {"fields": sorted(changed)}
+        )
     return tool
 
 
@@ -388,7 +440,14 @@ def tool_resource_create(
     lifecycle_status: str = ToolResource.Lifecycle.ACTIVE, actor: Any = None,
 ) -> ToolResource:  # fmt: skip
     tool = ToolResource(workspace=workspace)
-    changes = {"name": name, "slug": slug, "tool_kind": tool_kind, "capability_key": capability_key, "definition": definition or {}, "lifecycle_status": lifecycle_status}
+    changes = {
+        "name": name,
+        "slug": slug,
+        "tool_kind": tool_kind,
+        "capability_key": capability_key,
+        "definition": definition or {},
+        "lifecycle_status": lifecycle_status,
+    }
     return _tool_resource_write(tool=tool, changes=changes, actor=actor, creating=True)
 
 

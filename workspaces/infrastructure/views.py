@@ -21,7 +21,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 from workspaces.access import can, object_get_for_workspace, workspace_view
 from workspaces.infrastructure import selectors, services
 from workspaces.infrastructure.dialogs import add_service_errors, dialog_form_response, dialog_success
-from workspaces.infrastructure.forms import DeploymentForm, ProviderAccountEditForm, ProviderAccountForm, RuntimeProfileForm, ToolResourceForm
+from workspaces.infrastructure.forms import (
+    DeploymentForm,
+    ProviderAccountEditForm,
+    ProviderAccountForm,
+    RuntimeProfileForm,
+    ToolResourceForm,
+)
 from workspaces.models import AgentDeployment, ProviderAccount, Role, RuntimeProfile, ToolResource
 
 
@@ -35,7 +41,13 @@ def _include_archived(request: HttpRequest) -> bool:
 
 def _form_context(request: HttpRequest, form: Any, *, create_name: str, form_id: str, list_name: str) -> dict[str, Any]:
     """Context for the create dialog embedded in a list page."""
-    return {"form": form, "action": _url(create_name, request), "cancel_url": _url(list_name, request), "form_id": form_id, "submit_label": "Create"}
+    return {
+        "form": form,
+        "action": _url(create_name, request),
+        "cancel_url": _url(list_name, request),
+        "form_id": form_id,
+        "submit_label": "Create",
+    }
 
 
 def _save_dialog(
@@ -62,7 +74,15 @@ def _save_dialog(
         else:
             return dialog_success(request, url=list_url, message=success.format(name=getattr(obj, "name", "")))
     return dialog_form_response(
-        request, form=form, action=action, title=title, submit_label=submit_label, cancel_url=list_url, section_title=section_title, form_id=form_id, intro=intro
+        request,
+        form=form,
+        action=action,
+        title=title,
+        submit_label=submit_label,
+        cancel_url=list_url,
+        section_title=section_title,
+        form_id=form_id,
+        intro=intro,
     )
 
 
@@ -83,7 +103,13 @@ def provider_accounts(request: HttpRequest) -> HttpResponse:
         "accounts": selectors.provider_account_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.ADMIN),
         "show_archived": _include_archived(request),
-        **_form_context(request, ProviderAccountForm(), create_name="provider_account_create", form_id="provider-account-form", list_name="provider_accounts"),
+        **_form_context(
+            request,
+            ProviderAccountForm(),
+            create_name="provider_account_create",
+            form_id="provider-account-form",
+            list_name="provider_accounts",
+        ),
     }
     return render(request, "infrastructure/provider_accounts.html", context)
 
@@ -131,7 +157,14 @@ def provider_account_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @workspace_view(role=Role.ADMIN)
 @require_POST
 def provider_account_archive(request: HttpRequest, pk: int) -> HttpResponse:
-    return _archive(request, ProviderAccount.objects, pk, lambda obj: services.provider_account_archive(account=obj, actor=request.user), "provider_accounts", "Provider account")
+    return _archive(
+        request,
+        ProviderAccount.objects,
+        pk,
+        lambda obj: services.provider_account_archive(account=obj, actor=request.user),
+        "provider_accounts",
+        "Provider account",
+    )
 
 
 @workspace_view(role=Role.ADMIN)
@@ -152,7 +185,13 @@ def runtime_profiles(request: HttpRequest) -> HttpResponse:
         "profiles": selectors.runtime_profile_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.MEMBER),
         "show_archived": _include_archived(request),
-        **_form_context(request, RuntimeProfileForm(), create_name="runtime_profile_create", form_id="runtime-profile-form", list_name="runtime_profiles"),
+        **_form_context(
+            request,
+            RuntimeProfileForm(),
+            create_name="runtime_profile_create",
+            form_id="runtime-profile-form",
+            list_name="runtime_profiles",
+        ),
     }
     return render(request, "infrastructure/runtime_profiles.html", context)
 
@@ -196,7 +235,14 @@ def runtime_profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @workspace_view(role=Role.MEMBER)
 @require_POST
 def runtime_profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
-    return _archive(request, RuntimeProfile.objects, pk, lambda obj: services.runtime_profile_archive(profile=obj, actor=request.user), "runtime_profiles", "Runtime profile")
+    return _archive(
+        request,
+        RuntimeProfile.objects,
+        pk,
+        lambda obj: services.runtime_profile_archive(profile=obj, actor=request.user),
+        "runtime_profiles",
+        "Runtime profile",
+    )
 
 
 # ------------------------------------------------------------------------------ deployments
@@ -209,7 +255,11 @@ def deployments(request: HttpRequest) -> HttpResponse:
         "has_accounts": selectors.provider_account_list(workspace=request.workspace).exists(),
         "has_profiles": selectors.runtime_profile_list(workspace=request.workspace).exists(),
         **_form_context(
-            request, DeploymentForm(workspace=request.workspace), create_name="deployment_create", form_id="deployment-form", list_name="deployments"
+            request,
+            DeploymentForm(workspace=request.workspace),
+            create_name="deployment_create",
+            form_id="deployment-form",
+            list_name="deployments",
         ),
     }
     return render(request, "infrastructure/deployments.html", context)
@@ -258,7 +308,14 @@ def deployment_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @workspace_view(role=Role.MEMBER)
 @require_POST
 def deployment_archive(request: HttpRequest, pk: int) -> HttpResponse:
-    return _archive(request, AgentDeployment.objects, pk, lambda obj: services.deployment_archive(deployment=obj, actor=request.user), "deployments", "Deployment")
+    return _archive(
+        request,
+        AgentDeployment.objects,
+        pk,
+        lambda obj: services.deployment_archive(deployment=obj, actor=request.user),
+        "deployments",
+        "Deployment",
+    )
 
 
 # ------------------------------------------------------------------------------ tool resources
@@ -268,7 +325,9 @@ def tool_resources(request: HttpRequest) -> HttpResponse:
         "tools": selectors.tool_resource_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.ADMIN),
         "show_archived": _include_archived(request),
-        **_form_context(request, ToolResourceForm(), create_name="tool_resource_create", form_id="tool-resource-form", list_name="tool_resources"),
+        **_form_context(
+            request, ToolResourceForm(), create_name="tool_resource_create", form_id="tool-resource-form", list_name="tool_resources"
+        ),
     }
     return render(request, "infrastructure/tool_resources.html", context)
 
@@ -312,10 +371,19 @@ def tool_resource_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @workspace_view(role=Role.ADMIN)
 @require_POST
 def tool_resource_archive(request: HttpRequest, pk: int) -> HttpResponse:
-    return _archive(request, ToolResource.objects, pk, lambda obj: services.tool_resource_archive(tool=obj, actor=request.user), "tool_resources", "Tool resource")
+    return _archive(
+        request,
+        ToolResource.objects,
+        pk,
+        lambda obj: services.tool_resource_archive(tool=obj, actor=request.user),
+        "tool_resources",
+        "Tool resource",
+    )
 
 
 @workspace_view()
 def primitives(request: HttpRequest) -> HttpResponse:
-    entries = [{**entry, "parameters_json": json.dumps(entry.get("parameters") or {}, indent=2)} for entry in selectors.primitive_catalogue()]
+    entries = [
+        {**entry, "parameters_json": json.dumps(entry.get("parameters") or {}, indent=2)} for entry in selectors.primitive_catalogue()
+    ]
     return render(request, "infrastructure/primitives.html", {"primitives": entries})

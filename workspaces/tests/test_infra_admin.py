@@ -20,7 +20,12 @@ def test_operators_see_every_infra_admin_page(workspace, admin, root, client_for
     account = services.provider_account_create(workspace=workspace, name="S", provider_key="scripted")
     profile = services.runtime_profile_create(workspace=workspace, name="P", execution_target="native")
     deployment = services.deployment_create(
-        workspace=workspace, name="D", provider_account=account, model="m", runtime_profile=profile, deployment_config={"script": {"default": []}}
+        workspace=workspace,
+        name="D",
+        provider_account=account,
+        model="m",
+        runtime_profile=profile,
+        deployment_config={"script": {"default": []}},
     )
     tool = services.tool_resource_create(workspace=workspace, name="T", tool_kind="primitive", capability_key="x")
     pk = {"provideraccount": account, "runtimeprofile": profile, "agentdeployment": deployment, "toolresource": tool}[model].pk
@@ -48,6 +53,13 @@ def test_the_admin_applies_the_scripted_config_rules_and_audits_saves(workspace,
 
 @pytest.mark.django_db
 def test_the_admin_refuses_a_private_base_url(workspace, root, client_for):
-    data = {"workspace": workspace.pk, "name": "X", "provider_key": "openai", "credential_reference": "", "base_url": "https://127.0.0.1/v1", "status": "active"}
+    data = {
+        "workspace": workspace.pk,
+        "name": "X",
+        "provider_key": "openai",
+        "credential_reference": "",
+        "base_url": "https://127.0.0.1/v1",
+        "status": "active",
+    }
     response = client_for(root).post("/admin/workspaces/provideraccount/add/", data)
     assert response.status_code == 200 and "private" in response.content.decode()

@@ -29,9 +29,17 @@ def infra(workspace, admin):
     account = services.provider_account_create(workspace=workspace, name="Scripted", provider_key="scripted", actor=admin)
     profile = services.runtime_profile_create(workspace=workspace, name="Native", execution_target="native", actor=admin)
     deployment = services.deployment_create(
-        workspace=workspace, name="Agent", provider_account=account, model="m", runtime_profile=profile, deployment_config=SCRIPT, actor=admin
+        workspace=workspace,
+        name="Agent",
+        provider_account=account,
+        model="m",
+        runtime_profile=profile,
+        deployment_config=SCRIPT,
+        actor=admin,
     )
-    tool = services.tool_resource_create(workspace=workspace, name="Read config", tool_kind="composed", capability_key="files.read", definition=COMPOSED, actor=admin)
+    tool = services.tool_resource_create(
+        workspace=workspace, name="Read config", tool_kind="composed", capability_key="files.read", definition=COMPOSED, actor=admin
+    )
     return {"provider-accounts": account, "runtime-profiles": profile, "deployments": deployment, "tool-resources": tool}
 
 
@@ -46,7 +54,12 @@ def create_payload(collection: str, infra: dict) -> dict:
             "runtime_profile_id": infra["runtime-profiles"].pk,
             "deployment_config": SCRIPT,
         },
-        "tool-resources": {"name": "Fetch", "tool_kind": "primitive", "capability_key": "net.fetch", "definition": {"primitive": "http_request"}},
+        "tool-resources": {
+            "name": "Fetch",
+            "tool_kind": "primitive",
+            "capability_key": "net.fetch",
+            "definition": {"primitive": "http_request"},
+        },
     }[collection]
 
 
@@ -57,8 +70,18 @@ PATCHES = {
     "tool-resources": {"capability_key": "files.read2"},
 }
 # (collection, the lowest role that may write, a persona whose role is one lower)
-WRITERS = [("provider-accounts", "admin", "member"), ("runtime-profiles", "member", "viewer"), ("deployments", "member", "viewer"), ("tool-resources", "admin", "member")]
-MODELS = {"provider-accounts": ProviderAccount, "runtime-profiles": RuntimeProfile, "deployments": AgentDeployment, "tool-resources": ToolResource}
+WRITERS = [
+    ("provider-accounts", "admin", "member"),
+    ("runtime-profiles", "member", "viewer"),
+    ("deployments", "member", "viewer"),
+    ("tool-resources", "admin", "member"),
+]
+MODELS = {
+    "provider-accounts": ProviderAccount,
+    "runtime-profiles": RuntimeProfile,
+    "deployments": AgentDeployment,
+    "tool-resources": ToolResource,
+}
 
 
 @pytest.mark.django_db
@@ -105,7 +128,12 @@ class TestEveryCollection:
         assert archived.json()[status_field] == "archived"
         assert [i["id"] for i in client.get(f"{API}/{collection}").json()["results"]] == [infra[collection].pk]
         assert pk in [i["id"] for i in client.get(f"{API}/{collection}?include_archived=1").json()["results"]]
-        prefix = {"provider-accounts": "provider_account", "runtime-profiles": "runtime_profile", "deployments": "deployment", "tool-resources": "tool_resource"}[collection]
+        prefix = {
+            "provider-accounts": "provider_account",
+            "runtime-profiles": "runtime_profile",
+            "deployments": "deployment",
+            "tool-resources": "tool_resource",
+        }[collection]
         actions = set(AuditEvent.objects.filter(action__startswith=prefix + ".").values_list("action", flat=True))
         assert {f"{prefix}.created", f"{prefix}.updated", f"{prefix}.archived"} <= actions
 
@@ -136,7 +164,9 @@ class TestProviderAccountApi:
         from secrets_app.services import secrets_resolve_for_run
 
         response = api_client_for(admin).post(
-            f"{API}/provider-accounts", {"name": "OpenAI main", "provider_key": "openai", "api_key": "sk-test-not-echoed-123"}, format="json"
+            f"{API}/provider-accounts",
+            {"name": "OpenAI main", "provider_key": "openai", "api_key": "sk-test-not-echoed-123"},
+            format="json",
         )
         assert response.status_code == 201
         body = response.json()
@@ -144,7 +174,9 @@ class TestProviderAccountApi:
         assert body["credential_reference"] == "workspace-secret://OPENAI_OPENAI_MAIN_API_KEY"
         assert secrets_resolve_for_run(workspace=workspace) == {"OPENAI_OPENAI_MAIN_API_KEY": "sk-test-not-echoed-123"}
         # a second account with the same derived name gets its own secret
-        again = api_client_for(admin).post(f"{API}/provider-accounts", {"name": "OpenAI-main", "provider_key": "openai", "api_key": "sk-2"}, format="json")
+        again = api_client_for(admin).post(
+            f"{API}/provider-accounts", {"name": "OpenAI-main", "provider_key": "openai", "api_key": "sk-2"}, format="json"
+        )
         assert again.json()["credential_reference"] == "workspace-secret://OPENAI_OPENAI_MAIN_API_KEY_2"
         # replacing the key of the first account replaces its own secret
         api_client_for(admin).patch(f"{API}/provider-accounts/{body['id']}", {"api_key": "sk-rotated"}, format="json")
@@ -154,29 +186,43 @@ class TestProviderAccountApi:
         from secrets_app.models import WorkspaceSecret
 
         response = api_client_for(admin).post(
-            f"{API}/provider-accounts", {"name": "Bad", "provider_key": "openai", "api_key": "sk-x", "base_url": "http://insecure.example.org"}, format="json"
+            f"{API}/provider-accounts",
+            {"name": "Bad", "provider_key": "openai", "api_key": "sk-x", "base_url": "http://insecure.example.org"},
+            format="json",
         )
         assert response.status_code == 400 and "base_url" in response.json()["error"]["fields"]
         assert not WorkspaceSecret.objects.exists() and not ProviderAccount.objects.exists()
 
-    @pytest.mark.parametrize("reference", ["env://OPENAI_API_KEY", "secret://x", "workspace-secret://1BAD", "workspace-secret://", "OPENAI_API_KEY"])
+    @pytest.mark.parametrize(
+        "reference", ["env://OPENAI_API_KEY", "secret://x", "workspace-secret://1BAD", "workspace-secret://", "OPENAI_API_KEY"]
+    )
     def test_it_accepts_only_workspace_secret_references(self, workspace, admin, api_client_for, reference):
-        response = api_client_for(admin).post(f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "credential_reference": reference}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "credential_reference": reference}, format="json"
+        )
         assert response.status_code == 400 and "credential_reference" in response.json()["error"]["fields"]
 
-    @pytest.mark.parametrize("url", ["https://localhost/v1", "https://10.0.0.1/v1", "https://metadata.google.internal", "https://x.com/v1?key=1"])
+    @pytest.mark.parametrize(
+        "url", ["https://localhost/v1", "https://10.0.0.1/v1", "https://metadata.google.internal", "https://x.com/v1?key=1"]
+    )
     def test_it_rejects_unsafe_base_urls(self, workspace, admin, api_client_for, url):
-        response = api_client_for(admin).post(f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "base_url": url}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "base_url": url}, format="json"
+        )
         assert response.status_code == 400 and "base_url" in response.json()["error"]["fields"]
 
     def test_it_rejects_a_host_that_resolves_to_a_private_address(self, workspace, admin, api_client_for, monkeypatch):
         monkeypatch.setattr(base_url_module, "system_resolver", lambda host, port: ["8.8.8.8", "192.168.1.10"])
-        response = api_client_for(admin).post(f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "base_url": "https://rebind.example.org/v1"}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/provider-accounts", {"name": "A", "provider_key": "openai", "base_url": "https://rebind.example.org/v1"}, format="json"
+        )
         assert response.status_code == 400
         assert "192.168" not in response.content.decode()
 
     def test_it_accepts_a_public_base_url(self, workspace, admin, api_client_for):
-        response = api_client_for(admin).post(f"{API}/provider-accounts", {"name": "vLLM", "provider_key": "openai", "base_url": "https://llm.example.org/v1/"}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/provider-accounts", {"name": "vLLM", "provider_key": "openai", "base_url": "https://llm.example.org/v1/"}, format="json"
+        )
         assert response.status_code == 201 and response.json()["base_url"] == "https://llm.example.org/v1"
 
     def test_test_connection_for_scripted_always_succeeds(self, infra, admin, api_client_for):
@@ -224,7 +270,9 @@ class TestDeploymentApi:
         ],
     )
     def test_a_scripted_deployment_config_is_validated_with_field_paths(self, infra, admin, api_client_for, config, path):
-        response = api_client_for(admin).post(f"{API}/deployments", {**create_payload("deployments", infra), "deployment_config": config}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/deployments", {**create_payload("deployments", infra), "deployment_config": config}, format="json"
+        )
         assert response.status_code == 400
         messages = response.json()["error"]["fields"]["deployment_config"]
         assert any(path in message for message in messages), messages
@@ -242,7 +290,9 @@ class TestToolResourceApi:
     def test_a_composed_definition_is_validated_like_a_pack_tool(self, workspace, admin, api_client_for):
         bad = {**COMPOSED, "implementation": {"primitive": "read_file", "args": {"path": "config/${missing}"}}}
         response = api_client_for(admin).post(
-            f"{API}/tool-resources", {"name": "Bad", "tool_kind": "composed", "capability_key": "files.read", "definition": bad}, format="json"
+            f"{API}/tool-resources",
+            {"name": "Bad", "tool_kind": "composed", "capability_key": "files.read", "definition": bad},
+            format="json",
         )
         assert response.status_code == 400
         messages = response.json()["error"]["fields"]["definition"]
@@ -250,12 +300,18 @@ class TestToolResourceApi:
 
     def test_an_unknown_primitive_is_rejected(self, workspace, admin, api_client_for):
         response = api_client_for(admin).post(
-            f"{API}/tool-resources", {"name": "X", "tool_kind": "primitive", "capability_key": "x", "definition": {"primitive": "teleport"}}, format="json"
+            f"{API}/tool-resources",
+            {"name": "X", "tool_kind": "primitive", "capability_key": "x", "definition": {"primitive": "teleport"}},
+            format="json",
         )
         assert response.status_code == 400 and "teleport" in response.json()["error"]["fields"]["definition"][0]
 
     def test_the_slug_is_derived_from_the_name(self, workspace, admin, api_client_for):
-        response = api_client_for(admin).post(f"{API}/tool-resources", {"name": "Read Config Files", "tool_kind": "composed", "capability_key": "f", "definition": COMPOSED}, format="json")
+        response = api_client_for(admin).post(
+            f"{API}/tool-resources",
+            {"name": "Read Config Files", "tool_kind": "composed", "capability_key": "f", "definition": COMPOSED},
+            format="json",
+        )
         assert response.status_code == 201 and response.json()["slug"] == "read-config-files"
 
 

@@ -22,7 +22,9 @@ def failing_resolver(host: str, port: int) -> list[str]:
     raise OSError("no such host")
 
 
-@pytest.mark.parametrize("url", ["https://api.openai.com/v1", "https://api.anthropic.com", "https://llm.example.org:8443/openai/v1/", "https://8.8.8.8/v1"])
+@pytest.mark.parametrize(
+    "url", ["https://api.openai.com/v1", "https://api.anthropic.com", "https://llm.example.org:8443/openai/v1/", "https://8.8.8.8/v1"]
+)
 def test_it_accepts_public_https_urls(url):
     assert base_url_shape_error(url) is None
 
@@ -60,7 +62,21 @@ def test_it_rejects_special_hostnames(host):
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "[::1]", "[fc00::1]", "[fe80::1]", "[::ffff:127.0.0.1]", "2130706433", "0x7f.1"],
+    [
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "[::1]",
+        "[fc00::1]",
+        "[fe80::1]",
+        "[::ffff:127.0.0.1]",
+        "2130706433",
+        "0x7f.1",
+    ],
 )
 def test_it_rejects_private_ip_literals(host):
     assert "private" in (base_url_shape_error(f"https://{host}/v1") or "")
@@ -86,7 +102,10 @@ def test_it_allows_public_global_unicast_addresses(address):
 
 
 def test_it_checks_the_whole_dns_answer():
-    assert [str(a) for a in base_url_check("https://api.example.org/v1", resolver=resolver_to("8.8.8.8", "2606:4700::1"))] == ["8.8.8.8", "2606:4700::1"]
+    assert [str(a) for a in base_url_check("https://api.example.org/v1", resolver=resolver_to("8.8.8.8", "2606:4700::1"))] == [
+        "8.8.8.8",
+        "2606:4700::1",
+    ]
     with pytest.raises(BaseUrlError) as exc:
         base_url_check("https://api.example.org/v1", resolver=resolver_to("8.8.8.8", "10.0.0.7"))
     assert "private" in str(exc.value)

@@ -22,7 +22,7 @@ class FakeProvider(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         FakeProvider.seen.append({"path": self.path, "headers": dict(self.headers)})
         authorised = self.headers.get("Authorization") == f"Bearer {API_KEY}" or self.headers.get("x-api-key") == API_KEY
         if self.path == "/redirect/models":
@@ -70,11 +70,19 @@ class TestWithPrivateUrlsAllowed:
 
     def test_an_openai_compatible_server_lists_its_models(self, workspace, admin, key_secret, fake_provider, api_client_for):
         account = services.provider_account_create(
-            workspace=workspace, name="Local vLLM", provider_key="openai", credential_reference="workspace-secret://LOCAL_KEY", base_url=f"{fake_provider}/v1"
+            workspace=workspace,
+            name="Local vLLM",
+            provider_key="openai",
+            credential_reference="workspace-secret://LOCAL_KEY",
+            base_url=f"{fake_provider}/v1",
         )
         response = api_client_for(admin).post(f"/api/v1/workspaces/acme/provider-accounts/{account.pk}/test-connection")
         assert response.status_code == 200
-        assert response.json() == {"ok": True, "message": "Connected: 2 models available (model-a, model-b).", "models": ["model-a", "model-b"]}
+        assert response.json() == {
+            "ok": True,
+            "message": "Connected: 2 models available (model-a, model-b).",
+            "models": ["model-a", "model-b"],
+        }
         assert FakeProvider.seen[-1]["path"] == "/v1/models"
         assert FakeProvider.seen[-1]["headers"]["Authorization"] == f"Bearer {API_KEY}"
         account.refresh_from_db()
@@ -83,7 +91,11 @@ class TestWithPrivateUrlsAllowed:
 
     def test_anthropic_uses_its_header_and_path(self, workspace, admin, key_secret, fake_provider):
         account = services.provider_account_create(
-            workspace=workspace, name="Local Claude proxy", provider_key="anthropic", credential_reference="workspace-secret://LOCAL_KEY", base_url=fake_provider
+            workspace=workspace,
+            name="Local Claude proxy",
+            provider_key="anthropic",
+            credential_reference="workspace-secret://LOCAL_KEY",
+            base_url=fake_provider,
         )
         result = services.provider_account_test_connection(account=account, actor=admin)
         assert result.ok, result.message
@@ -95,7 +107,11 @@ class TestWithPrivateUrlsAllowed:
     def test_a_wrong_key_fails_without_echoing_it(self, workspace, admin, fake_provider, client_for):
         secret_set(workspace=workspace, key="WRONG", value="sk-wrong-value-77", actor=admin)
         account = services.provider_account_create(
-            workspace=workspace, name="Local", provider_key="openai", credential_reference="workspace-secret://WRONG", base_url=f"{fake_provider}/v1"
+            workspace=workspace,
+            name="Local",
+            provider_key="openai",
+            credential_reference="workspace-secret://WRONG",
+            base_url=f"{fake_provider}/v1",
         )
         response = client_for(admin).post(f"/w/acme/provider-accounts/{account.pk}/test/", HTTP_HX_REQUEST="true")
         body = response.content.decode()
@@ -107,14 +123,22 @@ class TestWithPrivateUrlsAllowed:
 
     def test_a_wrong_base_url_says_so(self, workspace, admin, key_secret, fake_provider):
         account = services.provider_account_create(
-            workspace=workspace, name="Local", provider_key="openai", credential_reference="workspace-secret://LOCAL_KEY", base_url=f"{fake_provider}/nope"
+            workspace=workspace,
+            name="Local",
+            provider_key="openai",
+            credential_reference="workspace-secret://LOCAL_KEY",
+            base_url=f"{fake_provider}/nope",
         )
         result = services.provider_account_test_connection(account=account)
         assert not result.ok and "HTTP 404" in result.message
 
     def test_redirects_are_not_followed(self, workspace, admin, key_secret, fake_provider):
         account = services.provider_account_create(
-            workspace=workspace, name="Local", provider_key="openai", credential_reference="workspace-secret://LOCAL_KEY", base_url=f"{fake_provider}/redirect"
+            workspace=workspace,
+            name="Local",
+            provider_key="openai",
+            credential_reference="workspace-secret://LOCAL_KEY",
+            base_url=f"{fake_provider}/redirect",
         )
         result = services.provider_account_test_connection(account=account)
         assert not result.ok and "redirect" in result.message
@@ -122,7 +146,11 @@ class TestWithPrivateUrlsAllowed:
 
     def test_a_missing_secret_is_reported_before_any_request(self, workspace, admin, fake_provider):
         account = services.provider_account_create(
-            workspace=workspace, name="Local", provider_key="openai", credential_reference="workspace-secret://ABSENT", base_url=f"{fake_provider}/v1"
+            workspace=workspace,
+            name="Local",
+            provider_key="openai",
+            credential_reference="workspace-secret://ABSENT",
+            base_url=f"{fake_provider}/v1",
         )
         result = services.provider_account_test_connection(account=account)
         assert not result.ok and "ABSENT does not exist" in result.message
@@ -133,7 +161,11 @@ class TestWithPrivateUrlsAllowed:
 def test_without_the_operator_setting_a_loopback_url_is_refused_before_connecting(workspace, admin, key_secret, fake_provider):
     with override_settings(ALLOW_PRIVATE_PROVIDER_URLS=True):
         account = services.provider_account_create(
-            workspace=workspace, name="Local", provider_key="openai", credential_reference="workspace-secret://LOCAL_KEY", base_url=f"{fake_provider}/v1"
+            workspace=workspace,
+            name="Local",
+            provider_key="openai",
+            credential_reference="workspace-secret://LOCAL_KEY",
+            base_url=f"{fake_provider}/v1",
         )
     # The operator turned the setting off again: the URL is checked again on every call.
     result = services.provider_account_test_connection(account=account)

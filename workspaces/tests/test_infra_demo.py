@@ -57,7 +57,10 @@ def test_the_good_agent_gives_the_expected_answers_and_the_sloppy_one_does_not()
         assert _expected(files, case_key, "fixed_member") in written
         sloppy_steps = sloppy[case_key]
         sloppy_written = next((s["args"]["content"] for s in sloppy_steps if s.get("tool") == "write_file"), "")
-        wrong += sloppy_steps[-1] != {"submit": _expected(files, case_key, "answer")} or _expected(files, case_key, "fixed_member") not in sloppy_written
+        wrong += (
+            sloppy_steps[-1] != {"submit": _expected(files, case_key, "answer")}
+            or _expected(files, case_key, "fixed_member") not in sloppy_written
+        )
     for case_key in _case_keys(sums):
         assert good[case_key] == [{"text": _expected(sums, case_key, "sum")}]
         wrong += sloppy[case_key] != [{"text": _expected(sums, case_key, "sum")}]

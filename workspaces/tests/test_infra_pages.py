@@ -24,9 +24,17 @@ def infra(workspace, admin):
     account = services.provider_account_create(workspace=workspace, name="Scripted", provider_key="scripted", actor=admin)
     profile = services.runtime_profile_create(workspace=workspace, name="Native", execution_target="native", actor=admin)
     deployment = services.deployment_create(
-        workspace=workspace, name="Good agent", provider_account=account, model="m", runtime_profile=profile, deployment_config=SCRIPT, actor=admin
+        workspace=workspace,
+        name="Good agent",
+        provider_account=account,
+        model="m",
+        runtime_profile=profile,
+        deployment_config=SCRIPT,
+        actor=admin,
     )
-    tool = services.tool_resource_create(workspace=workspace, name="Fetch", tool_kind="primitive", capability_key="net.fetch", definition={"primitive": "http_request"})
+    tool = services.tool_resource_create(
+        workspace=workspace, name="Fetch", tool_kind="primitive", capability_key="net.fetch", definition={"primitive": "http_request"}
+    )
     return {"provider-accounts": account, "runtime-profiles": profile, "deployments": deployment, "tool-resources": tool}
 
 
@@ -34,19 +42,46 @@ def valid_post(collection: str, infra: dict) -> dict:
     return {
         "provider-accounts": {"name": "Second", "provider_key": "scripted", "status": "active"},
         "runtime-profiles": {
-            "name": "Eval", "execution_target": "prompt_eval", "max_iterations": 1, "max_tool_calls": 0, "step_timeout_seconds": 30,
-            "run_timeout_seconds": 60, "max_in_flight_cases": 4, "allow_shell": "unknown", "allow_network": "unknown",
-        },  # fmt: skip
+            "name": "Eval",
+            "execution_target": "prompt_eval",
+            "max_iterations": 1,
+            "max_tool_calls": 0,
+            "step_timeout_seconds": 30,
+            "run_timeout_seconds": 60,
+            "max_in_flight_cases": 4,
+            "allow_shell": "unknown",
+            "allow_network": "unknown",
+        },
         "deployments": {
-            "name": "Agent 2", "provider_account": infra["provider-accounts"].pk, "model": "m", "runtime_profile": infra["runtime-profiles"].pk,
-            "deployment_config": json.dumps(SCRIPT), "output_schema": "",
-        },  # fmt: skip
-        "tool-resources": {"name": "Other", "tool_kind": "primitive", "capability_key": "files.read", "definition": "{}", "lifecycle_status": "active"},
+            "name": "Agent 2",
+            "provider_account": infra["provider-accounts"].pk,
+            "model": "m",
+            "runtime_profile": infra["runtime-profiles"].pk,
+            "deployment_config": json.dumps(SCRIPT),
+            "output_schema": "",
+        },
+        "tool-resources": {
+            "name": "Other",
+            "tool_kind": "primitive",
+            "capability_key": "files.read",
+            "definition": "{}",
+            "lifecycle_status": "active",
+        },
     }[collection]
 
 
-MODELS = {"provider-accounts": ProviderAccount, "runtime-profiles": RuntimeProfile, "deployments": AgentDeployment, "tool-resources": ToolResource}
-WRITERS = [("provider-accounts", "admin", "member"), ("runtime-profiles", "member", "viewer"), ("deployments", "member", "viewer"), ("tool-resources", "admin", "member")]
+MODELS = {
+    "provider-accounts": ProviderAccount,
+    "runtime-profiles": RuntimeProfile,
+    "deployments": AgentDeployment,
+    "tool-resources": ToolResource,
+}
+WRITERS = [
+    ("provider-accounts", "admin", "member"),
+    ("runtime-profiles", "member", "viewer"),
+    ("deployments", "member", "viewer"),
+    ("tool-resources", "admin", "member"),
+]
 
 
 @pytest.mark.django_db
@@ -87,7 +122,9 @@ class TestListPages:
         for i in range(10):
             account = services.provider_account_create(workspace=workspace, name=f"A{i}", provider_key="scripted")
             profile = services.runtime_profile_create(workspace=workspace, name=f"P{i}", execution_target="native")
-            services.deployment_create(workspace=workspace, name=f"D{i}", provider_account=account, model="m", runtime_profile=profile, deployment_config=SCRIPT)
+            services.deployment_create(
+                workspace=workspace, name=f"D{i}", provider_account=account, model="m", runtime_profile=profile, deployment_config=SCRIPT
+            )
             services.tool_resource_create(workspace=workspace, name=f"T{i}", tool_kind="primitive", capability_key="x")
         client = client_for(admin)
         client.get(f"{W}/{page}/")
@@ -107,7 +144,9 @@ class TestListPages:
 class TestCreateEditArchivePages:
     @pytest.mark.parametrize(("collection", "writer", "lower"), WRITERS)
     def test_the_right_role_creates_through_the_htmx_dialog(self, infra, collection, writer, lower, request, client_for):
-        response = client_for(request.getfixturevalue(writer)).post(f"{W}/{collection}/new/", valid_post(collection, infra), HTTP_HX_REQUEST="true")
+        response = client_for(request.getfixturevalue(writer)).post(
+            f"{W}/{collection}/new/", valid_post(collection, infra), HTTP_HX_REQUEST="true"
+        )
         assert response.status_code == 200, response.content.decode()[:2000]
         assert response["HX-Redirect"] == f"{W}/{collection}/"
         assert MODELS[collection].objects.filter(name=valid_post(collection, infra)["name"]).exists()

@@ -20,4 +20,6 @@ class Command(BaseCommand):
             done, total = secrets_reencrypt_all()
         except crypto.SecretDecryptionError as exc:
             raise CommandError(f"{exc}. Add the old key back to SECRETS_ENCRYPTION_KEY (after the new one) and retry.") from None
-        self.stdout.write(self.style.SUCCESS(f"Re-encrypted {done} of {total} secrets under key id {ring.current_id!r}; the rest already used it."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Re-encrypted {done} of {total} secrets under key id {ring.current_id!r}; the rest already used it.")
+        )

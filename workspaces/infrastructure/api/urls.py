@@ -8,7 +8,11 @@ urlpatterns = [
     path("provider-accounts", views.ProviderAccountListApi.as_view(), name="api-provider-account-list"),
     path("provider-accounts/<int:pk>", views.ProviderAccountDetailApi.as_view(), name="api-provider-account-detail"),
     path("provider-accounts/<int:pk>/archive", views.ProviderAccountArchiveApi.as_view(), name="api-provider-account-archive"),
-    path("provider-accounts/<int:pk>/test-connection", views.ProviderAccountTestConnectionApi.as_view(), name="api-provider-account-test-connection"),
+    path(
+        "provider-accounts/<int:pk>/test-connection",
+        views.ProviderAccountTestConnectionApi.as_view(),
+        name="api-provider-account-test-connection",
+    ),
     path("runtime-profiles", views.RuntimeProfileListApi.as_view(), name="api-runtime-profile-list"),
     path("runtime-profiles/<int:pk>", views.RuntimeProfileDetailApi.as_view(), name="api-runtime-profile-detail"),
     path("runtime-profiles/<int:pk>/archive", views.RuntimeProfileArchiveApi.as_view(), name="api-runtime-profile-archive"),

@@ -52,7 +52,9 @@ class ProviderAccountListApi(WorkspaceApiView):
         name = serializers.CharField(max_length=200)
         provider_key = serializers.ChoiceField(choices=ProviderKey.choices)
         credential_reference = serializers.CharField(required=False, allow_blank=True, max_length=200)
-        api_key = serializers.CharField(required=False, allow_blank=True, write_only=True, help_text="Stored as a new workspace secret; never returned")
+        api_key = serializers.CharField(
+            required=False, allow_blank=True, write_only=True, help_text="Stored as a new workspace secret; never returned"
+        )
         base_url = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
     @extend_schema(parameters=[INCLUDE_ARCHIVED], responses=ProviderAccountOutputSerializer(many=True), summary="List provider accounts")
@@ -158,7 +160,9 @@ class RuntimeProfileDetailApi(WorkspaceApiView):
 
     @extend_schema(responses=RuntimeProfileOutputSerializer, summary="One runtime profile")
     def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        return Response(RuntimeProfileOutputSerializer(object_get_for_workspace(RuntimeProfile.objects, workspace=self.workspace, pk=pk)).data)
+        return Response(
+            RuntimeProfileOutputSerializer(object_get_for_workspace(RuntimeProfile.objects, workspace=self.workspace, pk=pk)).data
+        )
 
     @extend_schema(request=InputSerializer, responses=RuntimeProfileOutputSerializer, summary="Change a runtime profile (member)")
     def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
@@ -196,9 +200,13 @@ class _DeploymentInput:
         """Turn the ids into this workspace's objects; another workspace's id is 404."""
         data = dict(data)
         if "provider_account_id" in data:
-            data["provider_account"] = object_get_for_workspace(ProviderAccount.objects, workspace=self.workspace, pk=data.pop("provider_account_id"))
+            data["provider_account"] = object_get_for_workspace(
+                ProviderAccount.objects, workspace=self.workspace, pk=data.pop("provider_account_id")
+            )
         if "runtime_profile_id" in data:
-            data["runtime_profile"] = object_get_for_workspace(RuntimeProfile.objects, workspace=self.workspace, pk=data.pop("runtime_profile_id"))
+            data["runtime_profile"] = object_get_for_workspace(
+                RuntimeProfile.objects, workspace=self.workspace, pk=data.pop("runtime_profile_id")
+            )
         return data
 
 
@@ -217,7 +225,9 @@ class DeploymentListApi(_DeploymentInput, WorkspaceApiView):
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        deployment = _call(services.deployment_create, workspace=self.workspace, actor=request.user, **self._resolve_refs(data.validated_data))
+        deployment = _call(
+            services.deployment_create, workspace=self.workspace, actor=request.user, **self._resolve_refs(data.validated_data)
+        )
         return Response(DeploymentOutputSerializer(deployment).data, status=status.HTTP_201_CREATED)
 
 
@@ -228,7 +238,9 @@ class DeploymentDetailApi(_DeploymentInput, WorkspaceApiView):
         pass
 
     def _get(self, pk: int) -> AgentDeployment:
-        return object_get_for_workspace(AgentDeployment.objects.select_related("provider_account", "runtime_profile"), workspace=self.workspace, pk=pk)
+        return object_get_for_workspace(
+            AgentDeployment.objects.select_related("provider_account", "runtime_profile"), workspace=self.workspace, pk=pk
+        )
 
     @extend_schema(responses=DeploymentOutputSerializer, summary="One agent deployment")
     def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
@@ -273,7 +285,9 @@ class ToolResourceListApi(WorkspaceApiView):
     class InputSerializer(_ToolResourceFields):
         pass
 
-    @extend_schema(parameters=[INCLUDE_ARCHIVED], responses=ToolResourceOutputSerializer(many=True), summary="List workspace tool resources")
+    @extend_schema(
+        parameters=[INCLUDE_ARCHIVED], responses=ToolResourceOutputSerializer(many=True), summary="List workspace tool resources"
+    )
     def get(self, request: Request, workspace_slug: str) -> Response:
         tools = selectors.tool_resource_list(workspace=self.workspace, include_archived=_include_archived(request))
         return self.paginate(request, tools, ToolResourceOutputSerializer)

@@ -204,3 +204,16 @@ def test_members_write_viewers_get_403_and_strangers_404(method, path, body, pub
 
 def test_anonymous_callers_are_401(client, published):
     assert client.get(f"{BASE}/packs").status_code in (401, 403)
+
+
+def test_the_pack_list_api_query_count_does_not_grow_with_packs(api_client_for, viewer, workspace, member, django_assert_num_queries):
+    for i in range(2):
+        publish(workspace, member, slug=f"p{i}")
+    client = api_client_for(viewer)
+    # membership, count, the annotated page
+    with django_assert_num_queries(3):
+        assert client.get(f"{BASE}/packs").json()["count"] == 2
+    for i in range(2, 7):
+        publish(workspace, member, slug=f"p{i}", number=2)
+    with django_assert_num_queries(3):
+        assert client.get(f"{BASE}/packs").json()["count"] == 7

@@ -29,10 +29,15 @@ def seed(*, workspace: Workspace, user: Any) -> list[str]:
         except services.PackConflict as exc:
             if exc.code != services.PackConflict.VERSION_EXISTS:
                 notes.append(f"Demo pack {name} not published: {exc.message}")
-            continue  # already published: seeding is idempotent
+                continue
+            # Already published: seeding is idempotent, and so is what it prints.
+            check = services.bundle_validate(source)
+            manifest = check.manifest or {}
+            notes.append(f"Demo pack {manifest['pack']['name']} v{manifest['version']['number']} is ready.")
+            continue
         except services.PackInvalid as exc:
             logger.warning("Demo pack %s is invalid: %s", name, exc)
             notes.append(f"Demo pack {name} is invalid: {exc}")
             continue
-        notes.append(f"Published demo pack {version.pack.name} v{version.number}.")
+        notes.append(f"Demo pack {version.pack.name} v{version.number} is ready.")
     return notes

@@ -161,7 +161,7 @@ def test_a_new_version_page_rejects_another_slug(workspace, member):
 
 def test_the_demo_seed_publishes_both_demo_packs_once(workspace, admin):
     notes = demo_seed(workspace=workspace, user=admin)
-    assert len(notes) == 2
+    assert len(notes) == 2 and all(note.endswith("is ready.") for note in notes)
     assert set(Pack.objects.filter(workspace=workspace).values_list("slug", flat=True)) == {"demo-file-fixes", "demo-prompt-eval"}
-    assert demo_seed(workspace=workspace, user=admin) == []
+    assert demo_seed(workspace=workspace, user=admin) == notes
     assert PackVersion.objects.filter(workspace=workspace).count() == 2

@@ -65,11 +65,38 @@ class Redactor:
             return False
         return any(v in decoded for v in self._bytes_values)
 
+    def _replace_spans(self, s: str) -> str:
+        # Collect every occurrence of every form and merge overlapping spans before replacing:
+        # a single leftmost-match pass would leave the tail of a second value that overlaps
+        # the first ("secretABC" + "ABCsecret2" in "secretABCsecret2") visible.
+        spans: list[tuple[int, int]] = []
+        for form in self._forms:
+            start = s.find(form)
+            while start != -1:
+                spans.append((start, start + len(form)))
+                start = s.find(form, start + 1)
+        spans.sort()
+        out: list[str] = []
+        pos = 0
+        end = -1
+        for a, b in spans:
+            if a <= end:
+                end = max(end, b)
+                continue
+            if end >= 0:
+                out.append(REDACTED)
+                pos = end
+            out.append(s[pos:a])
+            end = b
+        out.append(REDACTED)
+        out.append(s[end:])
+        return "".join(out)
+
     def text(self, s: str) -> str:
         if self._pattern is None or not s:
             return s
         if any(f in s for f in self._forms):
-            s = self._pattern.sub(REDACTED, s)
+            s = self._replace_spans(s)
         if not any(c in s for c in self._cores):
             return s
         return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)

@@ -41,17 +41,28 @@ def demo(tasks, workspace, admin):
     account = ProviderAccount.objects.create(workspace=workspace, name="Scripted (demo)", provider_key="scripted")
     profiles = {spec["name"]: RuntimeProfile.objects.create(workspace=workspace, **spec) for spec in PROFILES}
     for name, profile_name, config, prompt in DEPLOYMENTS:
-        AgentDeployment.objects.create(workspace=workspace, name=name, provider_account=account, model="scripted-demo",
-                                       runtime_profile=profiles[profile_name], system_prompt=prompt,
-                                       deployment_config=config)
+        AgentDeployment.objects.create(
+            workspace=workspace,
+            name=name,
+            provider_account=account,
+            model="scripted-demo",
+            runtime_profile=profiles[profile_name],
+            system_prompt=prompt,
+            deployment_config=config,
+        )
     return Demo(workspace=workspace, user=admin)
 
 
 def _run(tasks, demo, pack_slug: str, deployment_name: str) -> Run:
     version = PackVersion.objects.get(workspace=demo.workspace, pack__slug=pack_slug)
     deployment = AgentDeployment.objects.get(workspace=demo.workspace, name=deployment_name)
-    run = run_create(workspace=demo.workspace, user=demo.user, pack_version=version, deployment_ids=[deployment.pk],
-                     name=f"{deployment_name} on {pack_slug}")
+    run = run_create(
+        workspace=demo.workspace,
+        user=demo.user,
+        pack_version=version,
+        deployment_ids=[deployment.pk],
+        name=f"{deployment_name} on {pack_slug}",
+    )
     tasks.drain()
     run.refresh_from_db()
     assert run.status == "completed", (run.status, run.failure_reason)
@@ -64,17 +75,40 @@ def _verdicts(run: Run) -> dict[str, bool | None]:
 
 
 def _failed(run: Run) -> dict[str, list[str]]:
-    return {c.case_key: sorted(failed_validators(c.case_score.document))
-            for c in CaseRun.objects.filter(run=run).select_related("case_score")}
+    return {
+        c.case_key: sorted(failed_validators(c.case_score.document)) for c in CaseRun.objects.filter(run=run).select_related("case_score")
+    }
 
 
-# The demo prompt-eval spec declares correctness and format (not reliability, latency or cost,
-# which the default policy requires), so the gates here name the pack's own dimensions.
-PROMPT_EVAL_POLICY = {
-    "policy_key": "demo-prompt-eval",
-    "required_dimensions": ["correctness", "format"],
-    "dimensions": {"correctness": {"warn_delta": 0.02, "fail_delta": 0.05}, "format": {"warn_delta": 0.02, "fail_delta": 0.05}},
-}
+GATED_DIMENSIONS = ("correctness", "reliability", "latency", "cost")  # what the default policy requires
+
+
+def _assert_same_agent_scores_identically(comparison) -> None:
+    """Two runs of one scripted agent: every required dimension is available and unchanged."""
+    assert comparison.status == "comparable", comparison.summary.get("reason")
+    deltas = comparison.summary["dimension_deltas"]
+    for key in GATED_DIMENSIONS:
+        assert deltas[key]["state"] == "available", (key, deltas[key])
+        assert deltas[key]["delta"] == 0, (key, deltas[key])
+    assert deltas["latency"]["candidate_value"] == deltas["cost"]["candidate_value"] == 1.0
+    assert comparison.summary["metric_deltas"]["cost_usd"]["delta"] == 0
+    assert comparison.summary["evidence_quality"]["missing_fields"] == []
+
+
+def _assert_default_gate(good, good_again, sloppy, workspace) -> None:
+    """The default policy (correctness, reliability, latency, cost): sloppy fails, good passes."""
+    same = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=good_again)
+    _assert_same_agent_scores_identically(same)
+    verdict = gate_evaluate(comparison=same, user=None)
+    assert (verdict.verdict, verdict.reason_code) == ("pass", "within_thresholds")
+
+    regression = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=sloppy)
+    assert regression.status == "comparable", regression.summary.get("reason")
+    deltas = regression.summary["dimension_deltas"]
+    assert all(deltas[key]["state"] == "available" for key in GATED_DIMENSIONS)
+    assert deltas["correctness"]["delta"] < -0.05
+    verdict = gate_evaluate(comparison=regression, user=None)
+    assert (verdict.verdict, verdict.reason_code) == ("fail", "threshold_fail_correctness")
 
 
 def test_prompt_eval_demo_good_and_sloppy_agents(demo, tasks):
@@ -82,26 +116,23 @@ def test_prompt_eval_demo_good_and_sloppy_agents(demo, tasks):
     good_again = _run(tasks, demo, "demo-prompt-eval", "Good agent (prompt eval)")
     sloppy = _run(tasks, demo, "demo-prompt-eval", "Sloppy agent (prompt eval)")
 
-    # The pack's weighted scorecard has no gate or threshold, so every case "passes" overall;
-    # the verdicts that differ are the validators'.
     assert _failed(good) == {"small": [], "negative": [], "large": []}
-    assert _failed(sloppy) == {"small": [], "negative": ["digits_only", "sum_exact", "sum_normalized"],
-                               "large": ["sum_contained", "sum_exact", "sum_normalized"]}
+    assert _failed(sloppy) == {
+        "small": [],
+        "negative": ["digits_only", "sum_exact", "sum_normalized"],
+        "large": ["sum_contained", "sum_exact", "sum_normalized"],
+    }
+    # correctness is a gate (every sum validator must pass): a wrong or wordy sum fails the case.
+    assert _verdicts(good) == {"small": True, "negative": True, "large": True}
+    assert _verdicts(sloppy) == {"small": True, "negative": False, "large": False}
+    assert _verdicts(good) != _verdicts(sloppy)
     assert {c.case_key: c.score for c in CaseRun.objects.filter(run=good)} == {"small": 1.0, "negative": 1.0, "large": 1.0}
-    assert CaseRun.objects.get(run=sloppy, case_key="large").score == pytest.approx(0.2)
+    # large: correctness 0 (weight 0.6), format 1 (0.1), reliability/latency/cost 1 (0.1 each).
+    assert CaseRun.objects.get(run=sloppy, case_key="large").score == pytest.approx(0.4)
+    # negative: correctness 1/3 (only sum_contained), format 0.
+    assert CaseRun.objects.get(run=sloppy, case_key="negative").score == pytest.approx(0.5)
 
-    workspace = demo.workspace
-    regression = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=sloppy)
-    assert regression.status == "comparable", regression.summary.get("reason")
-    assert regression.summary["dimension_deltas"]["correctness"]["delta"] < -0.05
-    assert gate_evaluate(comparison=regression, user=None, policy=PROMPT_EVAL_POLICY).verdict == "fail"
-
-    same = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=good_again)
-    assert gate_evaluate(comparison=same, user=None, policy=PROMPT_EVAL_POLICY).verdict == "pass"
-
-    # The default policy needs reliability/latency/cost, which this pack does not score.
-    default = gate_evaluate(comparison=same, user=None)
-    assert (default.verdict, default.reason_code) == ("insufficient_evidence", "required_dimension_unavailable")
+    _assert_default_gate(good, good_again, sloppy, demo.workspace)
 
 
 def test_file_fixes_demo_good_and_sloppy_agents(demo, tasks):
@@ -110,24 +141,17 @@ def test_file_fixes_demo_good_and_sloppy_agents(demo, tasks):
     good_again = _run(tasks, demo, "demo-file-fixes", "Good agent")
     sloppy = _run(tasks, demo, "demo-file-fixes", "Sloppy agent")
 
-    assert set(_verdicts(good).values()) == {True}
+    assert _verdicts(good) == {"port-typo": True, "debug-typo": True, "name-case": True}
     assert _failed(good) == {"port-typo": [], "debug-typo": [], "name-case": []}
-    # port-typo: wrong value written and a loose answer; name-case: file never written (the
-    # correctness gate fails); debug-typo: right fix, vague answer — 0.7 overall meets the pack's
-    # pass_threshold of 0.7 (inclusive), so it passes with its reporting validators failed.
-    assert _verdicts(sloppy) == {"port-typo": False, "debug-typo": True, "name-case": False}
+    # correctness (file fixed) and reporting (answer exactly "fixed <key>") are both gates.
+    # port-typo: wrong value written and a loose answer; debug-typo: right fix, vague answer;
+    # name-case: file never written.
+    assert _verdicts(sloppy) == {"port-typo": False, "debug-typo": False, "name-case": False}
     assert _failed(sloppy) == {
         "port-typo": ["answer_exact", "answer_shape", "file_fixed"],
         "debug-typo": ["answer_exact", "answer_mentions_key", "answer_shape"],
         "name-case": ["file_fixed"],
     }
+    assert _verdicts(good) != _verdicts(sloppy)
 
-    version = good.pack_version
-    dimensions = [d["key"] if isinstance(d, dict) else d for d in version.manifest["evaluation_spec"]["scorecard"]["dimensions"]]
-    policy = {"policy_key": "demo-file-fixes", "required_dimensions": dimensions,
-              "dimensions": {key: {"warn_delta": 0.02, "fail_delta": 0.05} for key in dimensions}}
-    workspace = demo.workspace
-    regression = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=sloppy)
-    assert gate_evaluate(comparison=regression, user=None, policy=policy).verdict == "fail"
-    same = comparison_create(workspace=workspace, user=None, baseline_run=good, candidate_run=good_again)
-    assert gate_evaluate(comparison=same, user=None, policy=policy).verdict == "pass"
+    _assert_default_gate(good, good_again, sloppy, demo.workspace)

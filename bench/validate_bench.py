@@ -17,7 +17,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from packs.bundle import process_bundle  # noqa: E402
+from packs.bundle import process_bundle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -18,7 +18,7 @@ from workspaces.models import Role, Workspace, WorkspaceMembership
 logger = logging.getLogger(__name__)
 
 DEMO_USERNAME = "demo"
-DEMO_PASSWORD = "demo-password"  # noqa: S105 - local demo only, printed by `make run`
+DEMO_PASSWORD = "demo-password"
 DEMO_WORKSPACE_SLUG = "demo"
 
 # Each app adds its seeder here as it is built (packs, deployments, …).

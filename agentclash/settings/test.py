@@ -7,7 +7,7 @@ import base64
 from agentclash.settings.base import *  # noqa: F403
 
 DEBUG = False
-SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
+SECRET_KEY = "test-secret-key-not-for-production"
 SECRETS_ENCRYPTION_KEYS = [
     "test1:" + base64.urlsafe_b64encode(b"t" * 32).decode(),
 ]

@@ -18,8 +18,8 @@ import re
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml._yaml import CParser  # libyaml is required: it is what makes this fast
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from packs.bundle.errors import DecodeFailure
 

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from packs.bundle import (
+    ValidationError,
     bundle_from_manifest,
     format_errors_text,
     process_bundle,
     publication_rows,
     referenced_secrets,
-    ValidationError,
 )
 
 HERE = Path(__file__).resolve().parents[1]

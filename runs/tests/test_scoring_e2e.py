@@ -153,5 +153,7 @@ def test_file_fixes_demo_good_and_sloppy_agents(demo, tasks):
         "name-case": ["file_fixed"],
     }
     assert _verdicts(good) != _verdicts(sloppy)
+    # debug-typo scores 0.8 overall (everything but reporting), yet the reporting gate fails it.
+    assert CaseRun.objects.get(run=sloppy, case_key="debug-typo").score == pytest.approx(0.8)
 
     _assert_default_gate(good, good_again, sloppy, demo.workspace)

@@ -50,7 +50,6 @@ def _run_timestamps(to: str, now: Any) -> dict[str, Any]:
     return fields
 
 
-@transaction.atomic
 def run_transition(*, run_id: int, to: str, reason: str = "", user: Any = None, expected: str | None = None) -> bool:
     """Move run ``run_id`` to ``to``. Returns False if it was not in a state that allows it anymore.
 
@@ -72,15 +71,16 @@ def run_transition(*, run_id: int, to: str, reason: str = "", user: Any = None, 
         updates[name] = value
     if to == RunStatus.FAILED:
         updates["failure_reason"] = reason[:2000]
-    changed = Run.objects.filter(pk=run_id, status=current).update(**updates)
-    if changed != 1:
-        return False
-    RunStatusHistory.objects.create(run_id=run_id, from_status=current, to_status=to, reason=reason[:2000],
-                                    changed_by=user if getattr(user, "is_authenticated", False) else None)
+    # The write comes first in the transaction: SQLite can't upgrade a read transaction to a
+    # write one while another connection writes, and on PostgreSQL it takes the row lock early.
+    with transaction.atomic():
+        if Run.objects.filter(pk=run_id, status=current).update(**updates) != 1:
+            return False
+        RunStatusHistory.objects.create(run_id=run_id, from_status=current, to_status=to, reason=reason[:2000],
+                                        changed_by=user if getattr(user, "is_authenticated", False) else None)
     return True
 
 
-@transaction.atomic
 def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | None = None) -> bool:
     current = expected or RunAgent.objects.filter(pk=lane_id).values_list("status", flat=True).first()
     if current is None:
@@ -97,10 +97,10 @@ def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | 
         updates["finished_at"] = now
     if to == LaneStatus.FAILED:
         updates["failure_reason"] = reason[:2000]
-    changed = RunAgent.objects.filter(pk=lane_id, status=current).update(**updates)
-    if changed != 1:
-        return False
-    RunAgentStatusHistory.objects.create(lane_id=lane_id, from_status=current, to_status=to, reason=reason[:2000])
+    with transaction.atomic():
+        if RunAgent.objects.filter(pk=lane_id, status=current).update(**updates) != 1:
+            return False
+        RunAgentStatusHistory.objects.create(lane_id=lane_id, from_status=current, to_status=to, reason=reason[:2000])
     return True
 
 

@@ -56,6 +56,16 @@ def payload_hydrate(payload: Any) -> Any:
         return payload
 
 
+def lane_lock(lane_id: int) -> None:
+    """Lock the lane row for the rest of the transaction with a no-op write.
+
+    A write (not SELECT … FOR UPDATE) because SQLite has no row locks and refuses to upgrade a
+    read transaction to a write one while another connection writes ("database is locked").
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s", [lane_id])
+
+
 def _reserve_sequence(lane_id: int, count: int) -> int:
     """Reserve ``count`` sequence numbers for the lane; returns the first. Locks the lane row."""
     with connection.cursor() as cursor:
@@ -84,6 +94,7 @@ def run_events_append(
     unique: dict[str, Event] = {}
     for event in events:
         unique.setdefault(event.event_id, event)
+    lane_lock(lane_id)  # before any read: serialises this lane's flushes, so the dedup check can't race
     existing = set(RunEvent.objects.filter(event_id__in=list(unique)).values_list("event_id", flat=True))
     fresh = [e for e in unique.values() if e.event_id not in existing]
     if not fresh:

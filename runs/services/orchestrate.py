@@ -28,6 +28,7 @@ from runs.models import (
     ScoreStatus,
 )
 from runs.queue import enqueue_on_commit
+from runs.services.events import lane_lock
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,8 @@ def run_start(*, run_id: int) -> bool:
 @transaction.atomic
 def lane_dispatch_next(*, lane_id: int) -> int:
     """Enqueue queued cases until the lane has ``max_in_flight_cases`` dispatched and unfinished."""
-    lane = RunAgent.objects.select_for_update().select_related("run").filter(pk=lane_id).first()
+    lane_lock(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
+    lane = RunAgent.objects.select_related("run").filter(pk=lane_id).first()
     if lane is None or lane.run.status != RunStatus.RUNNING or lane.status != LaneStatus.EXECUTING:
         return 0
     limit = int(((lane.snapshot or {}).get("runtime_profile") or {}).get("max_in_flight_cases") or 8)

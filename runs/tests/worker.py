@@ -1,0 +1,72 @@
+"""A real Celery worker subprocess on a private queue, sharing the test database and broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    cfg = connection.settings_dict
+    if cfg["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{cfg['NAME']}"
+    auth = cfg["USER"] + (f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else "")
+    return f"postgres://{auth}@{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
+
+
+class Worker:
+    def __init__(self, queue: str | None = None, concurrency: int = 2, extra_env: dict[str, str] | None = None) -> None:
+        self.queue = queue or f"runs-test-{uuid.uuid4().hex[:10]}"
+        self.concurrency = concurrency
+        self.extra_env = extra_env or {}
+        self.process: subprocess.Popen | None = None
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "DJANGO_SETTINGS_MODULE": "agentclash.settings.test", "DATABASE_URL": database_url(),
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT), "SANDBOX_ROOT": str(settings.SANDBOX_ROOT),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "LOG_LEVEL": "WARNING",
+        })  # fmt: skip
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> Worker:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "agentclash", "worker", "-Q", self.queue, "-c", str(self.concurrency),
+             "-n", f"{self.queue}-{uuid.uuid4().hex[:4]}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING"],
+            cwd=ROOT, env=self.env(), start_new_session=True,
+        )  # fmt: skip
+        return self
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(predicate, timeout: float = 90.0, interval: float = 0.2) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False

@@ -167,6 +167,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
         "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
+        "control_folder": str(CELERY_BROKER_FOLDER / "control"),
         "store_processed": False,
     }
 else:

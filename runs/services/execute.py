@@ -65,7 +65,7 @@ class Heartbeat(threading.Thread):
             while not self.stopped.wait(self.interval):
                 CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
                     heartbeat_at=timezone.now())
-        except Exception:  # noqa: BLE001 - a missed beat only makes the reaper more eager
+        except Exception:
             logger.exception("heartbeat for case run %s failed", self.case_run_id)
         finally:
             connection.close()
@@ -193,7 +193,7 @@ def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secr
         if sandbox is not None:
             try:
                 sandbox.destroy()
-            except Exception:  # noqa: BLE001 - never mask the case result
+            except Exception:
                 logger.exception("destroying the sandbox of case run %s failed", case_run.pk)
 
 
@@ -205,7 +205,7 @@ def _verify(spec: dict[str, Any], sandbox: Any, case: dict[str, Any], emitter: E
         return {}
     try:
         result = run_post_execution(spec, sandbox, case)
-    except Exception:  # noqa: BLE001 - observer errors here are only logged (§3.4)
+    except Exception:
         logger.exception("post-execution verification failed")
         return {}
     for event in result.pop("events", []) or []:
@@ -242,7 +242,7 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
     attempt = case_run.attempt
     try:
         secrets = _load_secrets(case_run)
-    except Exception as exc:  # noqa: BLE001 - the lane can't resolve credentials; fail the case visibly
+    except Exception as exc:
         logger.exception("loading secrets for case run %s failed", case_run.pk)
         secrets, secrets_error = {}, f"could not load workspace secrets: {type(exc).__name__}"
     else:
@@ -264,7 +264,7 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
         if outcome.status == "failed" and outcome.step_count == 0 and outcome.transcript[:1] and "retryable" in outcome.transcript[0]:
             emitter.emit("system.run.failed", {"error": outcome.error, "stop_reason": outcome.stop_reason, "step_index": 0,
                                                **({"provider_failure": outcome.provider_failure} if outcome.provider_failure else {})})
-    except Exception as exc:  # noqa: BLE001 - an engine bug must not leave the case running forever
+    except Exception as exc:
         logger.exception("case run %s crashed", case_run.pk)
         outcome = _failed("sandbox_error", f"worker error: {type(exc).__name__}", retryable=True)
         emitter.emit("system.run.failed", {"error": outcome.error, "stop_reason": "sandbox_error", "step_index": 0})

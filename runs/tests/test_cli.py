@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import io
-import threading
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -21,11 +20,6 @@ def test_run_pack_prints_the_run_id(workspace, pack_version, deployment, tasks):
 @pytest.mark.django_db
 def test_run_pack_follow_exits_zero_when_completed(workspace, pack_version, deployment, tasks):
     out = io.StringIO()
-    drained = threading.Event()
-
-    def drain_soon():  # the "worker": runs the queued tasks while the command polls
-        drained.set()
-
     from runs.management.commands import run_pack
 
     original_sleep = run_pack.time.sleep

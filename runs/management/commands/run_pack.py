@@ -6,6 +6,7 @@ import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
 
 from packs.models import PackVersion
 from runs import selectors, services
@@ -43,7 +44,7 @@ class Command(BaseCommand):
                                       input_set_id=options["input_set"], name=options["name"])
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None
-        except Exception as exc:  # Http404 from the access rules
+        except Http404 as exc:  # an inactive deployment
             raise CommandError(str(exc)) from None
         self.stdout.write(str(run.pk))
         if not options["follow"]:

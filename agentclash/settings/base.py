@@ -87,7 +87,13 @@ DATABASES["default"]["ATOMIC_REQUESTS"] = False
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + a busy timeout let the web server and the Celery worker share the file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            # Take the write lock at BEGIN: a read transaction cannot be upgraded while the
+            # worker and the web server write, which SQLite reports as "database is locked".
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
@@ -168,6 +174,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
         "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
         "control_folder": str(CELERY_BROKER_FOLDER / "control"),
+        # The filesystem transport polls its folder; the default (1 s) caps a run at ~1 case/s.
+        "polling_interval": 0.1,
         "store_processed": False,
     }
 else:

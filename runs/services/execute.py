@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import re
 import threading
 import time
 from typing import Any
@@ -28,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 # Pack versions are immutable, so a worker keeps their manifests (and a case index) in memory.
-_manifests: dict[int, tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]] = {}
+_manifests: dict[tuple[int, str | None], tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]] = {}
 
 
 def _setting(name: str, default: float) -> float:
@@ -75,13 +74,13 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def _secret_name(reference: str) -> list[str]:
-    name = re.sub(r"[^A-Za-z0-9]+", "_", reference).strip("_").upper()
-    return [f"AGENTCLASH_SECRET_{name}", name, f"{name}_API_KEY"]
-
-
 def credential_resolve(reference: str, secrets: dict[str, str]) -> tuple[str | None, str | None]:
-    """(api key, error) for a provider account's ``credential_reference`` (spec runtime.md §7.5)."""
+    """(api key, error) for a provider account's ``credential_reference`` (spec runtime.md §7.5).
+
+    Only ``workspace-secret://KEY`` is honoured. The reference's ``env://`` and ``secret://``
+    forms would let anyone who can edit a provider account read the worker's environment, so
+    they are refused here as they are when an account is saved (docs/secrets.md).
+    """
     reference = (reference or "").strip()
     if not reference:
         return None, None
@@ -89,23 +88,18 @@ def credential_resolve(reference: str, secrets: dict[str, str]) -> tuple[str | N
         key = reference.removeprefix("workspace-secret://").strip()
         value = secrets.get(key)
         return (value, None) if value else (None, f'workspace secret "{key}" not found')
-    if reference.startswith("env://"):
-        var = reference.removeprefix("env://").strip()
-        value = os.environ.get(var)
-        return (value, None) if value else (None, f'environment variable "{var}" not set')
-    if reference.startswith("secret://"):
-        for var in _secret_name(reference.removeprefix("secret://")):
-            if os.environ.get(var):
-                return os.environ[var], None
-        return None, f"secret {reference!r} not found"
-    return None, "unsupported credential reference"
+    return None, "unsupported credential reference: use workspace-secret://KEY"
 
 
 def _manifest(run: Run) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]:
-    cached = _manifests.get(run.pack_version_id)
-    if cached is None:
-        from packs.models import PackVersion
+    from packs.models import PackVersion
 
+    # Versions are immutable, but a primary key can come back after a database is recreated
+    # (tests, a reset dev database), so the checksum is part of the cache key.
+    checksum = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest_checksum", flat=True).first()
+    cache_key = (run.pack_version_id, checksum)
+    cached = _manifests.get(cache_key)
+    if cached is None:
         manifest = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest", flat=True).first() or {}
         index = {}
         for input_set in manifest.get("input_sets") or []:
@@ -114,7 +108,7 @@ def _manifest(run: Run) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str,
                     index[(input_set.get("key"), case.get("case_key") or case.get("item_key"))] = case
         if len(_manifests) > 32:
             _manifests.clear()
-        cached = _manifests[run.pack_version_id] = (manifest, index)
+        cached = _manifests[cache_key] = (manifest, index)
     return cached
 
 

@@ -118,6 +118,9 @@ class RunStatusHistory(models.Model):
         ordering = ["changed_at", "id"]
         verbose_name_plural = "run status history"
 
+    def __str__(self) -> str:
+        return f"{self.from_status} → {self.to_status}"
+
 
 class RunAgent(models.Model):
     """One lane: one deployment, frozen as a snapshot at run creation."""
@@ -158,6 +161,9 @@ class RunAgentStatusHistory(models.Model):
         ordering = ["changed_at", "id"]
         verbose_name_plural = "lane status history"
 
+    def __str__(self) -> str:
+        return f"{self.from_status} → {self.to_status}"
+
 
 class CaseRun(models.Model):
     """One lane × one case."""
@@ -170,7 +176,7 @@ class CaseRun(models.Model):
     status = models.CharField(max_length=16, choices=CaseStatus.choices, default=CaseStatus.QUEUED, db_index=True)
     attempt = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True)
-    final_output = models.TextField(null=True, blank=True)
+    final_output = models.TextField(null=True, blank=True)  # noqa: DJ001 - null = no answer, '' = empty answer
     error = models.TextField(blank=True)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
@@ -239,6 +245,9 @@ class CaseScore(models.Model):
     document = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self) -> str:
+        return f"score of {self.case_run_id}"
+
 
 class LaneScorecard(models.Model):
     lane = models.OneToOneField(RunAgent, on_delete=models.CASCADE, related_name="scorecard")
@@ -249,12 +258,18 @@ class LaneScorecard(models.Model):
     document = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self) -> str:
+        return f"scorecard of lane {self.lane_id}"
+
 
 class RunScorecard(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="scorecard")
     winner_lane = models.ForeignKey(RunAgent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     document = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"scorecard of run {self.run_id}"
 
 
 class Comparison(models.Model):
@@ -274,6 +289,9 @@ class Comparison(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["workspace", "fingerprint"], name="uniq_comparison_fingerprint")]
 
+    def __str__(self) -> str:
+        return f"comparison {self.pk}: run {self.baseline_run_id} vs run {self.candidate_run_id}"
+
 
 class GateResult(models.Model):
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="gate_results")
@@ -289,3 +307,6 @@ class GateResult(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} ({self.reason_code})"

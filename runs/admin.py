@@ -1,0 +1,97 @@
+"""Runs in the admin: read-only history. Operators may cancel a run; nothing else changes here."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+import runs.admin_scoring  # noqa: F401 - registers the scoring, comparison and gate models
+from runs.models import CaseRun, Run, RunAgent, RunAgentStatusHistory, RunEvent, RunStatusHistory
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+class LaneInline(admin.TabularInline):
+    model = RunAgent
+    fields = ["lane_index", "label", "status", "failure_reason", "started_at", "finished_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+class RunStatusHistoryInline(admin.TabularInline):
+    model = RunStatusHistory
+    fields = ["changed_at", "from_status", "to_status", "reason", "changed_by"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ["name", "workspace", "pack_version", "status", "mode", "score_status", "created_by", "created_at"]
+    list_filter = ["status", "mode", "score_status", "workspace"]
+    search_fields = ["name", "pack_version__pack__name"]
+    date_hierarchy = "created_at"
+    list_select_related = ["workspace", "pack_version__pack", "created_by"]
+    inlines = [LaneInline, RunStatusHistoryInline]
+    actions = ["cancel_runs"]
+
+    @admin.action(description="Cancel selected runs")
+    def cancel_runs(self, request, queryset) -> None:  # type: ignore[no-untyped-def]
+        from runs.services import run_cancel
+
+        cancelled = 0
+        for run in queryset:
+            if not run.is_terminal:
+                run_cancel(run=run, user=request.user)
+                cancelled += 1
+        self.message_user(request, f"Cancelled {cancelled} run(s).", messages.SUCCESS)
+
+
+@admin.register(RunAgent)
+class RunAgentAdmin(ReadOnlyAdmin):
+    list_display = ["label", "run", "lane_index", "status", "started_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["label", "run__name"]
+    list_select_related = ["run"]
+
+
+@admin.register(RunAgentStatusHistory)
+class RunAgentStatusHistoryAdmin(ReadOnlyAdmin):
+    list_display = ["lane", "from_status", "to_status", "reason", "changed_at"]
+    list_select_related = ["lane__run"]
+
+
+@admin.register(CaseRun)
+class CaseRunAdmin(ReadOnlyAdmin):
+    list_display = ["case_key", "run", "lane", "status", "stop_reason", "attempt", "passed", "score", "duration_ms"]
+    list_filter = ["status", "stop_reason", "score_status"]
+    search_fields = ["case_key", "run__name"]
+    list_select_related = ["run", "lane"]
+
+
+@admin.register(RunEvent)
+class RunEventAdmin(ReadOnlyAdmin):
+    list_display = ["id", "run", "lane", "sequence_number", "event_type", "source", "case_key", "occurred_at"]
+    list_filter = ["event_type", "source"]
+    search_fields = ["event_id", "case_key"]
+    list_select_related = ["run", "lane"]
+
+
+@admin.register(RunStatusHistory)
+class RunStatusHistoryAdmin(ReadOnlyAdmin):
+    list_display = ["run", "from_status", "to_status", "reason", "changed_by", "changed_at"]
+    list_select_related = ["run", "changed_by"]

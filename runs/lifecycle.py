@@ -112,6 +112,13 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     ``retry_of``. Each is a CAS on (status, attempt), so of two deliveries only one wins, and the
     attempt number in event ids keeps attempts apart.
     """
+    now = timezone.now()
+    if retry_of is None:
+        # The common case, a first delivery of a queued case: claim straight away (one CAS).
+        changed = CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.QUEUED).update(
+            status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now, started_at=now)
+        if changed == 1:
+            return _claimed(case_run_id)
     row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
     if row is None:
         return None
@@ -123,14 +130,19 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     )
     if not claimable:
         return None
-    now = timezone.now()
     changed = CaseRun.objects.filter(pk=case_run_id, status=row["status"], attempt=row["attempt"]).update(
         status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now,
         started_at=now if row["status"] == CaseStatus.QUEUED else F("started_at"),
     )
     if changed != 1:
         return None
-    return CaseRun.objects.select_related("run__input_set", "run__workspace", "lane", "case").get(pk=case_run_id)
+    return _claimed(case_run_id)
+
+
+def _claimed(case_run_id: int) -> CaseRun:
+    # The pack version's manifest is large and cached by the worker; only its checksum is read.
+    return (CaseRun.objects.select_related("run__input_set", "run__workspace", "run__pack_version", "lane", "case")
+            .defer("run__pack_version__manifest").get(pk=case_run_id))
 
 
 def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:

@@ -26,10 +26,23 @@ EVENT_SOURCE = "worker_scoring"
 # -- evidence -------------------------------------------------------------------------------
 
 
+# Pack versions are immutable: a worker keeps each version's evaluation spec in memory, keyed by
+# checksum too (a primary key can come back after a database is recreated).
+_specs: dict[tuple[int, str], dict[str, JSON]] = {}
+
+
 def evaluation_spec_for(run: Run) -> dict[str, JSON]:
-    manifest = run.pack_version.manifest if isinstance(run.pack_version.manifest, dict) else {}
-    spec = manifest.get("evaluation_spec")
-    return spec if isinstance(spec, dict) else {}
+    version = run.pack_version
+    key = (version.pk, version.manifest_checksum)
+    spec = _specs.get(key)
+    if spec is None:
+        manifest = version.manifest if isinstance(version.manifest, dict) else {}  # loads a deferred manifest once
+        spec = manifest.get("evaluation_spec")
+        spec = spec if isinstance(spec, dict) else {}
+        if len(_specs) > 32:
+            _specs.clear()
+        _specs[key] = spec
+    return spec
 
 
 def _hydrate(payload: JSON) -> JSON:
@@ -82,17 +95,17 @@ def _verification(case_run: CaseRun) -> tuple[dict, dict, dict]:
     return part("captured_files", "files"), part("directory_listings", "listings"), part("code_executions", "code")
 
 
-def evidence_for_case_run(case_run: CaseRun) -> CaseEvidence:
-    events = [
-        {
-            "event_id": e.event_id,
-            "event_type": e.event_type,
-            "sequence_number": e.sequence_number,
-            "occurred_at": e.occurred_at.isoformat() if e.occurred_at else None,
-            "payload": _hydrate(e.payload),
-        }
-        for e in RunEvent.objects.filter(case_run=case_run).exclude(event_type__startswith="scoring.").order_by("sequence_number")
-    ]
+def evidence_for_case_run(case_run: CaseRun, events: list[dict[str, JSON]] | None = None) -> CaseEvidence:
+    """The scoring evidence of a case run; ``events`` (as stored, in order) skips reading them back."""
+    if events is None:
+        rows = (RunEvent.objects.filter(case_run=case_run).exclude(event_type__startswith="scoring.")
+                .order_by("sequence_number").values_list("event_id", "event_type", "sequence_number", "occurred_at", "payload"))
+        events = [
+            {"event_id": event_id, "event_type": event_type, "sequence_number": sequence,
+             "occurred_at": occurred_at.isoformat() if occurred_at else None, "payload": payload}
+            for event_id, event_type, sequence, occurred_at, payload in rows
+        ]
+    events = [{**e, "payload": _hydrate(e["payload"])} for e in events if not e["event_type"].startswith("scoring.")]
     captured, listings, code = _verification(case_run)
     status = case_run.status if case_run.status in ("completed", "failed", "cancelled") else "failed"
     return CaseEvidence(
@@ -117,22 +130,39 @@ def evidence_for_case_run(case_run: CaseRun) -> CaseEvidence:
 # -- events ---------------------------------------------------------------------------------
 
 
-def scoring_event_append(*, lane: RunAgent, event_id: str, event_type: str, payload: dict[str, JSON], case_run: CaseRun | None = None) -> bool:
-    """Append one ``scoring.*`` event once (deterministic id); False when it already existed.
-
-    Goes through the runs event writer, which skips known ids and allocates the lane's next
-    sequence number, so scoring events interleave correctly with the engine's.
-    """
+def _scoring_event(*, event_id: str, event_type: str, payload: dict[str, JSON], case_run: CaseRun | None = None) -> Any:
     from engine.types import Event
-    from runs.services.events import run_events_append
 
     if case_run is not None:
         payload = {**payload, "case_key": case_run.case_key}
-    event = Event(event_id=event_id, event_type=event_type, source=EVENT_SOURCE, occurred_at=timezone.now().isoformat(),
-                  payload=payload, case_key=case_run.case_key if case_run else "")
-    inserted = run_events_append(run_id=lane.run_id, lane_id=lane.pk, case_run_id=case_run.pk if case_run else None,
-                                 attempt=case_run.attempt if case_run else 0, events=[event])
-    return inserted == 1
+    return Event(event_id=event_id, event_type=event_type, source=EVENT_SOURCE, occurred_at=timezone.now().isoformat(),
+                 payload=payload, case_key=case_run.case_key if case_run else "")
+
+
+def scoring_events_append(*, lane: RunAgent, events: list[Any], case_run: CaseRun | None = None) -> int:
+    """Append ``scoring.*`` events once each (deterministic ids), in one batch; returns how many were new.
+
+    Goes through the runs event writer, which skips known ids and allocates the lane's next
+    sequence numbers in one step, so scoring events interleave correctly with the engine's.
+    """
+    from runs.services.events import run_events_append
+
+    return run_events_append(run_id=lane.run_id, lane_id=lane.pk, case_run_id=case_run.pk if case_run else None,
+                             attempt=case_run.attempt if case_run else 0, events=events)
+
+
+def scoring_event_append(*, lane: RunAgent, event_id: str, event_type: str, payload: dict[str, JSON], case_run: CaseRun | None = None) -> bool:
+    """Append one ``scoring.*`` event once (deterministic id); False when it already existed."""
+    event = _scoring_event(event_id=event_id, event_type=event_type, payload=payload, case_run=case_run)
+    return scoring_events_append(lane=lane, events=[event], case_run=case_run) == 1
+
+
+def _safe_emit_all(*, lane: RunAgent, events: list[Any], case_run: CaseRun | None = None) -> None:
+    # Event failures only add a warning (§5.1); they never change a score.
+    try:
+        scoring_events_append(lane=lane, events=events, case_run=case_run)
+    except Exception:
+        logger.exception("Could not write scoring events %s", [e.event_id for e in events])
 
 
 def _safe_emit(**kwargs: Any) -> None:
@@ -203,22 +233,34 @@ def _secret_values(run: Run) -> list[str]:
 # -- services -------------------------------------------------------------------------------
 
 
-def case_run_score(*, case_run_id: int) -> None:
-    """Score one finished case run and persist its CaseScore. Idempotent; never raises."""
-    case_run = CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case").filter(pk=case_run_id).first()
+CASE_RUN_FIELDS = ("run__pack_version__manifest",)
+
+
+def case_run_score(*, case_run_id: int, case_run: CaseRun | None = None, events: list[dict[str, JSON]] | None = None) -> bool:
+    """Score one finished case run and persist its CaseScore. Idempotent; never raises.
+
+    Returns True when the case is scored. ``case_run`` (loaded with ``run__pack_version``,
+    ``run__workspace``, ``lane`` and ``case``) and ``events`` (its engine events as stored, in
+    sequence order) spare the reads when the caller already has them.
+    """
+    if case_run is None:
+        case_run = (CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
+                    .defer(*CASE_RUN_FIELDS).filter(pk=case_run_id).first())
     if case_run is None:
         logger.info("case_run_score: case run %s is gone", case_run_id)
-        return
+        return False
     if not case_run.is_terminal:
         logger.info("case_run_score: case run %s is not finished (%s)", case_run_id, case_run.status)
-        return
+        return False
     lane = case_run.lane
     prefix = f"scoring:{lane.pk}:case:{case_run.pk}"
+    spec: dict[str, JSON] = {}
+    started = None
     try:
         spec = evaluation_spec_for(case_run.run)
-        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:started", event_type="scoring.started",
-                   payload={"evaluation_spec": spec.get("name"), "scope": "case"})
-        evidence = evidence_for_case_run(case_run)
+        started = _scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type="scoring.started",
+                                 payload={"evaluation_spec": spec.get("name"), "scope": "case"})
+        evidence = evidence_for_case_run(case_run, events=events)
         needs_judge = bool(spec.get("llm_judges"))
         result = score_case(
             spec,
@@ -227,34 +269,40 @@ def case_run_score(*, case_run_id: int) -> None:
             secret_values=_secret_values(case_run.run) if needs_judge else (),
         )
         document = result.as_dict()
+        score = CaseScore(case_run=case_run, lane=lane, passed=document["passed"], overall_score=document["overall_score"],
+                          validity=document["validity"], document=document)
         with transaction.atomic():
-            CaseScore.objects.update_or_create(
-                case_run=case_run,
-                defaults={"lane": lane, "passed": document["passed"], "overall_score": document["overall_score"],
-                          "validity": document["validity"], "document": document},
-            )
-            case_run.score_status = ScoreStatus.SCORED
-            case_run.passed = document["passed"]
-            case_run.score = document["overall_score"]
-            case_run.save(update_fields=["score_status", "passed", "score"])
+            # One upsert instead of update_or_create's savepoints, select and insert.
+            CaseScore.objects.bulk_create([score], update_conflicts=True, unique_fields=["case_run"],
+                                          update_fields=["lane", "passed", "overall_score", "validity", "document"])
+            CaseRun.objects.filter(pk=case_run.pk).update(score_status=ScoreStatus.SCORED, passed=document["passed"],
+                                                          score=document["overall_score"])
+        case_run.score_status = ScoreStatus.SCORED
+        case_run.passed = document["passed"]
+        case_run.score = document["overall_score"]
     except Exception as exc:
         logger.exception("Scoring case run %s failed", case_run_id)
         CaseRun.objects.filter(pk=case_run.pk).update(score_status=ScoreStatus.ERRORED)
-        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:failed", event_type="scoring.failed",
-                   payload={"error": f"{type(exc).__name__}: {exc}"[:500]})
-        return
+        failed = _scoring_event(case_run=case_run, event_id=f"{prefix}:failed", event_type="scoring.failed",
+                                payload={"error": f"{type(exc).__name__}: {exc}"[:500]})
+        _safe_emit_all(lane=lane, case_run=case_run, events=[e for e in (started, failed) if e is not None])
+        return False
+    batch = [started]
     for metric in document.get("metric_details") or []:
-        _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:metric:{metric.get('key')}",
-                   event_type="scoring.metric.recorded",
-                   payload={"metric_key": metric.get("key"), "state": metric.get("state"), "value": metric.get("value")})
-    _safe_emit(lane=lane, case_run=case_run, event_id=f"{prefix}:completed", event_type="scoring.completed",
-               payload={"evaluation_spec": spec.get("name"), "status": document["status"], "validity": document["validity"],
-                        "validity_reason": document["validity_reason"], "passed": document["passed"],
-                        "overall_score": document["overall_score"],
-                        "dimension_scores": {k: v.get("score") for k, v in document["dimensions"].items()},
-                        "llm_judge_results": [{"judge_key": j.get("judge_key"), "normalized_score": j.get("normalized_score")}
-                                              for j in document.get("llm_judge_details") or []],
-                        "warnings": document["warnings"]})
+        batch.append(_scoring_event(case_run=case_run, event_id=f"{prefix}:metric:{metric.get('key')}",
+                                    event_type="scoring.metric.recorded",
+                                    payload={"metric_key": metric.get("key"), "state": metric.get("state"), "value": metric.get("value")}))
+    batch.append(_scoring_event(
+        case_run=case_run, event_id=f"{prefix}:completed", event_type="scoring.completed",
+        payload={"evaluation_spec": spec.get("name"), "status": document["status"], "validity": document["validity"],
+                 "validity_reason": document["validity_reason"], "passed": document["passed"],
+                 "overall_score": document["overall_score"],
+                 "dimension_scores": {k: v.get("score") for k, v in document["dimensions"].items()},
+                 "llm_judge_results": [{"judge_key": j.get("judge_key"), "normalized_score": j.get("normalized_score")}
+                                       for j in document.get("llm_judge_details") or []],
+                 "warnings": document["warnings"]}))
+    _safe_emit_all(lane=lane, case_run=case_run, events=batch)
+    return True
 
 
 def lane_score(*, lane_id: int) -> None:

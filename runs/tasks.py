@@ -9,6 +9,7 @@ attempts and only for the retryable classes of spec runtime.md §4.3.
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import connections
 
 from runs import services
 
@@ -20,21 +21,37 @@ except ImportError:  # pragma: no cover - scoring not installed yet
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 
 
+def db_fresh() -> None:
+    """Drop a connection that broke or outlived ``CONN_MAX_AGE`` before a task uses it.
+
+    Workers keep connections across tasks (``CELERY_DB_REUSE_MAX``) instead of reconnecting for
+    every task; this is the per-task check Django does per request. Connections without a max
+    age (SQLite) are left alone: reopening them every task is what reuse avoids.
+    """
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and conn.settings_dict.get("CONN_MAX_AGE"):
+            conn.close_if_unusable_or_obsolete()
+
+
 @shared_task(name="runs.run_start", **IDEMPOTENT)
 def run_start(run_id: int) -> None:
+    db_fresh()
     services.run_start(run_id=run_id)
 
 
 @shared_task(name="runs.case_run_execute", **IDEMPOTENT)
 def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> None:
+    db_fresh()
     services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds)
 
 
 @shared_task(name="runs.case_run_finalize", **IDEMPOTENT)
 def case_run_finalize(case_run_id: int) -> None:
+    db_fresh()
     services.case_run_finalize(case_run_id=case_run_id)
 
 
 @shared_task(name="runs.run_reap", **IDEMPOTENT)
 def run_reap() -> None:
+    db_fresh()
     services.run_reap()

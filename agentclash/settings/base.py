@@ -189,6 +189,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=25 
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fix-up closes every database connection before and after each task unless this
+# is set; reconnecting (a new PostgreSQL backend with cold catalog caches) then dominates short
+# tasks. Connections are reused for this many tasks; runs tasks also drop a connection that is
+# broken or older than CONN_MAX_AGE before they start (runs/tasks.py).
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},

@@ -67,7 +67,11 @@ def lane_lock(lane_id: int) -> None:
 
 
 def _reserve_sequence(lane_id: int, count: int) -> int:
-    """Reserve ``count`` sequence numbers for the lane; returns the first. Locks the lane row."""
+    """Reserve ``count`` sequence numbers for the lane in one statement; returns the first.
+
+    The ``UPDATE`` also locks the lane row until the transaction ends, which serialises the
+    lane's writers (SQLite serialises every write transaction anyway: ``BEGIN IMMEDIATE``).
+    """
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence",
@@ -79,40 +83,54 @@ def _reserve_sequence(lane_id: int, count: int) -> int:
     return int(row[0]) - count
 
 
+def _release_sequence(lane_id: int, count: int) -> None:
+    """Give back the last ``count`` numbers of a reservation (the lane row is still locked by it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence - %s WHERE id = %s", [count, lane_id])
+
+
 @transaction.atomic
 def run_events_append(
-    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None
+    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None,
+    stored: list[dict[str, Any]] | None = None,
 ) -> int:
     """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
 
-    Event ids already present (a redelivered flush) are skipped before numbers are reserved, so
-    a retry neither duplicates an event nor leaves a hole in the sequence. Returns how many
-    were inserted.
+    Numbers are reserved first (one ``UPDATE … RETURNING``, which also locks the lane row), then
+    event ids already present (a redelivered flush) are skipped and their numbers handed back
+    while the lock is still held, so a retry neither duplicates an event nor leaves a hole in the
+    sequence. Returns how many were inserted. ``stored``, when given, receives each inserted
+    event as stored (``event_id``, ``event_type``, ``sequence_number``, ``occurred_at``,
+    ``payload``), so callers need not read back what they just wrote.
     """
     if not events:
         return 0
     unique: dict[str, Event] = {}
     for event in events:
         unique.setdefault(event.event_id, event)
-    lane_lock(lane_id)  # before any read: serialises this lane's flushes, so the dedup check can't race
-    existing = set(RunEvent.objects.filter(event_id__in=list(unique)).values_list("event_id", flat=True))
+    first = _reserve_sequence(lane_id, len(unique))  # locks the lane row: the dedup check below can't race
+    existing = set(RunEvent.objects.filter(event_id__in=list(unique)).order_by().values_list("event_id", flat=True))
     fresh = [e for e in unique.values() if e.event_id not in existing]
+    if len(fresh) < len(unique):
+        _release_sequence(lane_id, len(unique) - len(fresh))
     if not fresh:
         return 0
-    first = _reserve_sequence(lane_id, len(fresh))
     rows = []
     for offset, event in enumerate(fresh):
         payload = dict(event.payload or {})
         payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
         if redactor:
             payload = redactor.json(payload)
-        stored, ref = payload_store(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        inline, ref = payload_store(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
         rows.append(RunEvent(
             run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, event_id=event.event_id,
             sequence_number=first + offset, event_type=event.event_type, source=event.source,
             occurred_at=_occurred_at(event.occurred_at), case_key=event.case_key, attempt=attempt,
-            payload=stored, payload_ref=ref,
+            payload=inline, payload_ref=ref,
         ))  # fmt: skip
+        if stored is not None:
+            stored.append({"event_id": event.event_id, "event_type": event.event_type, "sequence_number": first + offset,
+                           "occurred_at": rows[-1].occurred_at.isoformat(), "payload": payload})
     RunEvent.objects.bulk_create(rows, batch_size=500)
     return len(rows)
 

@@ -96,7 +96,10 @@ def _manifest(run: Run) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str,
 
     # Versions are immutable, but a primary key can come back after a database is recreated
     # (tests, a reset dev database), so the checksum is part of the cache key.
-    checksum = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest_checksum", flat=True).first()
+    if Run.pack_version.is_cached(run):  # the claim loads it (without the manifest)
+        checksum = run.pack_version.manifest_checksum
+    else:
+        checksum = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest_checksum", flat=True).first()
     cache_key = (run.pack_version_id, checksum)
     cached = _manifests.get(cache_key)
     if cached is None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Q
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from runs.lifecycle import InvalidTransition, cases_cancel_open, lane_transition, run_transition
@@ -75,70 +76,101 @@ def run_start(*, run_id: int) -> bool:
     return True
 
 
-@transaction.atomic
 def lane_dispatch_next(*, lane_id: int) -> int:
     """Enqueue queued cases until the lane has ``max_in_flight_cases`` dispatched and unfinished."""
+    return _lane_dispatch(lane_id)[0]
+
+
+@transaction.atomic
+def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
+    """(cases dispatched, whether the lane may have no open case left)."""
     lane_lock(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
-    lane = RunAgent.objects.select_related("run").filter(pk=lane_id).first()
-    if lane is None or lane.run.status != RunStatus.RUNNING or lane.status != LaneStatus.EXECUTING:
-        return 0
-    limit = int(((lane.snapshot or {}).get("runtime_profile") or {}).get("max_in_flight_cases") or 8)
-    counts = CaseRun.objects.filter(lane_id=lane_id).aggregate(
+    lane = (RunAgent.objects.filter(pk=lane_id)
+            .values("status", "run__status", limit=KT("snapshot__runtime_profile__max_in_flight_cases")).first())
+    if lane is None or lane["run__status"] != RunStatus.RUNNING or lane["status"] != LaneStatus.EXECUTING:
+        return 0, True
+    try:
+        limit = int(lane["limit"] or 8)
+    except (TypeError, ValueError):
+        limit = 8
+    counts = CaseRun.objects.filter(lane_id=lane_id, status__in=[CaseStatus.RUNNING, CaseStatus.QUEUED]).aggregate(
         running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
         waiting=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=False)),
+        undispatched=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=True)),
     )
-    free = limit - counts["running"] - counts["waiting"]
-    if free <= 0:
-        return 0
+    in_flight = counts["running"] + counts["waiting"]
+    free = limit - in_flight
+    if free <= 0 or not counts["undispatched"]:
+        return 0, in_flight == 0 and not counts["undispatched"]
     ids = list(CaseRun.objects.filter(lane_id=lane_id, status=CaseStatus.QUEUED, dispatched_at__isnull=True)
                .order_by("position", "pk").values_list("pk", flat=True)[:free])
     if not ids:
-        return 0
+        return 0, in_flight == 0
     CaseRun.objects.filter(pk__in=ids).update(dispatched_at=timezone.now())
     for case_run_id in ids:
         enqueue_on_commit("runs.case_run_execute", case_run_id)
-    return len(ids)
+    return len(ids), False
 
 
 def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str) -> None:
-    """A case reached a terminal state: score it, refill the lane, maybe finish the lane."""
+    """A case reached a terminal state: score it, refill the lane, maybe finish the lane.
+
+    The lane-completion check only runs when the dispatcher saw no open case left in the lane
+    (it counts under the lane lock after this case's finish was committed, so of the lane's
+    last cases at least the one that dispatches last sees them all finished).
+    """
     if status != CaseStatus.CANCELLED and scoring_module() is not None:
         enqueue_on_commit("runs.case_run_finalize", case_run_id)
-    lane_dispatch_next(lane_id=lane_id)
-    lane_advance(lane_id=lane_id)
+    _, maybe_done = _lane_dispatch(lane_id)
+    if maybe_done:
+        lane_advance(lane_id=lane_id)
 
 
 def case_run_finalize(*, case_run_id: int) -> None:
     """Score one finished case (idempotent), then let its lane move on."""
-    row = CaseRun.objects.filter(pk=case_run_id).values("lane_id", "status").first()
-    if row is None:
-        return
     scoring = scoring_module()
+    lane_id = None
     if scoring is not None:
+        case_run = (CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
+                    .defer("run__pack_version__manifest").filter(pk=case_run_id).first())
+        if case_run is None:
+            return
+        lane_id = case_run.lane_id
         try:
-            scoring.case_run_score(case_run_id=case_run_id)
+            scored = scoring.case_run_score(case_run_id=case_run_id, case_run=case_run)
         except Exception:
             logger.exception("scoring case run %s failed", case_run_id)
-        CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
-    lane_advance(lane_id=row["lane_id"])
+            scored = False
+        if not scored:
+            CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
+    else:
+        lane_id = CaseRun.objects.filter(pk=case_run_id).values_list("lane_id", flat=True).first()
+        if lane_id is None:
+            return
+    lane_advance(lane_id=lane_id, scored=True)
 
 
-def lane_advance(*, lane_id: int) -> None:
-    """``executing → evaluating`` once every case is finished; ``→ completed|failed`` once scored."""
+def lane_advance(*, lane_id: int, scored: bool = False) -> None:
+    """``executing → evaluating`` once every case is finished; ``→ completed|failed`` once scored.
+
+    ``scored``: called after a case score came in. A lane still executing is then left alone:
+    the case that finishes the lane's execution does the ``executing → evaluating`` step and
+    counts the scores itself (it either sees this score, or this call sees ``evaluating``).
+    """
     lane = RunAgent.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
     if lane is None or lane["run__status"] not in (RunStatus.RUNNING, RunStatus.SCORING) or lane["status"] in LANE_TERMINAL:
         return
-    counts = CaseRun.objects.filter(lane_id=lane_id).aggregate(
-        open=Count("pk", filter=Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])),
-        completed=Count("pk", filter=Q(status=CaseStatus.COMPLETED)),
-        total=Count("pk"),
-        unscored=Count("pk", filter=Q(score_status=ScoreStatus.PENDING, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED])),
-    )
+    if scored and lane["status"] == LaneStatus.EXECUTING:
+        return
+    counts = _lane_counts(lane_id)
     if counts["open"]:
         return
     if lane["status"] == LaneStatus.EXECUTING:
         lane_transition(lane_id=lane_id, to=LaneStatus.EVALUATING, expected=LaneStatus.EXECUTING,
                         reason=f"{counts['total']} cases finished ({counts['completed']} completed); scoring pending")
+        # Count again after the move: a score that came in meanwhile saw ``executing`` and left
+        # the lane to us (see ``scored`` above).
+        counts = _lane_counts(lane_id)
     elif lane["status"] != LaneStatus.EVALUATING:
         return
     scoring = scoring_module()
@@ -156,6 +188,15 @@ def lane_advance(*, lane_id: int) -> None:
         lane_transition(lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING,
                         reason=f"no case completed (0 of {counts['total']})")
     run_advance(run_id=lane["run_id"])
+
+
+def _lane_counts(lane_id: int) -> dict[str, int]:
+    return CaseRun.objects.filter(lane_id=lane_id).aggregate(
+        open=Count("pk", filter=Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])),
+        completed=Count("pk", filter=Q(status=CaseStatus.COMPLETED)),
+        total=Count("pk"),
+        unscored=Count("pk", filter=Q(score_status=ScoreStatus.PENDING, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED])),
+    )
 
 
 def run_advance(*, run_id: int) -> None:

@@ -35,13 +35,21 @@ def _occurred_at(value: str) -> dt.datetime:
 
 def payload_store(*, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Inline payload, or a ``{"$ref", "bytes", "type"}`` stub and the storage key (spec §4.5)."""
-    raw = json.dumps(payload, separators=(",", ":"), default=str).encode()
+    stored, ref, _ = _payload_split(lane_id=lane_id, event_id=event_id, event_type=event_type, payload=payload)
+    return stored, ref
+
+
+def _payload_split(*, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """:func:`payload_store` plus the JSON text of what is stored inline (encoded once)."""
+    text = json.dumps(payload, separators=(",", ":"), default=str)
+    raw = text.encode()
     if len(raw) <= settings.RUN_EVENT_INLINE_MAX_BYTES:
-        return payload, ""
+        return payload, "", text
     key = f"run-events/{lane_id}/{_UNSAFE.sub('_', event_id)}.json"
     if not default_storage.exists(key):  # a redelivered flush writes the same bytes once
         key = default_storage.save(key, ContentFile(raw))
-    return {"$ref": key, "bytes": len(raw), "type": event_type}, key
+    stub = {"$ref": key, "bytes": len(raw), "type": event_type}
+    return stub, key, json.dumps(stub, separators=(",", ":"))
 
 
 def payload_hydrate(payload: Any) -> Any:
@@ -91,17 +99,14 @@ def _release_sequence(lane_id: int, count: int) -> None:
 
 @transaction.atomic
 def run_events_append(
-    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None,
-    stored: list[dict[str, Any]] | None = None,
+    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None
 ) -> int:
     """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
 
     Numbers are reserved first (one ``UPDATE … RETURNING``, which also locks the lane row), then
     event ids already present (a redelivered flush) are skipped and their numbers handed back
     while the lock is still held, so a retry neither duplicates an event nor leaves a hole in the
-    sequence. Returns how many were inserted. ``stored``, when given, receives each inserted
-    event as stored (``event_id``, ``event_type``, ``sequence_number``, ``occurred_at``,
-    ``payload``), so callers need not read back what they just wrote.
+    sequence. Returns how many were inserted.
     """
     if not events:
         return 0
@@ -115,24 +120,42 @@ def run_events_append(
         _release_sequence(lane_id, len(unique) - len(fresh))
     if not fresh:
         return 0
+    now = timezone.now()
     rows = []
     for offset, event in enumerate(fresh):
         payload = dict(event.payload or {})
         payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
         if redactor:
             payload = redactor.json(payload)
-        inline, ref = payload_store(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
-        rows.append(RunEvent(
-            run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, event_id=event.event_id,
-            sequence_number=first + offset, event_type=event.event_type, source=event.source,
-            occurred_at=_occurred_at(event.occurred_at), case_key=event.case_key, attempt=attempt,
-            payload=inline, payload_ref=ref,
-        ))  # fmt: skip
-        if stored is not None:
-            stored.append({"event_id": event.event_id, "event_type": event.event_type, "sequence_number": first + offset,
-                           "occurred_at": rows[-1].occurred_at.isoformat(), "payload": payload})
-    RunEvent.objects.bulk_create(rows, batch_size=500)
+        inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        rows.append((run_id, lane_id, case_run_id, event.event_id, first + offset, event.event_type, event.source,
+                     _occurred_at(event.occurred_at), event.case_key, attempt, inline, ref, now, text))
+    _insert(rows)
     return len(rows)
+
+
+_COLUMNS = ("run_id", "lane_id", "case_run_id", "event_id", "sequence_number", "event_type", "source", "occurred_at",
+            "case_key", "attempt", "payload", "payload_ref", "created_at")
+
+
+def _insert(rows: list[tuple[Any, ...]]) -> None:
+    """Insert new events (``_COLUMNS`` + the payload's JSON text) without reading anything back.
+
+    On PostgreSQL one ``COPY`` of the already-encoded payloads (several times cheaper than
+    ``bulk_create`` for a case's worth of events, on both sides of the connection); elsewhere
+    ``bulk_create``.
+    """
+    if connection.vendor != "postgresql":
+        RunEvent.objects.bulk_create([RunEvent(**dict(zip(_COLUMNS, row[:-1], strict=True))) for row in rows], batch_size=500)
+        return
+    sql = f"COPY runs_runevent ({', '.join(_COLUMNS)}) FROM STDIN"
+    started = time.monotonic()
+    with connection.cursor() as cursor:  # Django's cursor: the same connection and transaction
+        with cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row((*row[:10], row[13], *row[11:13]))
+    if connection.queries_logged:  # count it like any other statement (query-count tests, debug toolbar)
+        connection.queries_log.append({"sql": f"{sql} -- {len(rows)} rows", "time": f"{time.monotonic() - started:.3f}"})
 
 
 class RunEventSink:

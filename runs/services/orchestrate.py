@@ -12,9 +12,8 @@ import importlib
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
-from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from runs.lifecycle import InvalidTransition, cases_cancel_open, lane_transition, run_transition
@@ -29,7 +28,6 @@ from runs.models import (
     ScoreStatus,
 )
 from runs.queue import enqueue_on_commit
-from runs.services.events import lane_lock
 
 logger = logging.getLogger(__name__)
 
@@ -81,18 +79,43 @@ def lane_dispatch_next(*, lane_id: int) -> int:
     return _lane_dispatch(lane_id)[0]
 
 
+_LIMIT_SQL = {
+    "postgresql": "snapshot -> 'runtime_profile' ->> 'max_in_flight_cases'",
+    "sqlite": "json_extract(snapshot, '$.runtime_profile.max_in_flight_cases')",
+}
+
+
+def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
+    """Lock the lane row (a no-op write, see ``lane_lock``) and return (lane status, run status, in-flight limit)."""
+    limit = _LIMIT_SQL.get(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s RETURNING status, "
+            "(SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)"
+            + (f", {limit}" if limit else ""),
+            [lane_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    if limit is None:  # another database: read the snapshot
+        snapshot = RunAgent.objects.filter(pk=lane_id).values_list("snapshot", flat=True).first() or {}
+        value = (snapshot.get("runtime_profile") or {}).get("max_in_flight_cases")
+    else:
+        value = row[2]
+    try:
+        return row[0], row[1], int(value or 8)
+    except (TypeError, ValueError):
+        return row[0], row[1], 8
+
+
 @transaction.atomic
 def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
     """(cases dispatched, whether the lane may have no open case left)."""
-    lane_lock(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
-    lane = (RunAgent.objects.filter(pk=lane_id)
-            .values("status", "run__status", limit=KT("snapshot__runtime_profile__max_in_flight_cases")).first())
-    if lane is None or lane["run__status"] != RunStatus.RUNNING or lane["status"] != LaneStatus.EXECUTING:
+    state = _lane_lock_state(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
+    if state is None or state[1] != RunStatus.RUNNING or state[0] != LaneStatus.EXECUTING:
         return 0, True
-    try:
-        limit = int(lane["limit"] or 8)
-    except (TypeError, ValueError):
-        limit = 8
+    limit = state[2]
     counts = CaseRun.objects.filter(lane_id=lane_id, status__in=[CaseStatus.RUNNING, CaseStatus.QUEUED]).aggregate(
         running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
         waiting=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=False)),
@@ -102,14 +125,16 @@ def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
     free = limit - in_flight
     if free <= 0 or not counts["undispatched"]:
         return 0, in_flight == 0 and not counts["undispatched"]
-    ids = list(CaseRun.objects.filter(lane_id=lane_id, status=CaseStatus.QUEUED, dispatched_at__isnull=True)
-               .order_by("position", "pk").values_list("pk", flat=True)[:free])
-    if not ids:
-        return 0, in_flight == 0
-    CaseRun.objects.filter(pk__in=ids).update(dispatched_at=timezone.now())
-    for case_run_id in ids:
+    with connection.cursor() as cursor:  # pick and mark in one statement
+        cursor.execute(
+            "UPDATE runs_caserun SET dispatched_at = %s WHERE id IN (SELECT id FROM runs_caserun WHERE lane_id = %s "
+            "AND status = %s AND dispatched_at IS NULL ORDER BY position, id LIMIT %s) RETURNING id, position",
+            [connection.ops.adapt_datetimefield_value(timezone.now()), lane_id, CaseStatus.QUEUED, free],
+        )
+        picked = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))
+    for case_run_id, _ in picked:
         enqueue_on_commit("runs.case_run_execute", case_run_id)
-    return len(ids), False
+    return len(picked), not picked and in_flight == 0
 
 
 def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str) -> None:

@@ -71,7 +71,10 @@ def run_create(request: HttpRequest) -> HttpResponse:
 def _elapsed(run) -> str:  # type: ignore[no-untyped-def]
     start = run.started_at or run.created_at
     end = run.finished_at or timezone.now()
-    seconds = max(0, int((end - start).total_seconds()))
+    exact = max(0.0, (end - start).total_seconds())
+    if exact < 10:  # scripted runs finish in well under a second: "0s" would read as "never ran"
+        return f"{exact:.1f}s"
+    seconds = int(exact)
     return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
@@ -121,10 +124,29 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("runs:detail", request.workspace.slug, run.pk)
 
 
+# Bookkeeping events: shown as one muted line in the replay, expandable to their JSON.
+_MINOR_TITLES = {
+    "system.run.started": "Run started", "model.call.started": "Model call started",
+    "model.output.delta": "Model output (streamed)", "scoring.started": "Scoring started", "scoring.completed": "Scored",
+}
+
+
+def _pretty(text: str) -> str:
+    """Indent a JSON document (tool results usually are one); anything else unchanged."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return text
+
+
 def _step_view(event: RunEvent) -> dict:
     payload = event.payload if isinstance(event.payload, dict) else {}
     kind = event.event_type
-    view = {"event": event, "kind": kind, "title": kind, "text": "", "calls": [], "error": "", "is_error": False,
+    view = {"event": event, "kind": kind, "title": _MINOR_TITLES.get(kind, kind), "text": "", "calls": [], "error": "",
+            "is_error": False, "is_tool": kind.startswith("tool.call"), "minor": kind in _MINOR_TITLES or kind.startswith("system.step") or kind.startswith("grader."),
             "raw": json.dumps(payload, indent=2, sort_keys=True, default=str)}
     if kind == "model.call.completed":
         view.update(title=f"Model call ({payload.get('provider_model_id') or ''})", text=payload.get("output_text") or "",
@@ -132,11 +154,13 @@ def _step_view(event: RunEvent) -> dict:
     elif kind in ("tool.call.completed", "tool.call.failed"):
         result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
         view.update(title=f"Tool {payload.get('tool_name', '')}", is_error=kind.endswith("failed") or bool(result.get("is_error")),
-                    text=json.dumps(payload.get("arguments"), indent=2, default=str), error=str(result.get("content", "")))
+                    text=json.dumps(payload.get("arguments"), indent=2, default=str), error=_pretty(str(result.get("content", ""))))
     elif kind == "system.run.completed":
         view.update(title="Final output", text=str(payload.get("final_output") or ""))
     elif kind == "system.run.failed":
         view.update(title=f"Failed: {payload.get('stop_reason', '')}", error=str(payload.get("error") or ""), is_error=True)
+    elif kind.startswith("grader."):
+        view.update(title=kind.rsplit(".", 1)[-1].replace("_", " ").capitalize() + " (for grading)")
     elif kind.startswith("system.step"):
         view.update(title=f"Step {payload.get('step_index', '')} {'started' if kind.endswith('started') else 'completed'}")
     return view

@@ -34,7 +34,8 @@ class ComparisonForm(forms.Form):
             self.fields[f"{side}_lane"].label_from_instance = lambda lane: f"{lane.label} (lane {lane.lane_index + 1})"
 
     def run_choices(self) -> list[Run]:
-        return list(self.fields["baseline_run"].queryset[:PICKER_LIMIT])
+        """The picker's runs, newest first, each with its lanes (the picker names the agents of each run)."""
+        return list(self.fields["baseline_run"].queryset.prefetch_related("lanes")[:PICKER_LIMIT])
 
 
 class GateForm(forms.Form):

@@ -204,7 +204,8 @@ def comparison_gate(request: HttpRequest, pk: int) -> HttpResponse:
         except ValidationError as exc:
             form.add_error("policy", exc.message_dict.get("policy") or exc.messages)
         else:
-            messages.success(request, f"Release gate: {gate.verdict.replace('_', ' ')} — {gate.summary}")
+            level = {"pass": messages.SUCCESS, "warn": messages.WARNING, "fail": messages.ERROR}.get(gate.verdict, messages.INFO)
+            messages.add_message(request, level, f"Release gate: {gate.verdict.replace('_', ' ')} — {gate.summary}")
             return redirect("scoring:comparison_detail", workspace_slug=request.workspace.slug, pk=comparison.pk)
     return render(request, "runs/comparison_detail.html", _detail_context(request, comparison, form), status=400)
 

@@ -142,7 +142,7 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
 def _claimed(case_run_id: int) -> CaseRun:
     # The pack version's manifest is large and cached by the worker; only its checksum is read.
     return (CaseRun.objects.select_related("run__input_set", "run__workspace", "run__pack_version", "lane", "case")
-            .defer("run__pack_version__manifest", "case__payload").get(pk=case_run_id))
+            .defer("run__pack_version__manifest").get(pk=case_run_id))
 
 
 def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:

@@ -42,7 +42,9 @@ def run_start(run_id: int) -> None:
 @shared_task(name="runs.case_run_execute", **IDEMPOTENT)
 def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> None:
     db_fresh()
-    services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds)
+    # Scored here, not in a second task: one broker round trip and one read of the case less.
+    # ``runs.case_run_finalize`` stays for the non-inline path and the reaper.
+    services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
 
 
 @shared_task(name="runs.case_run_finalize", **IDEMPOTENT)

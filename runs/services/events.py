@@ -99,14 +99,17 @@ def _release_sequence(lane_id: int, count: int) -> None:
 
 @transaction.atomic
 def run_events_append(
-    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None
+    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None,
+    stored: list[dict[str, Any]] | None = None,
 ) -> int:
     """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
 
     Numbers are reserved first (one ``UPDATE … RETURNING``, which also locks the lane row), then
     event ids already present (a redelivered flush) are skipped and their numbers handed back
     while the lock is still held, so a retry neither duplicates an event nor leaves a hole in the
-    sequence. Returns how many were inserted.
+    sequence. Returns how many were inserted. ``stored``, when given, receives each inserted event
+    as it reads back (``event_id``, ``event_type``, ``sequence_number``, ``occurred_at``,
+    ``payload``), so a caller can score the case without reading back what was just written.
     """
     if not events:
         return 0
@@ -128,9 +131,13 @@ def run_events_append(
         if redactor:
             payload = redactor.json(payload)
         inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        occurred_at = _occurred_at(event.occurred_at)
         rows.append((run_id, lane_id, case_run_id, event.event_id, first + offset, event.event_type, event.source,
-                     _occurred_at(event.occurred_at), event.case_key, attempt, inline, ref, now, text))
+                     occurred_at, event.case_key, attempt, inline, ref, now, text))
     _insert(rows)
+    if stored is not None:  # exactly what a read would return (JSON round trip, stub for a stored file)
+        stored.extend({"event_id": row[3], "event_type": row[5], "sequence_number": row[4], "occurred_at": row[7].isoformat(),
+                       "payload": json.loads(row[13])} for row in rows)
     return len(rows)
 
 
@@ -177,6 +184,7 @@ class RunEventSink:
         interval: float = 0.5,
         max_buffer: int = 200,
         clock: Callable[[], float] = time.monotonic,
+        keep: bool = False,
     ) -> None:
         self.run_id, self.lane_id, self.case_run_id, self.attempt = run_id, lane_id, case_run_id, attempt
         self.redactor = redactor
@@ -186,6 +194,7 @@ class RunEventSink:
         self.buffer: list[Event] = []
         self.last_flush = clock()
         self.count = 0
+        self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
 
     def __call__(self, event: Event) -> None:
         self.buffer.append(event)
@@ -199,4 +208,4 @@ class RunEventSink:
             return
         batch, self.buffer = self.buffer, []
         run_events_append(run_id=self.run_id, lane_id=self.lane_id, case_run_id=self.case_run_id,
-                          attempt=self.attempt, events=batch, redactor=self.redactor)
+                          attempt=self.attempt, events=batch, redactor=self.redactor, stored=self.stored)

@@ -225,8 +225,14 @@ def _is_retryable(outcome: CaseOutcome) -> bool:
     return outcome.stop_reason == "provider_error" and bool((outcome.provider_failure or {}).get("retryable"))
 
 
-def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> str:
-    """Claim and run one case. Returns what happened (for logs and tests); never raises for case problems."""
+def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None,
+                     score_inline: bool = False) -> str:
+    """Claim and run one case. Returns what happened (for logs and tests); never raises for case problems.
+
+    ``score_inline``: score the finished case here, from the events just written, instead of
+    enqueueing ``runs.case_run_finalize`` (the worker task does; it saves a task round trip and
+    reading the case back). A case left unscored by a dying worker is re-finalized by the reaper.
+    """
     stale_before = timezone.now() - dt.timedelta(seconds=stale_seconds) if stale_seconds else None
     case_run = case_claim(case_run_id=case_run_id, stale_before=stale_before, retry_of=retry_of)
     if case_run is None:
@@ -246,7 +252,8 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
         secrets_error = None
     redactor = Redactor(secrets.values())
     sink = RunEventSink(run_id=case_run.run_id, lane_id=case_run.lane_id, case_run_id=case_run.pk, attempt=attempt,
-                        redactor=redactor, interval=_setting("RUNS_EVENT_FLUSH_SECONDS", 0.5))
+                        redactor=redactor, interval=_setting("RUNS_EVENT_FLUSH_SECONDS", 0.5),
+                        keep=score_inline and attempt == 1)  # later attempts: the evidence spans every attempt
     emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source="agent_harness_worker",
                            case_key=case_run.case_key)
     cancel = CancelCheck(case_run.pk, attempt)
@@ -268,10 +275,11 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
     finally:
         heartbeat.stop()
     sink.flush()
-    return _record(case_run, attempt, outcome, verification, redactor)
+    return _record(case_run, attempt, outcome, verification, redactor, score_inline=score_inline, events=sink.stored)
 
 
-def _record(case_run: CaseRun, attempt: int, outcome: CaseOutcome, verification: dict[str, Any], redactor: Redactor) -> str:
+def _record(case_run: CaseRun, attempt: int, outcome: CaseOutcome, verification: dict[str, Any], redactor: Redactor,
+            *, score_inline: bool = False, events: list[dict[str, Any]] | None = None) -> str:
     from runs.services.orchestrate import case_after_finish
 
     if _is_retryable(outcome) and attempt < MAX_ATTEMPTS and outcome.status == "failed":
@@ -293,5 +301,10 @@ def _record(case_run: CaseRun, attempt: int, outcome: CaseOutcome, verification:
     if not case_finish(case_run_id=case_run.pk, attempt=attempt, status=status, fields=fields):
         logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, attempt)
         return "superseded"
-    case_after_finish(case_run_id=case_run.pk, lane_id=case_run.lane_id, run_id=case_run.run_id, status=status)
+    if score_inline:
+        for name, value in fields.items():  # the row as it now is, for scoring
+            setattr(case_run, name, value)
+        case_run.status = status
+    case_after_finish(case_run_id=case_run.pk, lane_id=case_run.lane_id, run_id=case_run.run_id, status=status,
+                      scored_here=case_run if score_inline else None, events=events)
     return str(status)

@@ -137,37 +137,48 @@ def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
     return len(picked), not picked and in_flight == 0
 
 
-def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str) -> None:
-    """A case reached a terminal state: score it, refill the lane, maybe finish the lane.
+def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str, scored_here: CaseRun | None = None,
+                      events: list[dict[str, Any]] | None = None) -> None:
+    """A case reached a terminal state: refill the lane, score the case, maybe finish the lane.
 
-    The lane-completion check only runs when the dispatcher saw no open case left in the lane
-    (it counts under the lane lock after this case's finish was committed, so of the lane's
-    last cases at least the one that dispatches last sees them all finished).
+    ``scored_here`` (the finished case, loaded as the claim loads it) scores the case in this
+    process, with ``events`` (its events as stored, or None to read them) as evidence; otherwise
+    ``runs.case_run_finalize`` is enqueued. The lane-completion check runs only when the
+    dispatcher saw no open case left in the lane (it counts under the lane lock after this case's
+    finish was committed, so of the lane's last cases at least the one that dispatches last sees
+    them all finished); after a score, a lane still executing is left to that case.
     """
-    if status != CaseStatus.CANCELLED and scoring_module() is not None:
+    scoring = scoring_module() if status != CaseStatus.CANCELLED else None
+    if scoring is not None and scored_here is None:
         enqueue_on_commit("runs.case_run_finalize", case_run_id)
-    _, maybe_done = _lane_dispatch(lane_id)
-    if maybe_done:
+    _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
+    if scoring is not None and scored_here is not None:
+        _score(scoring, case_run_id, case_run=scored_here, events=events)
+        lane_advance(lane_id=lane_id, scored=not maybe_done)
+    elif maybe_done:
         lane_advance(lane_id=lane_id)
+
+
+def _score(scoring: Any, case_run_id: int, **kwargs: Any) -> None:
+    try:
+        scored = scoring.case_run_score(case_run_id=case_run_id, **kwargs)
+    except Exception:
+        logger.exception("scoring case run %s failed", case_run_id)
+        scored = False
+    if not scored:
+        CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
 
 
 def case_run_finalize(*, case_run_id: int) -> None:
     """Score one finished case (idempotent), then let its lane move on."""
     scoring = scoring_module()
-    lane_id = None
     if scoring is not None:
         case_run = (CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
                     .defer("run__pack_version__manifest").filter(pk=case_run_id).first())
         if case_run is None:
             return
         lane_id = case_run.lane_id
-        try:
-            scored = scoring.case_run_score(case_run_id=case_run_id, case_run=case_run)
-        except Exception:
-            logger.exception("scoring case run %s failed", case_run_id)
-            scored = False
-        if not scored:
-            CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
+        _score(scoring, case_run_id, case_run=case_run)
     else:
         lane_id = CaseRun.objects.filter(pk=case_run_id).values_list("lane_id", flat=True).first()
         if lane_id is None:
@@ -267,7 +278,7 @@ def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORP
              stale_after: dt.timedelta = STALE_AFTER, lost_after: dt.timedelta = LOST_DISPATCH_AFTER) -> dict[str, int]:
     """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
     now = now or timezone.now()
-    report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "advanced": 0}
+    report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "rescored": 0, "advanced": 0}
     orphans = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.PROVISIONING], created_at__lt=now - orphan_after)
     for run_id, status in orphans.values_list("pk", "status")[:500]:
         if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status,
@@ -285,6 +296,12 @@ def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORP
         CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)
         enqueue_on_commit_now("runs.case_run_execute", case_run_id)
         report["redispatched"] += 1
+    if scoring_module() is not None:  # finished but never scored (its worker died between finishing and scoring it)
+        unscored = CaseRun.objects.filter(run__in=running, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED],
+                                          score_status=ScoreStatus.PENDING, finished_at__lt=now - stale_after)
+        for case_run_id in unscored.values_list("pk", flat=True)[:500]:
+            enqueue_on_commit_now("runs.case_run_finalize", case_run_id)
+            report["rescored"] += 1
     for lane_id in RunAgent.objects.filter(run__status=RunStatus.RUNNING, status__in=[LaneStatus.EXECUTING, LaneStatus.EVALUATING]).values_list("pk", flat=True):
         lane_dispatch_next(lane_id=lane_id)
         lane_advance(lane_id=lane_id)

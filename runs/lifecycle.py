@@ -140,9 +140,12 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
 
 
 def _claimed(case_run_id: int) -> CaseRun:
-    # The pack version's manifest is large and cached by the worker; only its checksum is read.
-    return (CaseRun.objects.select_related("run__input_set", "run__workspace", "run__pack_version", "lane", "case")
-            .defer("run__pack_version__manifest").get(pk=case_run_id))
+    # What the worker needs, in one query with as few models as possible (building them costs
+    # more than the query): the pack version's manifest is cached by the worker, keyed by its
+    # checksum, and of the input set only the key is needed.
+    return (CaseRun.objects.select_related("run", "lane", "case")
+            .annotate(pack_checksum=F("run__pack_version__manifest_checksum"), input_set_key=F("run__input_set__key"))
+            .get(pk=case_run_id))
 
 
 def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:

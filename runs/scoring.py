@@ -31,12 +31,17 @@ EVENT_SOURCE = "worker_scoring"
 _specs: dict[tuple[int, str], dict[str, JSON]] = {}
 
 
-def evaluation_spec_for(run: Run) -> dict[str, JSON]:
-    version = run.pack_version
-    key = (version.pk, version.manifest_checksum)
+def evaluation_spec_for(run: Run, checksum: str | None = None) -> dict[str, JSON]:
+    """The version's evaluation spec; ``checksum`` (its manifest checksum) spares loading the version."""
+    from packs.models import PackVersion
+
+    if checksum is None:
+        checksum = run.pack_version.manifest_checksum
+    key = (run.pack_version_id, checksum)
     spec = _specs.get(key)
     if spec is None:
-        manifest = version.manifest if isinstance(version.manifest, dict) else {}  # loads a deferred manifest once
+        manifest = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest", flat=True).first()
+        manifest = manifest if isinstance(manifest, dict) else {}
         spec = manifest.get("evaluation_spec")
         spec = spec if isinstance(spec, dict) else {}
         if len(_specs) > 32:
@@ -257,7 +262,7 @@ def case_run_score(*, case_run_id: int, case_run: CaseRun | None = None, events:
     spec: dict[str, JSON] = {}
     started = None
     try:
-        spec = evaluation_spec_for(case_run.run)
+        spec = evaluation_spec_for(case_run.run, getattr(case_run, "pack_checksum", None))
         started = _scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type="scoring.started",
                                  payload={"evaluation_spec": spec.get("name"), "scope": "case"})
         evidence = evidence_for_case_run(case_run, events=events)

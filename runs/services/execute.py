@@ -91,12 +91,14 @@ def credential_resolve(reference: str, secrets: dict[str, str]) -> tuple[str | N
     return None, "unsupported credential reference: use workspace-secret://KEY"
 
 
-def _manifest(run: Run) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]:
+def _manifest(run: Run, checksum: str | None = None) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]:
     from packs.models import PackVersion
 
     # Versions are immutable, but a primary key can come back after a database is recreated
     # (tests, a reset dev database), so the checksum is part of the cache key.
-    if Run.pack_version.is_cached(run):  # the claim loads it (without the manifest)
+    if checksum is not None:  # the claim reads it
+        pass
+    elif Run.pack_version.is_cached(run):
         checksum = run.pack_version.manifest_checksum
     else:
         checksum = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest_checksum", flat=True).first()
@@ -117,8 +119,11 @@ def _manifest(run: Run) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str,
 
 def _load_secrets(case_run: CaseRun) -> dict[str, str]:
     from secrets_app.services import secrets_resolve_for_run
+    from workspaces.models import Workspace
 
-    return secrets_resolve_for_run(workspace=case_run.run.workspace)
+    run = case_run.run
+    # Only the workspace's id is needed; the claim does not load the workspace row.
+    return secrets_resolve_for_run(workspace=run.workspace if Run.workspace.is_cached(run) else Workspace(pk=run.workspace_id))
 
 
 def _failed(stop_reason: str, error: str, *, retryable: bool = False, code: str | None = None, provider_key: str = "") -> CaseOutcome:
@@ -139,8 +144,9 @@ def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secr
     deployment = snapshot.get("deployment") or {}
     account = snapshot.get("provider_account") or {}
     profile = snapshot.get("runtime_profile") or {}
-    manifest, index = _manifest(run)
-    case = engine_case(manifest, run.input_set.key, case_run.case, found=index.get((run.input_set.key, case_run.case_key)))
+    manifest, index = _manifest(run, getattr(case_run, "pack_checksum", None))
+    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
+    case = engine_case(manifest, input_set_key, case_run.case, found=index.get((input_set_key, case_run.case_key)))
     challenge = challenge_for(manifest, case.get("challenge_key") or case_run.case.challenge_key)
     deployment_config = dict(deployment.get("deployment_config") or {})
     api_key, credential_error = credential_resolve(account.get("credential_reference") or "", secrets)

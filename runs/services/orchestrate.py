@@ -86,15 +86,19 @@ _LIMIT_SQL = {
 
 
 def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
-    """Lock the lane row (a no-op write, see ``lane_lock``) and return (lane status, run status, in-flight limit)."""
+    """Lock the lane row and return (lane status, run status, in-flight limit).
+
+    PostgreSQL: ``SELECT … FOR UPDATE`` (a no-op write would leave a dead row version behind on
+    the lane's hot row for every case). Elsewhere a no-op write, see ``lane_lock``.
+    """
     limit = _LIMIT_SQL.get(connection.vendor)
+    columns = "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+    if connection.vendor == "postgresql":
+        sql = f"SELECT {columns} FROM runs_runagent WHERE id = %s FOR UPDATE OF runs_runagent"
+    else:
+        sql = f"UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s RETURNING {columns}"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s RETURNING status, "
-            "(SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)"
-            + (f", {limit}" if limit else ""),
-            [lane_id],
-        )
+        cursor.execute(sql, [lane_id])
         row = cursor.fetchone()
     if row is None:
         return None

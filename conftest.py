@@ -100,3 +100,16 @@ def chromium_path() -> str:
     path = shutil.which("chromium") or "/usr/bin/chromium"
     require_or_skip(os.path.exists(path), "Debian chromium (apt-get install chromium)")
     return path
+
+
+def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
+    """Remove the WAL side files Django leaves behind when it drops a file-based SQLite test DB."""
+    from django.conf import settings
+
+    name = (settings.DATABASES["default"].get("TEST") or {}).get("NAME")
+    if name and settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        for suffix in ("-shm", "-wal"):
+            try:
+                os.remove(f"{name}{suffix}")
+            except FileNotFoundError:
+                pass

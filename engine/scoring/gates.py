@@ -226,6 +226,23 @@ def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy
     return base
 
 
+_CONDITION_TEXT = {
+    "candidate_failed_baseline_succeeded": "the candidate failed where the baseline succeeded",
+    "both_failed_differently": "both sides failed, for different reasons",
+}
+
+
+def _describe(condition: str, dims: dict[str, JSON]) -> str:
+    """A sentence a reviewer can read, e.g. "correctness dropped by 0.667 (fails at 0.05)"."""
+    for prefix, limit, verb in (("threshold_fail_", "fail_delta", "fails"), ("threshold_warn_", "warn_delta", "warns")):
+        if condition.startswith(prefix):
+            key = condition.removeprefix(prefix)
+            dim = dims.get(key) or {}
+            if isinstance(dim.get("worsening"), (int, float)):
+                return f"{key} dropped by {dim['worsening']:.3f} ({verb} at {dim.get(limit)})"
+    return _CONDITION_TEXT.get(condition, condition)
+
+
 def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = None) -> dict[str, JSON]:
     """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy."""
     policy = normalize_policy(policy)
@@ -290,10 +307,10 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
     # 7. verdict
     if fails:
         code = sorted(fails)[0]
-        base = _result("fail", code, f"release gate failed: {', '.join(sorted(fails))}", policy, comparison, dims, triggered)
+        base = _result("fail", code, "release gate failed: " + "; ".join(_describe(c, dims) for c in sorted(fails)), policy, comparison, dims, triggered)
     elif warns:
         code = sorted(warns)[0]
-        base = _result("warn", code, f"release gate warns: {', '.join(sorted(warns))}", policy, comparison, dims, triggered)
+        base = _result("warn", code, "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns)), policy, comparison, dims, triggered)
     else:
         base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison, dims, triggered)
     return _merge_regression(base, comparison, policy)

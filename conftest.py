@@ -113,3 +113,18 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
                 os.remove(f"{name}{suffix}")
             except FileNotFoundError:
                 pass
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+    """After the session, end sessions the live server's request threads left open on PostgreSQL,
+    so the test database can be dropped (otherwise: "database is being accessed by other users")."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )

@@ -241,7 +241,8 @@ def _secret_values(run: Run) -> list[str]:
 CASE_RUN_FIELDS = ("run__pack_version__manifest",)
 
 
-def case_run_score(*, case_run_id: int, case_run: CaseRun | None = None, events: list[dict[str, JSON]] | None = None) -> bool:
+def case_run_score(*, case_run_id: int, case_run: CaseRun | None = None, events: list[dict[str, JSON]] | None = None,
+                   judge_results: dict[str, dict[str, JSON]] | None = None) -> bool:
     """Score one finished case run and persist its CaseScore. Idempotent; never raises.
 
     Returns True when the case is scored. ``case_run`` (loaded with ``run__pack_version``,
@@ -272,6 +273,7 @@ def case_run_score(*, case_run_id: int, case_run: CaseRun | None = None, events:
             evidence,
             judge=judge_for_lane(lane) if needs_judge else None,
             secret_values=_secret_values(case_run.run) if needs_judge else (),
+            judge_results=judge_results,
         )
         document = result.as_dict()
         score = CaseScore(case_run=case_run, lane=lane, passed=document["passed"], overall_score=document["overall_score"],
@@ -342,6 +344,44 @@ def lane_score(*, lane_id: int) -> None:
                         "warnings": document.get("warnings") or []})
 
 
+def _score_nwise_judges(run: Run, lanes: list[RunAgent]) -> set[int]:
+    """Run the spec's ``n_wise`` judges across lanes, case by case, and re-score those cases.
+
+    A case scorer sees one lane, so n_wise judges (which rank the lanes' answers to the same
+    case against each other) can only run once every lane is done. The other judges' stored
+    results are reused, so re-scoring makes no second call for them. Returns the lane ids whose
+    case scores changed.
+    """
+    from engine.scoring.judges import run_nwise_judge
+
+    spec = evaluation_spec_for(run)
+    keys = [str(d.get("key")) for d in spec.get("llm_judges") or [] if isinstance(d, dict) and d.get("mode") == "n_wise"]
+    if not keys or len(lanes) < 2:
+        return set()
+    by_case: dict[str, list[CaseRun]] = {}
+    case_runs = (CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case", "case_score")
+                 .filter(run=run).order_by("lane__lane_index"))
+    for case_run in case_runs:
+        by_case.setdefault(case_run.case_key, []).append(case_run)
+    secret_values = _secret_values(run)
+    judge = judge_for_lane(lanes[0])
+    rescored: set[int] = set()
+    for case_key, group in by_case.items():
+        if len(group) < 2:
+            continue
+        candidates = [(str(cr.lane_id), evidence_for_case_run(cr)) for cr in group]
+        ranked = {key: run_nwise_judge(spec, key, candidates, judge, run_id=f"{run.pk}:{case_key}", secret_values=secret_values)
+                  for key in keys}
+        for case_run in group:
+            stored = getattr(case_run, "case_score", None)
+            previous = {str(j.get("judge_key")): j for j in ((stored.document if stored else {}) or {}).get("llm_judge_details") or []
+                        if isinstance(j, dict) and str(j.get("judge_key")) not in keys}
+            results = {**previous, **{key: ranked[key][str(case_run.lane_id)] for key in keys if str(case_run.lane_id) in ranked[key]}}
+            if case_run_score(case_run_id=case_run.pk, case_run=case_run, judge_results=results):
+                rescored.add(case_run.lane_id)
+    return rescored
+
+
 def run_score(*, run_id: int) -> None:
     """Rank the run's lanes into its RunScorecard and settle ``Run.score_status``. Never raises."""
     run = Run.objects.filter(pk=run_id).first()
@@ -350,8 +390,9 @@ def run_score(*, run_id: int) -> None:
         return
     try:
         lanes = list(RunAgent.objects.filter(run=run).order_by("lane_index"))
+        rescored = _score_nwise_judges(run, lanes)
         for lane in lanes:
-            if not LaneScorecard.objects.filter(lane=lane).exists():
+            if lane.pk in rescored or not LaneScorecard.objects.filter(lane=lane).exists():
                 lane_score(lane_id=lane.pk)
         cards = {str(c.lane_id): c.document for c in LaneScorecard.objects.filter(lane__run=run)}
         missing = [lane.label for lane in lanes if str(lane.pk) not in cards]

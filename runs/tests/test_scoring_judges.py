@@ -9,6 +9,7 @@ from runs.models import CaseRun
 from runs.services import run_create
 from runs.tests.factories import make_deployment, publish
 from secrets_app.services import secret_set
+from workspaces.models import AgentDeployment
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +125,57 @@ def test_judges_score_through_the_workspace_deployments_with_consensus(workspace
     assert all("tok-SECRET-123" not in p for p in prompts)
     assert any("[redacted]" in p for p in prompts)
 
+
+
+NWISE_PACK = JUDGED_PACK.replace("slug: judged", "slug: ranked").replace(
+    """      - key: helpfulness
+        mode: rubric""",
+    """      - key: head_to_head
+        mode: n_wise
+        model: gpt-judge-a
+        samples: 1
+        prompt: Which answer names the capital of France most clearly?
+        context_from: [final_output]
+      - key: helpfulness
+        mode: rubric""",
+).replace(
+    """        - key: quality
+          source: llm_judge
+          judge_key: helpfulness""",
+    """        - key: quality
+          source: llm_judge
+          judge_key: helpfulness
+        - key: ranking
+          source: llm_judge
+          judge_key: head_to_head""",
+)
+
+
+def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, admin, judged, tasks):
+    import json
+
+    version = publish(workspace, admin, NWISE_PACK)
+    _, good = judged
+    vague = make_deployment(workspace, name="vague", script=[{"text": "Somewhere in Europe."}])
+    vague.runtime_profile.execution_target = "prompt_eval"
+    vague.runtime_profile.save(update_fields=["execution_target"])
+    run = run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[good.pk, vague.pk], name="ranked")
+    good_lane, vague_lane = run.lanes.order_by("lane_index")
+    # The judge model is a scripted deployment; its one reply ranks the good lane first.
+    judge = AgentDeployment.objects.get(workspace=workspace, model="gpt-judge-a")
+    judge.deployment_config = {"judge_responses": json.dumps(
+        {"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})}
+    judge.save(update_fields=["deployment_config"])
+    tasks.drain()
+
+    run.refresh_from_db()
+    assert run.score_status == "scored"
+    details = {
+        cr.lane_id: {j["judge_key"]: j for j in cr.case_score.document["llm_judge_details"]}
+        for cr in CaseRun.objects.filter(run=run).select_related("case_score")
+    }
+    assert details[good_lane.pk]["head_to_head"]["normalized_score"] == 1.0
+    assert details[vague_lane.pk]["head_to_head"]["normalized_score"] == 0.0
+    # the per-case judges kept their first results (no second call needed)
+    assert details[good_lane.pk]["helpfulness"]["normalized_score"] == pytest.approx(0.75)
+    assert run.scorecard.winner_lane_id == good_lane.pk

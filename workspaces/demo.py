@@ -21,7 +21,7 @@ DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
 DEMO_WORKSPACE_SLUG = "demo"
 
-# Each app adds its seeder here as it is built (packs, deployments, …).
+# Each app's seeder, in order: deployments before the packs that their scripts target.
 DEMO_SEEDERS: list[str] = [
     "workspaces.infrastructure.demo.seed",
     "packs.demo_seed.seed",
@@ -47,9 +47,5 @@ def demo_seed() -> DemoResult:
     WorkspaceMembership.objects.update_or_create(workspace=workspace, user=user, defaults={"role": Role.ADMIN})
     notes: list[str] = []
     for path in DEMO_SEEDERS:
-        try:
-            seeder = import_string(path)
-        except ImportError:
-            continue  # that part of the product is not built yet
-        notes.extend(seeder(workspace=workspace, user=user) or [])
+        notes.extend(import_string(path)(workspace=workspace, user=user) or [])
     return DemoResult(username=DEMO_USERNAME, password=DEMO_PASSWORD, workspace=workspace, notes=notes)

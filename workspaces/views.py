@@ -9,13 +9,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
-from workspaces.access import workspace_view
+from workspaces.access import object_get_for_workspace, workspace_view
 from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
 from workspaces.models import ApiToken, Role, WorkspaceMembership
 
@@ -84,10 +84,7 @@ def member_add(request: HttpRequest) -> HttpResponse:
 
 
 def _membership(request: HttpRequest, pk: int) -> WorkspaceMembership:
-    try:
-        return WorkspaceMembership.objects.select_related("user", "workspace").get(workspace=request.workspace, pk=pk)
-    except WorkspaceMembership.DoesNotExist:
-        raise Http404("Member not found") from None
+    return object_get_for_workspace(WorkspaceMembership.objects.select_related("user", "workspace"), workspace=request.workspace, pk=pk)
 
 
 @workspace_view(role=Role.ADMIN)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from agentclash.api import ApiError
 from workspaces import selectors, services
+from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role, WorkspaceMembership
 
@@ -111,10 +111,7 @@ class MemberDetailApi(WorkspaceApiView):
         role = serializers.ChoiceField(choices=Role.choices)
 
     def _get(self, pk: int) -> WorkspaceMembership:
-        try:
-            return WorkspaceMembership.objects.select_related("user").get(workspace=self.workspace, pk=pk)
-        except WorkspaceMembership.DoesNotExist:
-            raise Http404 from None
+        return object_get_for_workspace(WorkspaceMembership.objects.select_related("user"), workspace=self.workspace, pk=pk)
 
     @extend_schema(responses=MemberOutputSerializer, summary="One member (admin)")
     def get(self, request: Request, workspace_slug: str, pk: int) -> Response:

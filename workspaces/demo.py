@@ -7,15 +7,12 @@ workspace and admin user and returning a list of notes), so this module never im
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.module_loading import import_string
 
 from workspaces.models import Role, Workspace, WorkspaceMembership
-
-logger = logging.getLogger(__name__)
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"

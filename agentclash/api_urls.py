@@ -6,10 +6,11 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("workspaces.api.urls")),
-    path("", include("workspaces.infrastructure.api.global_urls")),
-    path("workspaces/<slug:workspace_slug>/", include("workspaces.infrastructure.api.urls")),
+    path("", include("infrastructure.api.global_urls")),
+    path("workspaces/<slug:workspace_slug>/", include("infrastructure.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("secrets_app.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("runs.api.urls")),
-    path("workspaces/<slug:workspace_slug>/", include("runs.api.scoring_urls")),
+    path("workspaces/<slug:workspace_slug>/", include("runs.scoring.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("runs.comparisons.api.urls")),
 ]

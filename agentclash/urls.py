@@ -19,9 +19,10 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("agentclash.api_urls")),
     path("", include("workspaces.urls")),
-    path("w/<slug:workspace_slug>/", include("workspaces.infrastructure.urls")),
+    path("w/<slug:workspace_slug>/", include("infrastructure.urls")),
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),
     path("w/<slug:workspace_slug>/packs/", include("packs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.urls")),
-    path("w/<slug:workspace_slug>/", include("runs.scoring_urls")),
+    path("w/<slug:workspace_slug>/", include("runs.scoring.urls")),
+    path("w/<slug:workspace_slug>/", include("runs.comparisons.urls")),
 ]

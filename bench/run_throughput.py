@@ -97,9 +97,19 @@ def engine_only(version, cases: int) -> float:  # type: ignore[no-untyped-def]
             sandbox.stage_files(staged_files(manifest=manifest, challenge=challenge, case=case, run_context={}))
             toolset = build_toolset(manifest, sandbox=sandbox, secrets={}, deployment_config=config, event_sink=lambda e: None)
             provider = create_provider("scripted", api_key=None, base_url=None, deployment_config=config, case_key=row.case_key)
-            request = CaseRequest(execution_mode="native", run_id="bench", lane_id="bench", case_key=row.case_key,
-                                  event_id_prefix="bench", model="scripted", manifest=manifest, challenge=challenge, case=case,
-                                  deployment_config=config, runtime_profile={"max_iterations": 10})
+            request = CaseRequest(
+                execution_mode="native",
+                run_id="bench",
+                lane_id="bench",
+                case_key=row.case_key,
+                event_id_prefix="bench",
+                model="scripted",
+                manifest=manifest,
+                challenge=challenge,
+                case=case,
+                deployment_config=config,
+                runtime_profile={"max_iterations": 10},
+            )
             outcome = run_case(request, provider=provider, toolset=toolset, event_sink=lambda e: None, cancel_check=lambda: False)
             assert outcome.status == "completed", outcome.error
         finally:
@@ -125,10 +135,14 @@ def main() -> None:
     tag = uuid.uuid4().hex[:8]
     workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
     version = publish(workspace, None, native_pack_yaml(cases=args.cases, slug=f"bench-{tag}"))
-    lanes = [make_deployment(workspace, name=f"lane-{i}", script=FIVE_TOOLS, max_iterations=10,
-                             max_in_flight_cases=args.in_flight).pk for i in range(2)]
-    print(f"db={connection.vendor} broker={os.environ.get('CELERY_BROKER_URL', 'filesystem://')} cases={args.cases} x 2 lanes, "
-          f"concurrency={args.concurrency}")
+    lanes = [
+        make_deployment(workspace, name=f"lane-{i}", script=FIVE_TOOLS, max_iterations=10, max_in_flight_cases=args.in_flight).pk
+        for i in range(2)
+    ]
+    print(
+        f"db={connection.vendor} broker={os.environ.get('CELERY_BROKER_URL', 'filesystem://')} cases={args.cases} x 2 lanes, "
+        f"concurrency={args.concurrency}"
+    )
 
     per_case_engine = engine_only(version, min(args.engine_sample, args.cases))
 
@@ -171,11 +185,15 @@ def main() -> None:
     rate = total / elapsed
     print(f"run {run.pk}: {run.status} ({failed} cases not completed) in {elapsed:.1f}s")
     print(f"case executions/s: {rate:.1f}   events/s: {events / elapsed:.0f} ({events} events)")
-    print(f"peak RSS: main {main_peak:.0f} MB, pool children max {max(child_peaks, default=0):.0f} MB, "
-          f"sum of peaks {main_peak + sum(child_peaks):.0f} MB; total RSS early {early:.0f} MB → late {late:.0f} MB")
-    print(f"engine only: {per_case_engine * 1000:.1f} ms/case (= {1 / per_case_engine:.0f} cases/s on one core); "
-          f"through Celery+DB: {1000 * args.concurrency / rate:.1f} ms per case per pool process; "
-          f"overhead ratio {args.concurrency / rate / per_case_engine:.2f}x")
+    print(
+        f"peak RSS: main {main_peak:.0f} MB, pool children max {max(child_peaks, default=0):.0f} MB, "
+        f"sum of peaks {main_peak + sum(child_peaks):.0f} MB; total RSS early {early:.0f} MB → late {late:.0f} MB"
+    )
+    print(
+        f"engine only: {per_case_engine * 1000:.1f} ms/case (= {1 / per_case_engine:.0f} cases/s on one core); "
+        f"through Celery+DB: {1000 * args.concurrency / rate:.1f} ms per case per pool process; "
+        f"overhead ratio {args.concurrency / rate / per_case_engine:.2f}x"
+    )
 
 
 if __name__ == "__main__":

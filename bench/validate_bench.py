@@ -17,7 +17,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from packs.bundle import process_bundle
+from bundle import process_bundle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -107,8 +107,7 @@ def main() -> None:
     print(f"ratio:                    {ours / baseline:8.2f}  (target <= 3)")
 
     files = sorted(
-        glob.glob(os.path.join(ROOT, "packs/library/*.yaml"))
-        + glob.glob(os.path.join(ROOT, "packs/tests/data/examples/*.yaml"))
+        glob.glob(os.path.join(ROOT, "packs/library/*.yaml")) + glob.glob(os.path.join(ROOT, "packs/tests/data/examples/*.yaml"))
     )
     sources = [open(path, "rb").read() for path in files]
     corpus = best_of(5, lambda: [process_bundle(source) for source in sources])

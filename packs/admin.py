@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
+from core.admin import ReadOnlyAdmin
 from packs import services
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
@@ -174,19 +175,6 @@ class PackAdmin(admin.ModelAdmin):
         if "lifecycle_status" in form.changed_data:
             current = Pack.objects.get(pk=obj.pk)
             services.pack_set_lifecycle(pack=current, lifecycle_status=obj.lifecycle_status, user=request.user)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Published history: visible, never editable."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Challenge)

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 from pathlib import Path
 
-from packs.bundle import process_bundle
+from bundle import process_bundle
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 LICENSE_FILE = LIBRARY_DIR / "LICENSE.agentclash"

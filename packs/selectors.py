@@ -8,7 +8,7 @@ from django.db.models import Count, IntegerField, Max, OuterRef, QuerySet, Subqu
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from packs.bundle import referenced_secrets
+from bundle import referenced_secrets
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace

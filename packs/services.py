@@ -13,7 +13,8 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from packs.bundle import BundleResult, process_bundle, publication_rows
+from bundle import BundleResult, process_bundle, publication_rows
+from core.actors import actor_or_none
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
 from workspaces.services import audit_record
@@ -180,7 +181,7 @@ def pack_publish(*, workspace: Workspace, user: Any, source: str | bytes, pack: 
         manifest_checksum=result.checksum or "",
         raw_yaml=source_text(source),
         lifecycle_status=PackVersion.Lifecycle.RUNNABLE,
-        published_by=user if getattr(user, "is_authenticated", False) else None,
+        published_by=actor_or_none(user),
     )
     _clean(version, field_prefix="version", exclude=_VERSION_FKS)
     try:

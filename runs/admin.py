@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-import runs.admin_scoring  # noqa: F401 - registers the scoring, comparison and gate models
-from runs.models import CaseRun, Run, RunAgent, RunAgentStatusHistory, RunEvent, RunStatusHistory
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
+from core.admin import ReadOnlyAdmin
+from runs.models import (
+    CaseRun,
+    CaseScore,
+    Comparison,
+    GateResult,
+    Lane,
+    LaneScorecard,
+    LaneStatusHistory,
+    Run,
+    RunEvent,
+    RunScorecard,
+    RunStatusHistory,
+)
 
 
 class LaneInline(admin.TabularInline):
-    model = RunAgent
+    model = Lane
     fields = ["lane_index", "label", "status", "failure_reason", "started_at", "finished_at"]
     readonly_fields = fields
     extra = 0
@@ -61,16 +65,16 @@ class RunAdmin(ReadOnlyAdmin):
         self.message_user(request, f"Cancelled {cancelled} run(s).", messages.SUCCESS)
 
 
-@admin.register(RunAgent)
-class RunAgentAdmin(ReadOnlyAdmin):
+@admin.register(Lane)
+class LaneAdmin(ReadOnlyAdmin):
     list_display = ["label", "run", "lane_index", "status", "started_at", "finished_at"]
     list_filter = ["status"]
     search_fields = ["label", "run__name"]
     list_select_related = ["run"]
 
 
-@admin.register(RunAgentStatusHistory)
-class RunAgentStatusHistoryAdmin(ReadOnlyAdmin):
+@admin.register(LaneStatusHistory)
+class LaneStatusHistoryAdmin(ReadOnlyAdmin):
     list_display = ["lane", "from_status", "to_status", "reason", "changed_at"]
     list_select_related = ["lane__run"]
 
@@ -95,3 +99,43 @@ class RunEventAdmin(ReadOnlyAdmin):
 class RunStatusHistoryAdmin(ReadOnlyAdmin):
     list_display = ["run", "from_status", "to_status", "reason", "changed_by", "changed_at"]
     list_select_related = ["run", "changed_by"]
+
+
+# -- scoring history: scores, scorecards, comparisons and gate results -----------------------
+
+
+@admin.register(CaseScore)
+class CaseScoreAdmin(ReadOnlyAdmin):
+    list_display = ("id", "case_run", "lane", "passed", "overall_score", "validity", "created_at")
+    list_filter = ("passed", "validity")
+    list_select_related = ("case_run__lane__run", "lane__run")
+    search_fields = ("case_run__case_key",)
+
+
+@admin.register(LaneScorecard)
+class LaneScorecardAdmin(ReadOnlyAdmin):
+    list_display = ("id", "lane", "overall_score", "pass_rate", "passed", "validity", "created_at")
+    list_filter = ("passed", "validity")
+    list_select_related = ("lane__run",)
+
+
+@admin.register(RunScorecard)
+class RunScorecardAdmin(ReadOnlyAdmin):
+    list_display = ("id", "run", "winner_lane", "created_at")
+    list_select_related = ("run", "winner_lane__run")
+
+
+@admin.register(Comparison)
+class ComparisonAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workspace", "baseline_run", "candidate_run", "status", "reason_code", "created_at")
+    list_filter = ("status", "reason_code")
+    list_select_related = ("workspace", "baseline_run", "candidate_run")
+    search_fields = ("fingerprint",)
+
+
+@admin.register(GateResult)
+class GateResultAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workspace", "comparison", "verdict", "reason_code", "created_at")
+    list_filter = ("verdict",)
+    list_select_related = ("workspace", "comparison")
+    search_fields = ("policy_fingerprint", "reason_code")

@@ -6,25 +6,35 @@ from typing import Any
 
 from django import forms
 
+from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import InputSet, PackVersion
-from workspaces.models import AgentDeployment, LifecycleStatus, Workspace
+from workspaces.models import Workspace
 
 
 class RunCreateForm(forms.Form):
-    pack_version = forms.ModelChoiceField(queryset=PackVersion.objects.none(), label="Pack version",
-                                          empty_label="Choose a pack version…")
-    input_set = forms.ModelChoiceField(queryset=InputSet.objects.none(), required=False, label="Input set",
-                                       empty_label="Choose an input set…")
-    deployments = forms.ModelMultipleChoiceField(queryset=AgentDeployment.objects.none(), widget=forms.CheckboxSelectMultiple,
-                                                 label="Agents", help_text="Each deployment races through every case in its own lane.")
+    pack_version = forms.ModelChoiceField(queryset=PackVersion.objects.none(), label="Pack version", empty_label="Choose a pack version…")
+    input_set = forms.ModelChoiceField(
+        queryset=InputSet.objects.none(), required=False, label="Input set", empty_label="Choose an input set…"
+    )
+    deployments = forms.ModelMultipleChoiceField(
+        queryset=AgentDeployment.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        label="Agents",
+        help_text="Each deployment races through every case in its own lane.",
+    )
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the pack version and the time.")
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.workspace = workspace
-        self.fields["pack_version"].queryset = (PackVersion.objects.filter(workspace=workspace, lifecycle_status=PackVersion.Lifecycle.RUNNABLE)
-                                                .select_related("pack").order_by("pack__name", "-number"))
-        self.fields["deployments"].queryset = AgentDeployment.objects.filter(workspace=workspace, status=LifecycleStatus.ACTIVE).order_by("name")
+        self.fields["pack_version"].queryset = (
+            PackVersion.objects.filter(workspace=workspace, lifecycle_status=PackVersion.Lifecycle.RUNNABLE)
+            .select_related("pack")
+            .order_by("pack__name", "-number")
+        )
+        self.fields["deployments"].queryset = AgentDeployment.objects.filter(workspace=workspace, status=LifecycleStatus.ACTIVE).order_by(
+            "name"
+        )
         version = self.selected_version()
         if version is not None:
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
@@ -46,7 +56,7 @@ class RunCreateForm(forms.Form):
             return None
 
     def preview(self) -> str:
-        """"2 agents × 40 cases", from whatever is chosen so far."""
+        """ "2 agents × 40 cases", from whatever is chosen so far."""
         version = self.selected_version()
         if version is None:
             return ""

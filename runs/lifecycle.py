@@ -14,16 +14,17 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.actors import actor_or_none
 from runs.models import (
     LANE_TRANSITIONS,
     RUN_TERMINAL,
     RUN_TRANSITIONS,
     CaseRun,
     CaseStatus,
+    Lane,
     LaneStatus,
+    LaneStatusHistory,
     Run,
-    RunAgent,
-    RunAgentStatusHistory,
     RunStatus,
     RunStatusHistory,
 )
@@ -76,13 +77,14 @@ def run_transition(*, run_id: int, to: str, reason: str = "", user: Any = None, 
     with transaction.atomic():
         if Run.objects.filter(pk=run_id, status=current).update(**updates) != 1:
             return False
-        RunStatusHistory.objects.create(run_id=run_id, from_status=current, to_status=to, reason=reason[:2000],
-                                        changed_by=user if getattr(user, "is_authenticated", False) else None)
+        RunStatusHistory.objects.create(
+            run_id=run_id, from_status=current, to_status=to, reason=reason[:2000], changed_by=actor_or_none(user)
+        )
     return True
 
 
 def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | None = None) -> bool:
-    current = expected or RunAgent.objects.filter(pk=lane_id).values_list("status", flat=True).first()
+    current = expected or Lane.objects.filter(pk=lane_id).values_list("status", flat=True).first()
     if current is None:
         return False
     if to not in LANE_TRANSITIONS.get(current, frozenset()):
@@ -98,9 +100,9 @@ def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | 
     if to == LaneStatus.FAILED:
         updates["failure_reason"] = reason[:2000]
     with transaction.atomic():
-        if RunAgent.objects.filter(pk=lane_id, status=current).update(**updates) != 1:
+        if Lane.objects.filter(pk=lane_id, status=current).update(**updates) != 1:
             return False
-        RunAgentStatusHistory.objects.create(lane_id=lane_id, from_status=current, to_status=to, reason=reason[:2000])
+        LaneStatusHistory.objects.create(lane_id=lane_id, from_status=current, to_status=to, reason=reason[:2000])
     return True
 
 
@@ -116,7 +118,8 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     if retry_of is None:
         # The common case, a first delivery of a queued case: claim straight away (one CAS).
         changed = CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.QUEUED).update(
-            status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now, started_at=now)
+            status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now, started_at=now
+        )
         if changed == 1:
             return _claimed(case_run_id)
     row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
@@ -131,7 +134,10 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     if not claimable:
         return None
     changed = CaseRun.objects.filter(pk=case_run_id, status=row["status"], attempt=row["attempt"]).update(
-        status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now,
+        status=CaseStatus.RUNNING,
+        attempt=F("attempt") + 1,
+        claimed_at=now,
+        heartbeat_at=now,
         started_at=now if row["status"] == CaseStatus.QUEUED else F("started_at"),
     )
     if changed != 1:
@@ -143,9 +149,11 @@ def _claimed(case_run_id: int) -> CaseRun:
     # What the worker needs, in one query with as few models as possible (building them costs
     # more than the query): the pack version's manifest is cached by the worker, keyed by its
     # checksum, and of the input set only the key is needed.
-    return (CaseRun.objects.select_related("run", "lane", "case")
-            .annotate(pack_checksum=F("run__pack_version__manifest_checksum"), input_set_key=F("run__input_set__key"))
-            .get(pk=case_run_id))
+    return (
+        CaseRun.objects.select_related("run", "lane", "case")
+        .annotate(pack_checksum=F("run__pack_version__manifest_checksum"), input_set_key=F("run__input_set__key"))
+        .get(pk=case_run_id)
+    )
 
 
 def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:
@@ -158,7 +166,8 @@ def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str
 def cases_cancel_open(*, run_id: int) -> int:
     """Cases not yet started become ``cancelled``; running ones stop at their next cancel check."""
     return CaseRun.objects.filter(run_id=run_id, status=CaseStatus.QUEUED).update(
-        status=CaseStatus.CANCELLED, stop_reason="cancelled", finished_at=timezone.now())
+        status=CaseStatus.CANCELLED, stop_reason="cancelled", finished_at=timezone.now()
+    )
 
 
 def open_case_filter() -> Q:

@@ -82,7 +82,9 @@ class Run(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.SINGLE_AGENT)
-    execution_mode = models.CharField(max_length=32, default="native", help_text="native | prompt_eval | multi_turn (from the pack version).")
+    execution_mode = models.CharField(
+        max_length=32, default="native", help_text="native | prompt_eval | multi_turn (from the pack version)."
+    )
     failure_reason = models.TextField(blank=True)
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -122,12 +124,12 @@ class RunStatusHistory(models.Model):
         return f"{self.from_status} → {self.to_status}"
 
 
-class RunAgent(models.Model):
+class Lane(models.Model):
     """One lane: one deployment, frozen as a snapshot at run creation."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="lanes")
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
-    deployment = models.ForeignKey("workspaces.AgentDeployment", on_delete=models.SET_NULL, null=True, blank=True, related_name="lanes")
+    deployment = models.ForeignKey("infrastructure.AgentDeployment", on_delete=models.SET_NULL, null=True, blank=True, related_name="lanes")
     lane_index = models.PositiveIntegerField()
     label = models.CharField(max_length=200)
     snapshot = models.JSONField(help_text="Deployment, provider account, model and runtime profile as they were at run creation.")
@@ -139,6 +141,7 @@ class RunAgent(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "runs_runagent"  # the lane was called RunAgent until 2026-11
         ordering = ["run", "lane_index"]
         constraints = [models.UniqueConstraint(fields=["run", "lane_index"], name="uniq_lane_index_per_run")]
 
@@ -150,14 +153,15 @@ class RunAgent(models.Model):
         return self.status in LANE_TERMINAL
 
 
-class RunAgentStatusHistory(models.Model):
-    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="status_history")
+class LaneStatusHistory(models.Model):
+    lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="status_history")
     from_status = models.CharField(max_length=16)
     to_status = models.CharField(max_length=16)
     reason = models.TextField(blank=True)
     changed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "runs_runagentstatushistory"  # the lane was called RunAgent until 2026-11
         ordering = ["changed_at", "id"]
         verbose_name_plural = "lane status history"
 
@@ -169,7 +173,7 @@ class CaseRun(models.Model):
     """One lane × one case."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_runs")
-    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="case_runs")
+    lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="case_runs")
     case = models.ForeignKey("packs.Case", on_delete=models.PROTECT, related_name="+")
     case_key = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0)
@@ -212,7 +216,7 @@ class RunEvent(models.Model):
     """The canonical event envelope (spec runtime.md §4.4). Append-only."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
-    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="events")
+    lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="events")
     case_run = models.ForeignKey(CaseRun, on_delete=models.CASCADE, related_name="events", null=True, blank=True)
     event_id = models.CharField(max_length=300, unique=True)
     sequence_number = models.PositiveBigIntegerField()
@@ -238,7 +242,7 @@ class CaseScore(models.Model):
     """Per-case verdicts (the reference only scores per lane; we do both)."""
 
     case_run = models.OneToOneField(CaseRun, on_delete=models.CASCADE, related_name="case_score")
-    lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="case_scores")
+    lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="case_scores")
     passed = models.BooleanField(null=True)
     overall_score = models.FloatField(null=True)
     validity = models.CharField(max_length=16, blank=True)
@@ -250,7 +254,7 @@ class CaseScore(models.Model):
 
 
 class LaneScorecard(models.Model):
-    lane = models.OneToOneField(RunAgent, on_delete=models.CASCADE, related_name="scorecard")
+    lane = models.OneToOneField(Lane, on_delete=models.CASCADE, related_name="scorecard")
     overall_score = models.FloatField(null=True)
     pass_rate = models.FloatField(null=True)
     passed = models.BooleanField(null=True)
@@ -264,7 +268,7 @@ class LaneScorecard(models.Model):
 
 class RunScorecard(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="scorecard")
-    winner_lane = models.ForeignKey(RunAgent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    winner_lane = models.ForeignKey(Lane, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     document = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -276,8 +280,8 @@ class Comparison(models.Model):
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="comparisons")
     baseline_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     candidate_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    baseline_lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="+")
-    candidate_lane = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="+")
+    baseline_lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="+")
+    candidate_lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=32)  # comparable | not_comparable
     reason_code = models.CharField(max_length=64, blank=True)
     fingerprint = models.CharField(max_length=64)

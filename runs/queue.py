@@ -38,7 +38,7 @@ def enqueue(task_name: str, *args: Any, countdown: float | None = None) -> None:
     if _capture is not None:
         _capture.append((task_name, args, {"countdown": countdown}))
         return
-    from agentclash.celery import app
+    from celery import current_app as app
 
     options: dict[str, Any] = {}
     queue = _current_queue() or _default_queue

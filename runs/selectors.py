@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 
-from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Run, RunAgent, RunEvent
+from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunEvent
 from runs.services.events import payload_hydrate
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
@@ -33,8 +33,10 @@ def run_list(*, workspace: Workspace, status: str = "", pack_id: Any = None) -> 
             runs = runs.filter(pack_version__pack_id=int(pack_id))
         except (TypeError, ValueError):
             runs = runs.none()
-    return runs.annotate(**_case_count_annotations()).order_by("-created_at", "-id").prefetch_related(
-        Prefetch("lanes", queryset=RunAgent.objects.order_by("lane_index"))
+    return (
+        runs.annotate(**_case_count_annotations())
+        .order_by("-created_at", "-id")
+        .prefetch_related(Prefetch("lanes", queryset=Lane.objects.order_by("lane_index")))
     )
 
 
@@ -51,7 +53,7 @@ def case_counts(*, run: Run) -> dict[str, int]:
 
 @dataclasses.dataclass
 class LaneProgress:
-    lane: RunAgent
+    lane: Lane
     total: int
     done: int
     completed: int
@@ -94,25 +96,40 @@ def activity_of(event: RunEvent | None) -> str:
 
 
 def lane_progress(*, run: Run) -> list[LaneProgress]:
-    lanes = list(run.lanes.select_related("deployment").order_by("lane_index").annotate(
-        total=Count("case_runs"),
-        done=Count("case_runs", filter=Q(case_runs__status__in=list(CASE_TERMINAL))),
-        completed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.COMPLETED)),
-        failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
-        running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
-        steps=Sum("case_runs__step_count"),
-        tool_calls=Sum("case_runs__tool_call_count"),
-        tokens=Sum("case_runs__total_tokens"),
-    ))
+    lanes = list(
+        run.lanes.select_related("deployment")
+        .order_by("lane_index")
+        .annotate(
+            total=Count("case_runs"),
+            done=Count("case_runs", filter=Q(case_runs__status__in=list(CASE_TERMINAL))),
+            completed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.COMPLETED)),
+            failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
+            running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
+            steps=Sum("case_runs__step_count"),
+            tool_calls=Sum("case_runs__tool_call_count"),
+            tokens=Sum("case_runs__total_tokens"),
+        )
+    )
     latest: dict[int, RunEvent] = {}
     for lane in lanes:
         event = RunEvent.objects.filter(lane=lane).order_by("-sequence_number").only("event_type", "payload").first()
         if event is not None:
             latest[lane.pk] = event
-    return [LaneProgress(lane=lane, total=lane.total, done=lane.done, completed=lane.completed, failed=lane.failed,
-                         running=lane.running, steps=lane.steps or 0, tool_calls=lane.tool_calls or 0, tokens=lane.tokens or 0,
-                         activity=activity_of(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower())
-            for lane in lanes]
+    return [
+        LaneProgress(
+            lane=lane,
+            total=lane.total,
+            done=lane.done,
+            completed=lane.completed,
+            failed=lane.failed,
+            running=lane.running,
+            steps=lane.steps or 0,
+            tool_calls=lane.tool_calls or 0,
+            tokens=lane.tokens or 0,
+            activity=activity_of(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower(),
+        )
+        for lane in lanes
+    ]
 
 
 def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:

@@ -13,11 +13,6 @@ from django.db import connections
 
 from runs import services
 
-try:  # the scoring tasks live in their own module; importing it registers them with the worker
-    from runs import scoring_tasks  # noqa: F401
-except ImportError:  # pragma: no cover - scoring not installed yet
-    pass
-
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 
 

@@ -9,7 +9,7 @@ app_name = "runs"
 urlpatterns = [
     path("runs/", views.run_list, name="list"),
     path("runs/new/", views.run_create, name="create"),
-    path("runs/<int:pk>/", views.run_detail, name="detail"),
-    path("runs/<int:pk>/cancel/", views.run_cancel, name="cancel"),
-    path("runs/<int:pk>/cases/<int:case_run_pk>/", views.case_replay, name="case_replay"),
+    path("runs/<int:run_id>/", views.run_detail, name="detail"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="cancel"),
+    path("runs/<int:run_id>/cases/<int:case_run_id>/", views.case_replay, name="case_replay"),
 ]

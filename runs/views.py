@@ -81,13 +81,19 @@ def _elapsed(run) -> str:  # type: ignore[no-untyped-def]
 def _status_context(request: HttpRequest, run) -> dict:  # type: ignore[no-untyped-def]
     lanes = selectors.lane_progress(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
-    return {"run": run, "lanes": lanes, "elapsed": _elapsed(run), "failures": failures,
-            "can_cancel": can(request.membership, Role.MEMBER) and not run.is_terminal, "counts": selectors.case_counts(run=run)}
+    return {
+        "run": run,
+        "lanes": lanes,
+        "elapsed": _elapsed(run),
+        "failures": failures,
+        "can_cancel": can(request.membership, Role.MEMBER) and not run.is_terminal,
+        "counts": selectors.case_counts(run=run),
+    }
 
 
 @workspace_view()
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=pk)
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=run_id)
     partial = request.GET.get("partial") if request.htmx else None
     if partial == "run-status":
         response = render(request, "runs/run_detail.html#run-status", _status_context(request, run))
@@ -105,8 +111,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     events = selectors.run_events_latest(run=run, limit=30)
     cases = Paginator(selectors.case_run_list(run=run, lane_id=request.GET.get("lane")), CASES_PER_PAGE).get_page(request.GET.get("page"))
     context = _status_context(request, run)
-    context.update({"events": [(e, selectors.event_summary(e)) for e in events], "after": events[-1].pk if events else 0,
-                    "cases": cases, "lane_filter": request.GET.get("lane", ""), "lanes_all": list(run.lanes.order_by("lane_index"))})
+    context.update(
+        {
+            "events": [(e, selectors.event_summary(e)) for e in events],
+            "after": events[-1].pk if events else 0,
+            "cases": cases,
+            "lane_filter": request.GET.get("lane", ""),
+            "lanes_all": list(run.lanes.order_by("lane_index")),
+        }
+    )
     if request.htmx and partial == "run-cases":
         return render(request, "runs/run_detail.html#run-cases", context)
     return render(request, "runs/run_detail.html", context)
@@ -114,8 +127,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @workspace_view(Role.MEMBER)
-def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=pk)
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=run_id)
     try:
         services.run_cancel(run=run, user=request.user)
         messages.success(request, "Run cancelled. Cases in progress stop at their next step.")
@@ -126,8 +139,11 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 # Bookkeeping events: shown as one muted line in the replay, expandable to their JSON.
 _MINOR_TITLES = {
-    "system.run.started": "Run started", "model.call.started": "Model call started",
-    "model.output.delta": "Model output (streamed)", "scoring.started": "Scoring started", "scoring.completed": "Scored",
+    "system.run.started": "Run started",
+    "model.call.started": "Model call started",
+    "model.output.delta": "Model output (streamed)",
+    "scoring.started": "Scoring started",
+    "scoring.completed": "Scored",
 }
 
 
@@ -145,16 +161,34 @@ def _pretty(text: str) -> str:
 def _step_view(event: RunEvent) -> dict:
     payload = event.payload if isinstance(event.payload, dict) else {}
     kind = event.event_type
-    view = {"event": event, "kind": kind, "title": _MINOR_TITLES.get(kind, kind), "text": "", "calls": [], "error": "",
-            "is_error": False, "is_tool": kind.startswith("tool.call"), "minor": kind in _MINOR_TITLES or kind.startswith("system.step") or kind.startswith("grader."),
-            "raw": json.dumps(payload, indent=2, sort_keys=True, default=str)}
+    view = {
+        "event": event,
+        "kind": kind,
+        "title": _MINOR_TITLES.get(kind, kind),
+        "text": "",
+        "calls": [],
+        "error": "",
+        "is_error": False,
+        "is_tool": kind.startswith("tool.call"),
+        "minor": kind in _MINOR_TITLES or kind.startswith("system.step") or kind.startswith("grader."),
+        "raw": json.dumps(payload, indent=2, sort_keys=True, default=str),
+    }
     if kind == "model.call.completed":
-        view.update(title=f"Model call ({payload.get('provider_model_id') or ''})", text=payload.get("output_text") or "",
-                    calls=[{"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)])
+        view.update(
+            title=f"Model call ({payload.get('provider_model_id') or ''})",
+            text=payload.get("output_text") or "",
+            calls=[
+                {"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)
+            ],
+        )
     elif kind in ("tool.call.completed", "tool.call.failed"):
         result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
-        view.update(title=f"Tool {payload.get('tool_name', '')}", is_error=kind.endswith("failed") or bool(result.get("is_error")),
-                    text=json.dumps(payload.get("arguments"), indent=2, default=str), error=_pretty(str(result.get("content", ""))))
+        view.update(
+            title=f"Tool {payload.get('tool_name', '')}",
+            is_error=kind.endswith("failed") or bool(result.get("is_error")),
+            text=json.dumps(payload.get("arguments"), indent=2, default=str),
+            error=_pretty(str(result.get("content", ""))),
+        )
     elif kind == "system.run.completed":
         view.update(title="Final output", text=str(payload.get("final_output") or ""))
     elif kind == "system.run.failed":
@@ -167,9 +201,9 @@ def _step_view(event: RunEvent) -> dict:
 
 
 @workspace_view()
-def case_replay(request: HttpRequest, pk: int, case_run_pk: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=pk)
-    case_run = selectors.case_run_get(run=run, pk=case_run_pk)
+def case_replay(request: HttpRequest, run_id: int, case_run_id: int) -> HttpResponse:
+    run = selectors.run_get(workspace=request.workspace, pk=run_id)
+    case_run = selectors.case_run_get(run=run, pk=case_run_id)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
     page_number = request.GET.get("page")
     wanted = request.GET.get("event")

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from core.actors import actor_or_none
 from secrets_app import crypto
 from secrets_app.models import SECRET_KEY_RE, SECRET_VALUE_MAX_BYTES, WorkspaceSecret
 from workspaces.models import Workspace
@@ -52,7 +53,7 @@ def secret_set(*, workspace: Workspace, key: str, value: str, actor: Any = None)
         errors["value"] = value_errors
     if errors:
         raise ValidationError(errors)
-    actor_user = actor if getattr(actor, "is_authenticated", False) else None
+    actor_user = actor_or_none(actor)
     ciphertext, key_id = crypto.encrypt(workspace_id=workspace.pk, secret_key=key, plaintext=value)
     secret = WorkspaceSecret.objects.select_for_update().filter(workspace=workspace, key=key).first()
     created = secret is None

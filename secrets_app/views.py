@@ -10,11 +10,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.dialogs import dialog_form_response, dialog_success
 from secrets_app import selectors, services
 from secrets_app.forms import SecretSetForm
 from secrets_app.models import WorkspaceSecret
 from workspaces.access import object_get_for_workspace, workspace_view
-from workspaces.infrastructure.dialogs import dialog_form_response, dialog_success
 from workspaces.models import Role
 
 

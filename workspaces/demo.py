@@ -20,7 +20,7 @@ DEMO_WORKSPACE_SLUG = "demo"
 
 # Each app's seeder, in order: deployments before the packs that their scripts target.
 DEMO_SEEDERS: list[str] = [
-    "workspaces.infrastructure.demo.seed",
+    "infrastructure.demo.seed",
     "packs.demo_seed.seed",
 ]
 
@@ -36,7 +36,9 @@ class DemoResult:
 @transaction.atomic
 def demo_seed() -> DemoResult:
     User = get_user_model()
-    user, created = User.objects.get_or_create(username=DEMO_USERNAME, defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True})
+    user, created = User.objects.get_or_create(
+        username=DEMO_USERNAME, defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True}
+    )
     if created or not user.check_password(DEMO_PASSWORD):
         user.set_password(DEMO_PASSWORD)
         user.save(update_fields=["password"])

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.actors import actor_or_none
 from workspaces.models import ApiToken, AuditEvent, Role, Workspace, WorkspaceMembership
 
 User = get_user_model()
@@ -20,7 +21,7 @@ User = get_user_model()
 def audit_record(*, workspace: Workspace, actor: Any, action: str, target: str, metadata: dict | None = None) -> AuditEvent:
     return AuditEvent.objects.create(
         workspace=workspace,
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        actor=actor_or_none(actor),
         action=action,
         target=target,
         metadata=metadata or {},
@@ -62,7 +63,13 @@ def membership_update(*, membership: WorkspaceMembership, role: str, actor: Any 
     old = locked.role
     locked.role = role
     locked.save(update_fields=["role"])
-    audit_record(workspace=locked.workspace, actor=actor, action="member.role_changed", target=locked.user.username, metadata={"from": old, "to": role})
+    audit_record(
+        workspace=locked.workspace,
+        actor=actor,
+        action="member.role_changed",
+        target=locked.user.username,
+        metadata={"from": old, "to": role},
+    )
     return locked
 
 

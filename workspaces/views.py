@@ -74,7 +74,10 @@ def member_add(request: HttpRequest) -> HttpResponse:
                 messages.error(request, error)
         else:
             if password:
-                messages.success(request, f"Created user {user.username} with the password {password} — share it with them once; they can change it after logging in.")
+                messages.success(
+                    request,
+                    f"Created user {user.username} with the password {password} — share it with them once; they can change it after logging in.",
+                )
             else:
                 messages.success(request, f"Added {user.username} as {form.cleaned_data['role']}.")
     else:
@@ -142,7 +145,7 @@ def api_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _broker_ok() -> tuple[bool, str]:
-    from agentclash.celery import app
+    from celery import current_app as app
 
     try:
         with app.connection_for_write() as conn:

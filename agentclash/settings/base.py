@@ -41,8 +41,10 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "core",
     "workspaces",
     "secrets_app",
+    "infrastructure",
     "packs",
     "runs",
 ]
@@ -57,7 +59,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "agentclash.middleware.ApiErrorMiddleware",
+    "core.middleware.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "agentclash.urls"
@@ -141,10 +143,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "agentclash.api.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.Pagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "agentclash.api.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "agentclash.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.schema.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
         "rest_framework.parsers.JSONParser",

@@ -307,10 +307,20 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
     # 7. verdict
     if fails:
         code = sorted(fails)[0]
-        base = _result("fail", code, "release gate failed: " + "; ".join(_describe(c, dims) for c in sorted(fails)), policy, comparison, dims, triggered)
+        base = _result(
+            "fail",
+            code,
+            "release gate failed: " + "; ".join(_describe(c, dims) for c in sorted(fails)),
+            policy,
+            comparison,
+            dims,
+            triggered,
+        )
     elif warns:
         code = sorted(warns)[0]
-        base = _result("warn", code, "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns)), policy, comparison, dims, triggered)
+        base = _result(
+            "warn", code, "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns)), policy, comparison, dims, triggered
+        )
     else:
         base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison, dims, triggered)
     return _merge_regression(base, comparison, policy)

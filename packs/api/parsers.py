@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework.parsers import BaseParser
 
-from agentclash.api import ApiError
+from core.api import ApiError
 from packs.services import MAX_BUNDLE_BYTES
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentclash.api import ApiError, error_body
+from core.api import ApiError, error_body
 from packs import selectors, services
 from packs.api.parsers import ApplicationYamlTextParser, XYamlTextParser, YamlTextParser, too_large
 from packs.api.serializers import (
@@ -22,7 +21,6 @@ from packs.api.serializers import (
 )
 from packs.models import PackVersion
 from workspaces.api.base import WorkspaceApiView
-from workspaces.api.views import raise_validation
 
 BUNDLE_PARSERS = [YamlTextParser, XYamlTextParser, ApplicationYamlTextParser, JSONParser]
 
@@ -201,12 +199,9 @@ class PackVersionDetailApi(WorkspaceApiView):
             raise ApiError(
                 400, "immutable_field", f"A published version is immutable; only lifecycle_status can change (got {', '.join(extra)})."
             )
-        try:
-            version = services.pack_version_set_lifecycle(
-                version=version, lifecycle_status=data.validated_data["lifecycle_status"], user=request.user
-            )
-        except DjangoValidationError as exc:
-            raise_validation(exc)
+        version = services.pack_version_set_lifecycle(
+            version=version, lifecycle_status=data.validated_data["lifecycle_status"], user=request.user
+        )
         return Response(PackVersionDetailOutputSerializer(version).data)
 
 

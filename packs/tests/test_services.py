@@ -5,8 +5,8 @@ from unittest import mock
 import pytest
 from django.core.exceptions import ValidationError
 
+from bundle import process_bundle
 from packs import services
-from packs.bundle import process_bundle
 from packs.demo_seed import seed as demo_seed
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, LIBRARY_FILES, VALID_EXAMPLE_FILES, bundle_yaml, publish

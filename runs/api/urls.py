@@ -6,9 +6,9 @@ from runs.api import views
 
 urlpatterns = [
     path("runs", views.RunCollectionApi.as_view(), name="api-run-list"),
-    path("runs/<int:pk>", views.RunDetailApi.as_view(), name="api-run-detail"),
-    path("runs/<int:pk>/cases", views.RunCaseListApi.as_view(), name="api-run-cases"),
-    path("runs/<int:pk>/events", views.RunEventListApi.as_view(), name="api-run-events"),
-    path("runs/<int:pk>/events.jsonl", views.RunEventExportApi.as_view(), name="api-run-events-export"),
-    path("runs/<int:pk>/cancel", views.RunCancelApi.as_view(), name="api-run-cancel"),
+    path("runs/<int:run_id>", views.RunDetailApi.as_view(), name="api-run-detail"),
+    path("runs/<int:run_id>/cases", views.RunCaseListApi.as_view(), name="api-run-cases"),
+    path("runs/<int:run_id>/events", views.RunEventListApi.as_view(), name="api-run-events"),
+    path("runs/<int:run_id>/events.jsonl", views.RunEventExportApi.as_view(), name="api-run-events-export"),
+    path("runs/<int:run_id>/cancel", views.RunCancelApi.as_view(), name="api-run-cancel"),
 ]

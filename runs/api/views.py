@@ -11,7 +11,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentclash.api import ApiError
+from core.api import ApiError
 from packs.models import PackVersion
 from runs import selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
@@ -28,8 +28,9 @@ class RunListApi(WorkspaceApiView):
                     OpenApiParameter("pack", int, description="Only runs of this pack")],
     )  # fmt: skip
     def get(self, request: Request, workspace_slug: str) -> Response:
-        runs = selectors.run_list(workspace=self.workspace, status=request.query_params.get("status", ""),
-                                  pack_id=request.query_params.get("pack"))
+        runs = selectors.run_list(
+            workspace=self.workspace, status=request.query_params.get("status", ""), pack_id=request.query_params.get("pack")
+        )
         return self.paginate(request, runs, RunOutputSerializer)
 
 
@@ -63,15 +64,18 @@ class RunCollectionApi(RunListApi, RunCreateApi):
 
 class RunDetailApi(WorkspaceApiView):
     @extend_schema(responses=RunOutputSerializer, summary="One run with its lanes and case counts")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=pk)).data)
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
+        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=run_id)).data)
 
 
 class RunCaseListApi(WorkspaceApiView):
-    @extend_schema(responses=CaseRunOutputSerializer(many=True), summary="Case results of a run",
-                   parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")])
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=pk)
+    @extend_schema(
+        responses=CaseRunOutputSerializer(many=True),
+        summary="Case results of a run",
+        parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")],
+    )
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=run_id)
         return self.paginate(request, selectors.case_run_list(run=run, lane_id=request.query_params.get("lane")), CaseRunOutputSerializer)
 
 
@@ -80,11 +84,16 @@ class RunEventListApi(WorkspaceApiView):
         items = EventOutputSerializer(many=True)
         next_after = serializers.IntegerField(allow_null=True)
 
-    @extend_schema(responses=OutputSerializer, summary="Events of a run after a cursor (event id), oldest first",
-                   parameters=[OpenApiParameter("after", int, description="Last event id seen"),
-                               OpenApiParameter("limit", int, description="At most this many (default 100, max 1000)")])
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=pk)
+    @extend_schema(
+        responses=OutputSerializer,
+        summary="Events of a run after a cursor (event id), oldest first",
+        parameters=[
+            OpenApiParameter("after", int, description="Last event id seen"),
+            OpenApiParameter("limit", int, description="At most this many (default 100, max 1000)"),
+        ],
+    )
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=run_id)
         try:
             limit = int(request.query_params.get("limit", 100))
         except ValueError:
@@ -95,8 +104,8 @@ class RunEventListApi(WorkspaceApiView):
 
 class RunEventExportApi(WorkspaceApiView):
     @extend_schema(responses={(200, "application/x-ndjson"): str}, summary="Every event of the run as JSON lines (streamed)")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> StreamingHttpResponse:
-        run = selectors.run_get(workspace=self.workspace, pk=pk)
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
+        run = selectors.run_get(workspace=self.workspace, pk=run_id)
 
         def lines() -> Iterator[str]:
             for event in RunEvent.objects.filter(run=run).order_by("id").iterator(chunk_size=500):
@@ -111,8 +120,8 @@ class RunEventExportApi(WorkspaceApiView):
 
 class RunCancelApi(WorkspaceApiView):
     @extend_schema(request=None, responses=RunOutputSerializer, summary="Cancel a run that has not finished")
-    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=pk)
+    def post(self, request: Request, workspace_slug: str, run_id: int) -> Response:
+        run = selectors.run_get(workspace=self.workspace, pk=run_id)
         try:
             run = services.run_cancel(run=run, user=request.user)
         except services.RunNotCancellable as exc:

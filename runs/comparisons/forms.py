@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from runs.models import Run, RunAgent
+from runs.models import Lane, Run
 from workspaces.models import Workspace
 
 PICKER_LIMIT = 200
@@ -16,14 +16,14 @@ def run_label(run: Run) -> str:
 
 class ComparisonForm(forms.Form):
     baseline_run = forms.ModelChoiceField(queryset=Run.objects.none(), label="Baseline run")
-    baseline_lane = forms.ModelChoiceField(queryset=RunAgent.objects.none(), required=False, label="Baseline lane")
+    baseline_lane = forms.ModelChoiceField(queryset=Lane.objects.none(), required=False, label="Baseline lane")
     candidate_run = forms.ModelChoiceField(queryset=Run.objects.none(), label="Candidate run")
-    candidate_lane = forms.ModelChoiceField(queryset=RunAgent.objects.none(), required=False, label="Candidate lane")
+    candidate_lane = forms.ModelChoiceField(queryset=Lane.objects.none(), required=False, label="Candidate lane")
 
     def __init__(self, *args: object, workspace: Workspace, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         runs = Run.objects.filter(workspace=workspace).order_by("-created_at", "-id")
-        lanes = RunAgent.objects.filter(workspace=workspace)
+        lanes = Lane.objects.filter(workspace=workspace)
         for side in ("baseline", "candidate"):
             field = self.fields[f"{side}_run"]
             field.queryset = runs

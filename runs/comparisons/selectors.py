@@ -13,8 +13,7 @@ def comparison_list(*, workspace: Workspace) -> QuerySet[Comparison]:
     return (
         Comparison.objects.filter(workspace=workspace)
         .select_related("baseline_run", "candidate_run", "baseline_lane", "candidate_lane")
-        .annotate(latest_verdict=Subquery(latest.values("verdict")[:1]),
-                  latest_reason=Subquery(latest.values("reason_code")[:1]))
+        .annotate(latest_verdict=Subquery(latest.values("verdict")[:1]), latest_reason=Subquery(latest.values("reason_code")[:1]))
         .order_by("-created_at", "-id")
     )
 
@@ -22,7 +21,8 @@ def comparison_list(*, workspace: Workspace) -> QuerySet[Comparison]:
 def gate_list(*, workspace: Workspace) -> QuerySet[GateResult]:
     return (
         GateResult.objects.filter(workspace=workspace)
-        .select_related("comparison__baseline_run", "comparison__candidate_run", "comparison__baseline_lane",
-                        "comparison__candidate_lane", "created_by")
+        .select_related(
+            "comparison__baseline_run", "comparison__candidate_run", "comparison__baseline_lane", "comparison__candidate_lane", "created_by"
+        )
         .order_by("-created_at", "-id")
     )

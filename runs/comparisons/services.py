@@ -15,10 +15,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from core.actors import actor_or_none
 from engine.scoring.compare import build_comparison
 from engine.scoring.evidence import canonical_json
 from engine.scoring.gates import evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
-from runs.models import Comparison, GateResult, LaneScorecard, Run, RunAgent
+from runs.models import Comparison, GateResult, Lane, LaneScorecard, Run
 from workspaces.models import Workspace
 
 
@@ -37,8 +38,8 @@ class PolicyError(ValidationError):
         super().__init__({"policy": [message]}, code="invalid_policy")
 
 
-def _single_lane(run: Run, side: str) -> RunAgent:
-    lanes = list(RunAgent.objects.filter(run=run).order_by("lane_index")[:2])
+def _single_lane(run: Run, side: str) -> Lane:
+    lanes = list(Lane.objects.filter(run=run).order_by("lane_index")[:2])
     if len(lanes) != 1:
         raise ComparisonError(
             "participant_count_mismatch",
@@ -48,54 +49,72 @@ def _single_lane(run: Run, side: str) -> RunAgent:
     return lanes[0]
 
 
-def resolve_participants(*, workspace: Workspace, baseline_run: Run, candidate_run: Run,
-                         baseline_lane: RunAgent | None, candidate_lane: RunAgent | None) -> tuple[RunAgent, RunAgent]:
+def resolve_participants(
+    *, workspace: Workspace, baseline_run: Run, candidate_run: Run, baseline_lane: Lane | None, candidate_lane: Lane | None
+) -> tuple[Lane, Lane]:
     for side, run in (("baseline", baseline_run), ("candidate", candidate_run)):
         if run.workspace_id != workspace.pk:
             raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} run is not in this workspace.", f"{side}_run_id")
     if baseline_run.pk == candidate_run.pk and (baseline_lane is None or candidate_lane is None):
-        raise ComparisonError("participant_match_not_resolved",
-                              "Comparing a run with itself needs a baseline lane and a different candidate lane.",
-                              "candidate_lane_id")
+        raise ComparisonError(
+            "participant_match_not_resolved",
+            "Comparing a run with itself needs a baseline lane and a different candidate lane.",
+            "candidate_lane_id",
+        )
     baseline = baseline_lane or _single_lane(baseline_run, "baseline")
     candidate = candidate_lane or _single_lane(candidate_run, "candidate")
     for side, lane, run in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run)):
         if lane.run_id != run.pk or lane.workspace_id != workspace.pk:
-            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} lane does not belong to the {side} run.",
-                                  f"{side}_lane_id")
+            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} lane does not belong to the {side} run.", f"{side}_lane_id")
     if baseline.pk == candidate.pk:
-        raise ComparisonError("participant_match_not_resolved", "The baseline and candidate lanes must be different.",
-                              "candidate_lane_id")
+        raise ComparisonError("participant_match_not_resolved", "The baseline and candidate lanes must be different.", "candidate_lane_id")
     return baseline, candidate
 
 
-def _scorecard(lane: RunAgent) -> dict[str, Any] | None:
+def _scorecard(lane: Lane) -> dict[str, Any] | None:
     card = LaneScorecard.objects.filter(lane=lane).only("document").first()
     return card.document if card is not None and card.document else None
 
 
-def _fingerprint(baseline: RunAgent, candidate: RunAgent, summary: dict[str, Any]) -> str:
+def _fingerprint(baseline: Lane, candidate: Lane, summary: dict[str, Any]) -> str:
     # The engine's fingerprint covers the two scorecards; the lane ids make two lanes that have
     # no scorecard yet (identical "missing" inputs) distinct pairs.
     source = {"baseline_lane": baseline.pk, "candidate_lane": candidate.pk, "summary": summary.get("fingerprint")}
     return hashlib.sha256(canonical_json(source).encode()).hexdigest()
 
 
-def comparison_get_or_create(*, workspace: Workspace, user: Any, baseline_run: Run, candidate_run: Run,
-                             baseline_lane: RunAgent | None = None,
-                             candidate_lane: RunAgent | None = None) -> tuple[Comparison, bool]:
-    baseline, candidate = resolve_participants(workspace=workspace, baseline_run=baseline_run, candidate_run=candidate_run,
-                                               baseline_lane=baseline_lane, candidate_lane=candidate_lane)
+def comparison_get_or_create(
+    *,
+    workspace: Workspace,
+    user: Any,
+    baseline_run: Run,
+    candidate_run: Run,
+    baseline_lane: Lane | None = None,
+    candidate_lane: Lane | None = None,
+) -> tuple[Comparison, bool]:
+    baseline, candidate = resolve_participants(
+        workspace=workspace,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline_lane,
+        candidate_lane=candidate_lane,
+    )
     summary = build_comparison(_scorecard(baseline), _scorecard(candidate))
     fingerprint = _fingerprint(baseline, candidate, summary)
     existing = Comparison.objects.filter(workspace=workspace, fingerprint=fingerprint).first()
     if existing is not None:
         return existing, False
     comparison = Comparison(
-        workspace=workspace, baseline_run=baseline_run, candidate_run=candidate_run, baseline_lane=baseline,
-        candidate_lane=candidate, status=summary.get("status") or "not_comparable",
-        reason_code=summary.get("reason_code") or "", fingerprint=fingerprint, summary=summary,
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        workspace=workspace,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline,
+        candidate_lane=candidate,
+        status=summary.get("status") or "not_comparable",
+        reason_code=summary.get("reason_code") or "",
+        fingerprint=fingerprint,
+        summary=summary,
+        created_by=actor_or_none(user),
     )
     comparison.full_clean(validate_unique=False, validate_constraints=False)
     try:
@@ -106,11 +125,23 @@ def comparison_get_or_create(*, workspace: Workspace, user: Any, baseline_run: R
     return comparison, True
 
 
-def comparison_create(*, workspace: Workspace, user: Any, baseline_run: Run, candidate_run: Run,
-                      baseline_lane: RunAgent | None = None, candidate_lane: RunAgent | None = None) -> Comparison:
-    comparison, _ = comparison_get_or_create(workspace=workspace, user=user, baseline_run=baseline_run,
-                                             candidate_run=candidate_run, baseline_lane=baseline_lane,
-                                             candidate_lane=candidate_lane)
+def comparison_create(
+    *,
+    workspace: Workspace,
+    user: Any,
+    baseline_run: Run,
+    candidate_run: Run,
+    baseline_lane: Lane | None = None,
+    candidate_lane: Lane | None = None,
+) -> Comparison:
+    comparison, _ = comparison_get_or_create(
+        workspace=workspace,
+        user=user,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline_lane,
+        candidate_lane=candidate_lane,
+    )
     return comparison
 
 
@@ -128,8 +159,9 @@ def policy_from(*, policy_text: str | None = None, policy: Any = None) -> dict[s
 
 
 @transaction.atomic
-def gate_evaluate_get_or_create(*, comparison: Comparison, user: Any, policy_text: str | None = None,
-                                policy: Any = None) -> tuple[GateResult, bool]:
+def gate_evaluate_get_or_create(
+    *, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Any = None
+) -> tuple[GateResult, bool]:
     """Evaluate a policy on a comparison. The same policy on the same comparison returns the same row.
 
     A comparison never changes after it is stored, so neither does the verdict of one policy on
@@ -142,11 +174,15 @@ def gate_evaluate_get_or_create(*, comparison: Comparison, user: Any, policy_tex
         return existing, False
     result = evaluate_gate(comparison.summary, normalized)
     gate = GateResult(
-        comparison=comparison, workspace_id=comparison.workspace_id, verdict=result["verdict"],
-        reason_code=result.get("reason_code") or "", summary=result.get("summary") or "",
-        policy_snapshot=result.get("policy") or normalized, policy_fingerprint=fingerprint,
+        comparison=comparison,
+        workspace_id=comparison.workspace_id,
+        verdict=result["verdict"],
+        reason_code=result.get("reason_code") or "",
+        summary=result.get("summary") or "",
+        policy_snapshot=result.get("policy") or normalized,
+        policy_fingerprint=fingerprint,
         details=json.loads(json.dumps(result, default=str)),
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        created_by=actor_or_none(user),
     )
     gate.full_clean(validate_unique=False, validate_constraints=False)
     gate.save()

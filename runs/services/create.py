@@ -10,11 +10,13 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
+from core.actors import actor_or_none
 from engine.modes import unsupported_simulator_actors
+from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
-from runs.models import CaseRun, LaneStatus, Run, RunAgent, RunStatus, RunStatusHistory
+from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
-from workspaces.models import AgentDeployment, LifecycleStatus, Workspace
+from workspaces.models import Workspace
 
 SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn"})
 
@@ -32,20 +34,43 @@ def deployment_snapshot(deployment: AgentDeployment) -> dict[str, Any]:
     """Everything a worker needs about a lane, as it is now (later edits don't rewrite history)."""
     account = deployment.provider_account
     profile = deployment.runtime_profile
-    sandbox = {k: v for k, v in {"allow_shell": profile.allow_shell, "allow_network": profile.allow_network,
-                                 "max_workspace_bytes": profile.max_workspace_bytes}.items() if v is not None}
+    sandbox = {
+        k: v
+        for k, v in {
+            "allow_shell": profile.allow_shell,
+            "allow_network": profile.allow_network,
+            "max_workspace_bytes": profile.max_workspace_bytes,
+        }.items()
+        if v is not None
+    }
     return {
-        "deployment": {"id": deployment.pk, "name": deployment.name, "model": deployment.model,
-                       "system_prompt": deployment.system_prompt, "output_schema": deployment.output_schema,
-                       "deployment_config": deployment.deployment_config or {}},
-        "provider_account": {"id": account.pk, "name": account.name, "provider_key": account.provider_key,
-                             "credential_reference": account.credential_reference, "base_url": account.base_url},
+        "deployment": {
+            "id": deployment.pk,
+            "name": deployment.name,
+            "model": deployment.model,
+            "system_prompt": deployment.system_prompt,
+            "output_schema": deployment.output_schema,
+            "deployment_config": deployment.deployment_config or {},
+        },
+        "provider_account": {
+            "id": account.pk,
+            "name": account.name,
+            "provider_key": account.provider_key,
+            "credential_reference": account.credential_reference,
+            "base_url": account.base_url,
+        },
         "model": deployment.model,
-        "runtime_profile": {"id": profile.pk, "name": profile.name, "execution_target": profile.execution_target,
-                            "max_iterations": profile.max_iterations, "max_tool_calls": profile.max_tool_calls,
-                            "step_timeout_seconds": profile.step_timeout_seconds,
-                            "run_timeout_seconds": profile.run_timeout_seconds,
-                            "max_in_flight_cases": profile.max_in_flight_cases, "sandbox": sandbox},
+        "runtime_profile": {
+            "id": profile.pk,
+            "name": profile.name,
+            "execution_target": profile.execution_target,
+            "max_iterations": profile.max_iterations,
+            "max_tool_calls": profile.max_tool_calls,
+            "step_timeout_seconds": profile.step_timeout_seconds,
+            "run_timeout_seconds": profile.run_timeout_seconds,
+            "max_in_flight_cases": profile.max_in_flight_cases,
+            "sandbox": sandbox,
+        },
     }
 
 
@@ -83,8 +108,12 @@ def _deployments(workspace: Workspace, deployment_ids: Sequence[Any]) -> list[Ag
             raise Http404("Deployment not found") from None
         if pk not in wanted:
             wanted.append(pk)
-    found = {d.pk: d for d in AgentDeployment.objects.select_related("provider_account", "runtime_profile")
-             .filter(workspace=workspace, pk__in=wanted, status=LifecycleStatus.ACTIVE)}
+    found = {
+        d.pk: d
+        for d in AgentDeployment.objects.select_related("provider_account", "runtime_profile").filter(
+            workspace=workspace, pk__in=wanted, status=LifecycleStatus.ACTIVE
+        )
+    }
     if len(found) != len(wanted):
         raise Http404("Deployment not found")
     return [found[pk] for pk in wanted]
@@ -106,8 +135,10 @@ def run_create(
         raise RunCreateError("This pack version is not runnable.", field="pack_version_id")
     mode = (pack_version.execution_mode or "native").strip() or "native"
     if mode == "responses":
-        raise RunCreateError("The 'responses' execution mode is not supported by this installation; "
-                             "use native, prompt_eval or multi_turn.", field="pack_version_id")
+        raise RunCreateError(
+            "The 'responses' execution mode is not supported by this installation; use native, prompt_eval or multi_turn.",
+            field="pack_version_id",
+        )
     if mode not in SUPPORTED_MODES:
         raise RunCreateError(f"Unknown execution mode {mode!r}.", field="pack_version_id")
     input_set = _input_set_for(pack_version, input_set_id)
@@ -118,9 +149,11 @@ def run_create(
         for case in cases:
             actors = unsupported_simulator_actors(_engine_case(pack_version, input_set, case))
             if actors:
-                raise RunCreateError(f"Case {case.case_key!r} uses the {', '.join(sorted(set(actors)))} user-simulator "
-                                     "actor, which this installation does not support; only scripted actors can run.",
-                                     field="pack_version_id")
+                raise RunCreateError(
+                    f"Case {case.case_key!r} uses the {', '.join(sorted(set(actors)))} user-simulator "
+                    "actor, which this installation does not support; only scripted actors can run.",
+                    field="pack_version_id",
+                )
     deployments = _deployments(workspace, deployment_ids)
     pack_limit = _pack_max_iterations(pack_version.manifest or {})
     now = timezone.now()
@@ -128,22 +161,31 @@ def run_create(
         workspace=workspace, pack_version=pack_version, input_set=input_set,
         name=(name or "").strip()[:200] or f"{pack_version} · {now:%Y-%m-%d %H:%M}",
         status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
-        execution_mode=mode, created_by=user if getattr(user, "is_authenticated", False) else None, queued_at=now,
+        execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
     )  # fmt: skip
     run.full_clean()
     run.save()
-    RunStatusHistory.objects.create(run=run, from_status=RunStatus.DRAFT, to_status=RunStatus.QUEUED,
-                                    reason="run created", changed_by=run.created_by)
+    RunStatusHistory.objects.create(
+        run=run, from_status=RunStatus.DRAFT, to_status=RunStatus.QUEUED, reason="run created", changed_by=run.created_by
+    )
     case_rows = []
     for index, deployment in enumerate(deployments):
         snapshot = deployment_snapshot(deployment)
         if pack_limit is not None:
             snapshot["runtime_profile"]["max_iterations"] = pack_limit
             snapshot["runtime_profile"]["max_iterations_source"] = "pack"
-        lane = RunAgent.objects.create(run=run, workspace=workspace, deployment=deployment, lane_index=index,
-                                       label=deployment.name, snapshot=snapshot, status=LaneStatus.QUEUED)
-        case_rows.extend(CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position)
-                         for position, case in enumerate(cases))
+        lane = Lane.objects.create(
+            run=run,
+            workspace=workspace,
+            deployment=deployment,
+            lane_index=index,
+            label=deployment.name,
+            snapshot=snapshot,
+            status=LaneStatus.QUEUED,
+        )
+        case_rows.extend(
+            CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position) for position, case in enumerate(cases)
+        )
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
     enqueue_on_commit("runs.run_start", run.pk)
     return run

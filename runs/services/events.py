@@ -99,7 +99,13 @@ def _release_sequence(lane_id: int, count: int) -> None:
 
 @transaction.atomic
 def run_events_append(
-    *, run_id: int, lane_id: int, case_run_id: int | None, attempt: int, events: list[Event], redactor: Redactor | None = None,
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[Event],
+    redactor: Redactor | None = None,
     stored: list[dict[str, Any]] | None = None,
 ) -> int:
     """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
@@ -132,17 +138,54 @@ def run_events_append(
             payload = redactor.json(payload)
         inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
         occurred_at = _occurred_at(event.occurred_at)
-        rows.append((run_id, lane_id, case_run_id, event.event_id, first + offset, event.event_type, event.source,
-                     occurred_at, event.case_key, attempt, inline, ref, now, text))
+        rows.append(
+            (
+                run_id,
+                lane_id,
+                case_run_id,
+                event.event_id,
+                first + offset,
+                event.event_type,
+                event.source,
+                occurred_at,
+                event.case_key,
+                attempt,
+                inline,
+                ref,
+                now,
+                text,
+            )
+        )
     _insert(rows)
     if stored is not None:  # exactly what a read would return (JSON round trip, stub for a stored file)
-        stored.extend({"event_id": row[3], "event_type": row[5], "sequence_number": row[4], "occurred_at": row[7].isoformat(),
-                       "payload": json.loads(row[13])} for row in rows)
+        stored.extend(
+            {
+                "event_id": row[3],
+                "event_type": row[5],
+                "sequence_number": row[4],
+                "occurred_at": row[7].isoformat(),
+                "payload": json.loads(row[13]),
+            }
+            for row in rows
+        )
     return len(rows)
 
 
-_COLUMNS = ("run_id", "lane_id", "case_run_id", "event_id", "sequence_number", "event_type", "source", "occurred_at",
-            "case_key", "attempt", "payload", "payload_ref", "created_at")
+_COLUMNS = (
+    "run_id",
+    "lane_id",
+    "case_run_id",
+    "event_id",
+    "sequence_number",
+    "event_type",
+    "source",
+    "occurred_at",
+    "case_key",
+    "attempt",
+    "payload",
+    "payload_ref",
+    "created_at",
+)
 
 
 def _insert(rows: list[tuple[Any, ...]]) -> None:
@@ -207,5 +250,12 @@ class RunEventSink:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
-        run_events_append(run_id=self.run_id, lane_id=self.lane_id, case_run_id=self.case_run_id,
-                          attempt=self.attempt, events=batch, redactor=self.redactor, stored=self.stored)
+        run_events_append(
+            run_id=self.run_id,
+            lane_id=self.lane_id,
+            case_run_id=self.case_run_id,
+            attempt=self.attempt,
+            events=batch,
+            redactor=self.redactor,
+            stored=self.stored,
+        )

@@ -63,7 +63,8 @@ class Heartbeat(threading.Thread):
         try:
             while not self.stopped.wait(self.interval):
                 CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
-                    heartbeat_at=timezone.now())
+                    heartbeat_at=timezone.now()
+                )
         except Exception:
             logger.exception("heartbeat for case run %s failed", self.case_run_id)
         finally:
@@ -133,8 +134,9 @@ def _failed(stop_reason: str, error: str, *, retryable: bool = False, code: str 
     return outcome
 
 
-def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secrets: dict[str, str],
-                emitter: EventEmitter) -> tuple[CaseOutcome, dict[str, Any]]:
+def _run_engine(
+    case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secrets: dict[str, str], emitter: EventEmitter
+) -> tuple[CaseOutcome, dict[str, Any]]:
     from engine.providers import create_provider
     from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, create_sandbox
     from engine.tools import ToolsetError, build_toolset
@@ -151,10 +153,17 @@ def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secr
     deployment_config = dict(deployment.get("deployment_config") or {})
     api_key, credential_error = credential_resolve(account.get("credential_reference") or "", secrets)
     if credential_error:
-        return _failed("provider_error", credential_error, code="credential_unavailable",
-                       provider_key=account.get("provider_key") or ""), {}
-    provider = create_provider(account.get("provider_key") or "", api_key=api_key, base_url=account.get("base_url") or None,
-                               deployment_config=deployment_config, case_key=case_run.case_key, case_inputs=case.get("inputs"))
+        return _failed(
+            "provider_error", credential_error, code="credential_unavailable", provider_key=account.get("provider_key") or ""
+        ), {}
+    provider = create_provider(
+        account.get("provider_key") or "",
+        api_key=api_key,
+        base_url=account.get("base_url") or None,
+        deployment_config=deployment_config,
+        case_key=case_run.case_key,
+        case_inputs=case.get("inputs"),
+    )
     sandbox = None
     toolset = None
     mode = run.execution_mode or "native"
@@ -164,9 +173,14 @@ def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secr
                 config = SandboxConfig.from_manifest(manifest, profile.get("sandbox") or None)
                 os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
                 sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT))
-                run_context = {"run_id": run.pk, "run_agent_id": lane.pk, "run_name": run.name, "case_key": case_run.case_key,
-                               "deployment_config": {k: v for k, v in deployment_config.items() if k not in ("script", "judge_responses")},
-                               "runtime_profile": profile}
+                run_context = {
+                    "run_id": run.pk,
+                    "run_agent_id": lane.pk,
+                    "run_name": run.name,
+                    "case_key": case_run.case_key,
+                    "deployment_config": {k: v for k, v in deployment_config.items() if k not in ("script", "judge_responses")},
+                    "runtime_profile": profile,
+                }
                 sandbox.stage_files(staged_files(manifest=manifest, challenge=challenge, case=case, run_context=run_context))
             except (SandboxConfigError, IsolationUnavailableError) as exc:
                 return _failed("sandbox_error", f"sandbox unavailable: {exc}"), {}
@@ -174,9 +188,17 @@ def _run_engine(case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secr
                 logger.warning("sandbox setup failed for case run %s: %s", case_run.pk, exc)
                 return _failed("sandbox_error", f"sandbox setup failed: {type(exc).__name__}", retryable=True), {}
             try:
-                toolset = build_toolset(manifest, sandbox=sandbox, secrets=secrets, deployment_config=deployment_config,
-                                        event_sink=sink, cancel_check=cancel, run_id=str(run.pk), lane_id=str(lane.pk),
-                                        case_key=case_run.case_key)
+                toolset = build_toolset(
+                    manifest,
+                    sandbox=sandbox,
+                    secrets=secrets,
+                    deployment_config=deployment_config,
+                    event_sink=sink,
+                    cancel_check=cancel,
+                    run_id=str(run.pk),
+                    lane_id=str(lane.pk),
+                    case_key=case_run.case_key,
+                )
             except ToolsetError as exc:
                 return _failed("sandbox_error", f"tool registry: {exc}"), {}
         request = CaseRequest(
@@ -204,7 +226,8 @@ def _verify(spec: dict[str, Any], sandbox: Any, case: dict[str, Any], emitter: E
     from engine.scoring.verification import run_post_execution
 
     if not spec.get("post_execution_checks") and not any(
-            isinstance(v, dict) and v.get("type") == "code_execution" for v in spec.get("validators") or []):
+        isinstance(v, dict) and v.get("type") == "code_execution" for v in spec.get("validators") or []
+    ):
         return {}
     try:
         result = run_post_execution(spec, sandbox, case)
@@ -231,8 +254,9 @@ def _is_retryable(outcome: CaseOutcome) -> bool:
     return outcome.stop_reason == "provider_error" and bool((outcome.provider_failure or {}).get("retryable"))
 
 
-def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None,
-                     score_inline: bool = False) -> str:
+def case_run_execute(
+    *, case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None, score_inline: bool = False
+) -> str:
     """Claim and run one case. Returns what happened (for logs and tests); never raises for case problems.
 
     ``score_inline``: score the finished case here, from the events just written, instead of
@@ -245,8 +269,12 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
         logger.info("case run %s: already claimed or finished", case_run_id)
         return "skipped"
     if case_run.run.status != RunStatus.RUNNING:
-        case_finish(case_run_id=case_run.pk, attempt=case_run.attempt, status=CaseStatus.CANCELLED,
-                    fields={"stop_reason": "cancelled", "error": f"the run is {case_run.run.status}"})
+        case_finish(
+            case_run_id=case_run.pk,
+            attempt=case_run.attempt,
+            status=CaseStatus.CANCELLED,
+            fields={"stop_reason": "cancelled", "error": f"the run is {case_run.run.status}"},
+        )
         return "cancelled"
     attempt = case_run.attempt
     try:
@@ -257,11 +285,16 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
     else:
         secrets_error = None
     redactor = Redactor(secrets.values())
-    sink = RunEventSink(run_id=case_run.run_id, lane_id=case_run.lane_id, case_run_id=case_run.pk, attempt=attempt,
-                        redactor=redactor, interval=_setting("RUNS_EVENT_FLUSH_SECONDS", 0.5),
-                        keep=score_inline and attempt == 1)  # later attempts: the evidence spans every attempt
-    emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source="agent_harness_worker",
-                           case_key=case_run.case_key)
+    sink = RunEventSink(
+        run_id=case_run.run_id,
+        lane_id=case_run.lane_id,
+        case_run_id=case_run.pk,
+        attempt=attempt,
+        redactor=redactor,
+        interval=_setting("RUNS_EVENT_FLUSH_SECONDS", 0.5),
+        keep=score_inline and attempt == 1,
+    )  # later attempts: the evidence spans every attempt
+    emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source="agent_harness_worker", case_key=case_run.case_key)
     cancel = CancelCheck(case_run.pk, attempt)
     heartbeat = Heartbeat(case_run.pk, attempt, _setting("RUNS_HEARTBEAT_SECONDS", 5.0))
     heartbeat.start()
@@ -272,8 +305,15 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
         else:
             outcome, verification = _run_engine(case_run, sink, cancel, secrets, emitter)
         if outcome.status == "failed" and outcome.step_count == 0 and outcome.transcript[:1] and "retryable" in outcome.transcript[0]:
-            emitter.emit("system.run.failed", {"error": outcome.error, "stop_reason": outcome.stop_reason, "step_index": 0,
-                                               **({"provider_failure": outcome.provider_failure} if outcome.provider_failure else {})})
+            emitter.emit(
+                "system.run.failed",
+                {
+                    "error": outcome.error,
+                    "stop_reason": outcome.stop_reason,
+                    "step_index": 0,
+                    **({"provider_failure": outcome.provider_failure} if outcome.provider_failure else {}),
+                },
+            )
     except Exception as exc:
         logger.exception("case run %s crashed", case_run.pk)
         outcome = _failed("sandbox_error", f"worker error: {type(exc).__name__}", retryable=True)
@@ -284,14 +324,23 @@ def case_run_execute(*, case_run_id: int, retry_of: int | None = None, stale_sec
     return _record(case_run, attempt, outcome, verification, redactor, score_inline=score_inline, events=sink.stored)
 
 
-def _record(case_run: CaseRun, attempt: int, outcome: CaseOutcome, verification: dict[str, Any], redactor: Redactor,
-            *, score_inline: bool = False, events: list[dict[str, Any]] | None = None) -> str:
+def _record(
+    case_run: CaseRun,
+    attempt: int,
+    outcome: CaseOutcome,
+    verification: dict[str, Any],
+    redactor: Redactor,
+    *,
+    score_inline: bool = False,
+    events: list[dict[str, Any]] | None = None,
+) -> str:
     from runs.services.orchestrate import case_after_finish
 
     if _is_retryable(outcome) and attempt < MAX_ATTEMPTS and outcome.status == "failed":
         delay = _setting("RUNS_RETRY_BACKOFF_SECONDS", 10.0) * (2 ** (attempt - 1))
         CaseRun.objects.filter(pk=case_run.pk, attempt=attempt, status=CaseStatus.RUNNING).update(
-            error=redactor.text(outcome.error or "")[:5000], heartbeat_at=timezone.now() + dt.timedelta(seconds=delay))
+            error=redactor.text(outcome.error or "")[:5000], heartbeat_at=timezone.now() + dt.timedelta(seconds=delay)
+        )
         enqueue_on_commit("runs.case_run_execute", case_run.pk, attempt, countdown=min(delay, 120.0))
         logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, outcome.stop_reason, delay)
         return "retrying"
@@ -311,6 +360,12 @@ def _record(case_run: CaseRun, attempt: int, outcome: CaseOutcome, verification:
         for name, value in fields.items():  # the row as it now is, for scoring
             setattr(case_run, name, value)
         case_run.status = status
-    case_after_finish(case_run_id=case_run.pk, lane_id=case_run.lane_id, run_id=case_run.run_id, status=status,
-                      scored_here=case_run if score_inline else None, events=events)
+    case_after_finish(
+        case_run_id=case_run.pk,
+        lane_id=case_run.lane_id,
+        run_id=case_run.run_id,
+        status=status,
+        scored_here=case_run if score_inline else None,
+        events=events,
+    )
     return str(status)

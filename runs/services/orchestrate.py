@@ -8,7 +8,6 @@ second time.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import logging
 from typing import Any
 
@@ -21,27 +20,20 @@ from runs.models import (
     LANE_TERMINAL,
     CaseRun,
     CaseStatus,
+    Lane,
     LaneStatus,
     Run,
-    RunAgent,
     RunStatus,
     ScoreStatus,
 )
 from runs.queue import enqueue_on_commit
+from runs.scoring import services as scoring
 
 logger = logging.getLogger(__name__)
 
 ORPHAN_AFTER = dt.timedelta(minutes=15)
 STALE_AFTER = dt.timedelta(seconds=60)
 LOST_DISPATCH_AFTER = dt.timedelta(minutes=10)
-
-
-def scoring_module() -> Any:
-    """``runs.scoring`` (owned by the scoring work) or None while it is not installed."""
-    try:
-        return importlib.import_module("runs.scoring")
-    except ImportError:
-        return None
 
 
 class RunNotCancellable(Exception):
@@ -54,7 +46,7 @@ def run_start(*, run_id: int) -> bool:
         if not run_transition(run_id=run_id, to=RunStatus.PROVISIONING, expected=RunStatus.QUEUED, reason="worker picked up the run"):
             logger.info("run %s: not queued anymore, start skipped", run_id)
             return False
-        lane_ids = list(RunAgent.objects.filter(run_id=run_id).values_list("pk", flat=True))
+        lane_ids = list(Lane.objects.filter(run_id=run_id).values_list("pk", flat=True))
         if not lane_ids:
             run_transition(run_id=run_id, to=RunStatus.FAILED, reason="run has no lanes")
             return False
@@ -103,7 +95,7 @@ def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
     if row is None:
         return None
     if limit is None:  # another database: read the snapshot
-        snapshot = RunAgent.objects.filter(pk=lane_id).values_list("snapshot", flat=True).first() or {}
+        snapshot = Lane.objects.filter(pk=lane_id).values_list("snapshot", flat=True).first() or {}
         value = (snapshot.get("runtime_profile") or {}).get("max_in_flight_cases")
     else:
         value = row[2]
@@ -141,8 +133,15 @@ def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
     return len(picked), not picked and in_flight == 0
 
 
-def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: str, scored_here: CaseRun | None = None,
-                      events: list[dict[str, Any]] | None = None) -> None:
+def case_after_finish(
+    *,
+    case_run_id: int,
+    lane_id: int,
+    run_id: int,
+    status: str,
+    scored_here: CaseRun | None = None,
+    events: list[dict[str, Any]] | None = None,
+) -> None:
     """A case reached a terminal state: refill the lane, score the case, maybe finish the lane.
 
     ``scored_here`` (the finished case, loaded as the claim loads it) scores the case in this
@@ -152,18 +151,18 @@ def case_after_finish(*, case_run_id: int, lane_id: int, run_id: int, status: st
     finish was committed, so of the lane's last cases at least the one that dispatches last sees
     them all finished); after a score, a lane still executing is left to that case.
     """
-    scoring = scoring_module() if status != CaseStatus.CANCELLED else None
-    if scoring is not None and scored_here is None:
+    score = status != CaseStatus.CANCELLED
+    if score and scored_here is None:
         enqueue_on_commit("runs.case_run_finalize", case_run_id)
     _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
-    if scoring is not None and scored_here is not None:
-        _score(scoring, case_run_id, case_run=scored_here, events=events)
+    if score and scored_here is not None:
+        _score(case_run_id, case_run=scored_here, events=events)
         lane_advance(lane_id=lane_id, scored=not maybe_done)
     elif maybe_done:
         lane_advance(lane_id=lane_id)
 
 
-def _score(scoring: Any, case_run_id: int, **kwargs: Any) -> None:
+def _score(case_run_id: int, **kwargs: Any) -> None:
     try:
         scored = scoring.case_run_score(case_run_id=case_run_id, **kwargs)
     except Exception:
@@ -175,19 +174,16 @@ def _score(scoring: Any, case_run_id: int, **kwargs: Any) -> None:
 
 def case_run_finalize(*, case_run_id: int) -> None:
     """Score one finished case (idempotent), then let its lane move on."""
-    scoring = scoring_module()
-    if scoring is not None:
-        case_run = (CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
-                    .defer("run__pack_version__manifest").filter(pk=case_run_id).first())
-        if case_run is None:
-            return
-        lane_id = case_run.lane_id
-        _score(scoring, case_run_id, case_run=case_run)
-    else:
-        lane_id = CaseRun.objects.filter(pk=case_run_id).values_list("lane_id", flat=True).first()
-        if lane_id is None:
-            return
-    lane_advance(lane_id=lane_id, scored=True)
+    case_run = (
+        CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
+        .defer("run__pack_version__manifest")
+        .filter(pk=case_run_id)
+        .first()
+    )
+    if case_run is None:
+        return
+    _score(case_run_id, case_run=case_run)
+    lane_advance(lane_id=case_run.lane_id, scored=True)
 
 
 def lane_advance(*, lane_id: int, scored: bool = False) -> None:
@@ -197,7 +193,7 @@ def lane_advance(*, lane_id: int, scored: bool = False) -> None:
     the case that finishes the lane's execution does the ``executing → evaluating`` step and
     counts the scores itself (it either sees this score, or this call sees ``evaluating``).
     """
-    lane = RunAgent.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
+    lane = Lane.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
     if lane is None or lane["run__status"] not in (RunStatus.RUNNING, RunStatus.SCORING) or lane["status"] in LANE_TERMINAL:
         return
     if scored and lane["status"] == LaneStatus.EXECUTING:
@@ -206,27 +202,34 @@ def lane_advance(*, lane_id: int, scored: bool = False) -> None:
     if counts["open"]:
         return
     if lane["status"] == LaneStatus.EXECUTING:
-        lane_transition(lane_id=lane_id, to=LaneStatus.EVALUATING, expected=LaneStatus.EXECUTING,
-                        reason=f"{counts['total']} cases finished ({counts['completed']} completed); scoring pending")
+        lane_transition(
+            lane_id=lane_id,
+            to=LaneStatus.EVALUATING,
+            expected=LaneStatus.EXECUTING,
+            reason=f"{counts['total']} cases finished ({counts['completed']} completed); scoring pending",
+        )
         # Count again after the move: a score that came in meanwhile saw ``executing`` and left
         # the lane to us (see ``scored`` above).
         counts = _lane_counts(lane_id)
     elif lane["status"] != LaneStatus.EVALUATING:
         return
-    scoring = scoring_module()
-    if scoring is not None:
-        if counts["unscored"]:
-            return  # the last case_run_finalize calls back here
-        try:
-            scoring.lane_score(lane_id=lane_id)
-        except Exception:
-            logger.exception("lane scorecard for lane %s failed", lane_id)
+    if counts["unscored"]:
+        return  # the last case_run_finalize calls back here
+    try:
+        scoring.lane_score(lane_id=lane_id)
+    except Exception:
+        logger.exception("lane scorecard for lane %s failed", lane_id)
     if counts["completed"]:
-        lane_transition(lane_id=lane_id, to=LaneStatus.COMPLETED, expected=LaneStatus.EVALUATING,
-                        reason=f"{counts['completed']} of {counts['total']} cases completed")
+        lane_transition(
+            lane_id=lane_id,
+            to=LaneStatus.COMPLETED,
+            expected=LaneStatus.EVALUATING,
+            reason=f"{counts['completed']} of {counts['total']} cases completed",
+        )
     else:
-        lane_transition(lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING,
-                        reason=f"no case completed (0 of {counts['total']})")
+        lane_transition(
+            lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING, reason=f"no case completed (0 of {counts['total']})"
+        )
     run_advance(run_id=lane["run_id"])
 
 
@@ -244,7 +247,7 @@ def run_advance(*, run_id: int) -> None:
     status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
     if status not in (RunStatus.RUNNING, RunStatus.SCORING):
         return
-    lanes = dict(RunAgent.objects.filter(run_id=run_id).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+    lanes = dict(Lane.objects.filter(run_id=run_id).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
     if any(s not in LANE_TERMINAL for s in lanes):
         return
     failed, completed = lanes.get(LaneStatus.FAILED, 0), lanes.get(LaneStatus.COMPLETED, 0)
@@ -254,18 +257,20 @@ def run_advance(*, run_id: int) -> None:
             return
         if not run_transition(run_id=run_id, to=RunStatus.SCORING, expected=RunStatus.RUNNING, reason="every lane finished"):
             return
-    scoring = scoring_module()
-    if scoring is not None:
-        try:
-            scoring.run_score(run_id=run_id)
-        except Exception as exc:
-            logger.exception("run scorecard for run %s failed", run_id)
-            run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.SCORING, reason=f"run scorecard failed: {exc}"[:500])
-            return
+    try:
+        scoring.run_score(run_id=run_id)
+    except Exception as exc:
+        logger.exception("run scorecard for run %s failed", run_id)
+        run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.SCORING, reason=f"run scorecard failed: {exc}"[:500])
+        return
     scored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.SCORED).count()
     errored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.ERRORED).count()
-    run_transition(run_id=run_id, to=RunStatus.COMPLETED, expected=RunStatus.SCORING,
-                   reason=f"{completed} lanes completed, {failed} failed; {scored} cases scored, {errored} errored")
+    run_transition(
+        run_id=run_id,
+        to=RunStatus.COMPLETED,
+        expected=RunStatus.SCORING,
+        reason=f"{completed} lanes completed, {failed} failed; {scored} cases scored, {errored} errored",
+    )
 
 
 @transaction.atomic
@@ -278,20 +283,25 @@ def run_cancel(*, run: Run, user: Any) -> Run:
     return run
 
 
-def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORPHAN_AFTER,
-             stale_after: dt.timedelta = STALE_AFTER, lost_after: dt.timedelta = LOST_DISPATCH_AFTER) -> dict[str, int]:
+def run_reap(
+    *,
+    now: dt.datetime | None = None,
+    orphan_after: dt.timedelta = ORPHAN_AFTER,
+    stale_after: dt.timedelta = STALE_AFTER,
+    lost_after: dt.timedelta = LOST_DISPATCH_AFTER,
+) -> dict[str, int]:
     """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
     now = now or timezone.now()
     report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "rescored": 0, "advanced": 0}
     orphans = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.PROVISIONING], created_at__lt=now - orphan_after)
     for run_id, status in orphans.values_list("pk", "status")[:500]:
-        if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status,
-                          reason="orphaned run reaper: not started within 15 minutes"):
+        if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status, reason="orphaned run reaper: not started within 15 minutes"):
             cases_cancel_open(run_id=run_id)
             report["orphaned"] += 1
     running = Run.objects.filter(status=RunStatus.RUNNING)
     stale = CaseRun.objects.filter(run__in=running, status=CaseStatus.RUNNING).filter(
-        Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True))
+        Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True)
+    )
     for case_run_id in stale.values_list("pk", flat=True)[:500]:
         enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
         report["requeued"] += 1
@@ -300,13 +310,19 @@ def run_reap(*, now: dt.datetime | None = None, orphan_after: dt.timedelta = ORP
         CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)
         enqueue_on_commit_now("runs.case_run_execute", case_run_id)
         report["redispatched"] += 1
-    if scoring_module() is not None:  # finished but never scored (its worker died between finishing and scoring it)
-        unscored = CaseRun.objects.filter(run__in=running, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED],
-                                          score_status=ScoreStatus.PENDING, finished_at__lt=now - stale_after)
-        for case_run_id in unscored.values_list("pk", flat=True)[:500]:
-            enqueue_on_commit_now("runs.case_run_finalize", case_run_id)
-            report["rescored"] += 1
-    for lane_id in RunAgent.objects.filter(run__status=RunStatus.RUNNING, status__in=[LaneStatus.EXECUTING, LaneStatus.EVALUATING]).values_list("pk", flat=True):
+    # finished but never scored (its worker died between finishing and scoring it)
+    unscored = CaseRun.objects.filter(
+        run__in=running,
+        status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED],
+        score_status=ScoreStatus.PENDING,
+        finished_at__lt=now - stale_after,
+    )
+    for case_run_id in unscored.values_list("pk", flat=True)[:500]:
+        enqueue_on_commit_now("runs.case_run_finalize", case_run_id)
+        report["rescored"] += 1
+    for lane_id in Lane.objects.filter(run__status=RunStatus.RUNNING, status__in=[LaneStatus.EXECUTING, LaneStatus.EVALUATING]).values_list(
+        "pk", flat=True
+    ):
         lane_dispatch_next(lane_id=lane_id)
         lane_advance(lane_id=lane_id)
         report["advanced"] += 1

@@ -68,8 +68,9 @@ def _fixture_files(case: dict[str, Any]) -> dict[str, bytes]:
     return files
 
 
-def staged_files(*, manifest: dict[str, Any], challenge: dict[str, Any], case: dict[str, Any],
-                 run_context: dict[str, Any]) -> dict[str, bytes]:
+def staged_files(
+    *, manifest: dict[str, Any], challenge: dict[str, Any], case: dict[str, Any], run_context: dict[str, Any]
+) -> dict[str, bytes]:
     """``/workspace/agentclash/*.json`` context files plus the case's fixture files."""
 
     def dump(value: Any) -> bytes:

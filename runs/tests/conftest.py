@@ -12,7 +12,8 @@ from runs.tests.factories import make_deployment, native_pack_yaml, publish
 TASKS: dict[str, Callable[..., object]] = {
     "runs.run_start": lambda run_id: services.run_start(run_id=run_id),
     "runs.case_run_execute": lambda case_run_id, retry_of=None, stale_seconds=None: services.case_run_execute(
-        case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds),
+        case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds
+    ),
     "runs.case_run_finalize": lambda case_run_id: services.case_run_finalize(case_run_id=case_run_id),
     "runs.run_reap": lambda: services.run_reap(),
 }

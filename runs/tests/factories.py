@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from packs.models import PackVersion
 from packs.services import pack_publish
-from workspaces.models import AgentDeployment, ProviderAccount, RuntimeProfile, Workspace
+from workspaces.models import Workspace
 
 _counter = itertools.count(1)
 
@@ -65,7 +66,7 @@ input_sets:
   - key: default
     name: Default
     cases:
-{''.join(case_lines)}"""
+{"".join(case_lines)}"""
 
 
 def publish(workspace: Workspace, user: Any, source: str) -> PackVersion:
@@ -75,16 +76,38 @@ def publish(workspace: Workspace, user: Any, source: str) -> PackVersion:
 READ_AND_SUBMIT = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}, {"submit": "{{last_result}}"}]
 
 
-def make_deployment(workspace: Workspace, *, name: str | None = None, script: list | dict | None = None,
-                    max_iterations: int = 10, max_tool_calls: int = 0, max_in_flight_cases: int = 8,
-                    credential_reference: str = "", provider_key: str = "scripted", **extra: Any) -> AgentDeployment:
+def make_deployment(
+    workspace: Workspace,
+    *,
+    name: str | None = None,
+    script: list | dict | None = None,
+    max_iterations: int = 10,
+    max_tool_calls: int = 0,
+    max_in_flight_cases: int = 8,
+    credential_reference: str = "",
+    provider_key: str = "scripted",
+    **extra: Any,
+) -> AgentDeployment:
     n = next(_counter)
-    account = ProviderAccount.objects.create(workspace=workspace, name=f"account-{n}", provider_key=provider_key,
-                                             credential_reference=credential_reference)
-    profile = RuntimeProfile.objects.create(workspace=workspace, name=f"profile-{n}", max_iterations=max_iterations,
-                                            max_tool_calls=max_tool_calls, max_in_flight_cases=max_in_flight_cases)
+    account = ProviderAccount.objects.create(
+        workspace=workspace, name=f"account-{n}", provider_key=provider_key, credential_reference=credential_reference
+    )
+    profile = RuntimeProfile.objects.create(
+        workspace=workspace,
+        name=f"profile-{n}",
+        max_iterations=max_iterations,
+        max_tool_calls=max_tool_calls,
+        max_in_flight_cases=max_in_flight_cases,
+    )
     if script is None:
         script = READ_AND_SUBMIT
     config = {"script": script if isinstance(script, dict) else {"default": script}}
-    return AgentDeployment.objects.create(workspace=workspace, name=name or f"agent-{n}", provider_account=account,
-                                          model="scripted-1", runtime_profile=profile, deployment_config=config, **extra)
+    return AgentDeployment.objects.create(
+        workspace=workspace,
+        name=name or f"agent-{n}",
+        provider_account=account,
+        model="scripted-1",
+        runtime_profile=profile,
+        deployment_config=config,
+        **extra,
+    )

@@ -13,7 +13,19 @@ def operator(django_user_model):
 
 @pytest.mark.parametrize(
     "model",
-    ["run", "runagent", "caserun", "runevent", "runstatushistory", "runagentstatushistory", "casescore", "lanescorecard", "runscorecard", "comparison", "gateresult"],
+    [
+        "run",
+        "lane",
+        "caserun",
+        "runevent",
+        "runstatushistory",
+        "lanestatushistory",
+        "casescore",
+        "lanescorecard",
+        "runscorecard",
+        "comparison",
+        "gateresult",
+    ],
 )
 def test_every_runs_model_is_in_the_admin_and_read_only(client, operator, model):
     client.force_login(operator)

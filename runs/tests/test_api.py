@@ -119,15 +119,19 @@ def test_it_refuses_a_pack_version_of_another_workspace(api_client_for, member, 
 
 @pytest.mark.django_db
 def test_it_requires_an_input_set_when_there_are_several(api_client_for, member, workspace, admin, deployment):
-    source = native_pack_yaml(cases=1).replace("input_sets:\n", "input_sets:\n  - key: second\n    name: Second\n    cases:\n"
-                                                "      - challenge_key: notes\n        case_key: only\n", 1)
+    source = native_pack_yaml(cases=1).replace(
+        "input_sets:\n",
+        "input_sets:\n  - key: second\n    name: Second\n    cases:\n      - challenge_key: notes\n        case_key: only\n",
+        1,
+    )
     version = publish(workspace, admin, source)
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, format="json")
     assert response.status_code == 400
     assert "input set" in response.json()["error"]["message"]
     second = version.input_sets.get(key="second")
-    response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "input_set_id": second.pk,
-                                                  "deployment_ids": [deployment.pk]}, format="json")
+    response = api_client_for(member).post(
+        BASE, {"pack_version_id": version.pk, "input_set_id": second.pk, "deployment_ids": [deployment.pk]}, format="json"
+    )
     assert response.status_code == 201
     assert CaseRun.objects.filter(run_id=response.json()["id"]).count() == 1
 
@@ -153,7 +157,9 @@ def test_it_refuses_llm_simulator_actors(api_client_for, member, workspace, admi
 
 
 @pytest.mark.django_db
-def test_run_list_api_has_a_fixed_number_of_queries(workspace, admin, api_client_for, pack_version, deployment, django_assert_max_num_queries):
+def test_run_list_api_has_a_fixed_number_of_queries(
+    workspace, admin, api_client_for, pack_version, deployment, django_assert_max_num_queries
+):
     client = api_client_for(admin)
     services.run_create(workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[deployment.pk])
     with django_assert_max_num_queries(12) as few:

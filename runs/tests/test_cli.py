@@ -30,8 +30,19 @@ def test_run_pack_follow_exits_zero_when_completed(workspace, pack_version, depl
 
     run_pack.time.sleep = sleep
     try:
-        call_command("run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader",
-                     "--follow", "--poll", "0", stdout=out)
+        call_command(
+            "run_pack",
+            "--workspace",
+            "acme",
+            "--pack-version",
+            str(pack_version.pk),
+            "--deployment",
+            "reader",
+            "--follow",
+            "--poll",
+            "0",
+            stdout=out,
+        )
     finally:
         run_pack.time.sleep = original_sleep
     assert "3/3 cases" in out.getvalue() and Run.objects.get().status == RunStatus.COMPLETED
@@ -50,8 +61,18 @@ def test_run_pack_follow_exits_one_when_cancelled(workspace, pack_version, deplo
     run_pack.time.sleep = sleep
     try:
         with pytest.raises(SystemExit) as exit_info:
-            call_command("run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader",
-                         "--follow", stdout=io.StringIO(), stderr=io.StringIO())
+            call_command(
+                "run_pack",
+                "--workspace",
+                "acme",
+                "--pack-version",
+                str(pack_version.pk),
+                "--deployment",
+                "reader",
+                "--follow",
+                stdout=io.StringIO(),
+                stderr=io.StringIO(),
+            )
     finally:
         run_pack.time.sleep = original_sleep
     assert exit_info.value.code == 1

@@ -42,8 +42,9 @@ def test_repeating_a_comparison_returns_the_same_row(workspace, admin, pair):
 def test_it_compares_two_lanes_of_one_run(workspace, admin):
     run = make_run(workspace, lanes=[GOOD, SLOPPY])
     good, sloppy = run.lanes.order_by("lane_index")
-    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=run, candidate_run=run,
-                                   baseline_lane=good, candidate_lane=sloppy)
+    comparison = comparison_create(
+        workspace=workspace, user=admin, baseline_run=run, candidate_run=run, baseline_lane=good, candidate_lane=sloppy
+    )
     assert comparison.status == "comparable"
 
 
@@ -65,8 +66,14 @@ def test_it_rejects_the_same_lane_twice(workspace, admin):
 def test_it_rejects_a_lane_of_another_run(workspace, admin, pair):
     baseline, candidate = pair
     with pytest.raises(ComparisonError) as info:
-        comparison_create(workspace=workspace, user=admin, baseline_run=baseline, candidate_run=candidate,
-                          baseline_lane=candidate.lanes.get(), candidate_lane=candidate.lanes.get())
+        comparison_create(
+            workspace=workspace,
+            user=admin,
+            baseline_run=baseline,
+            candidate_run=candidate,
+            baseline_lane=candidate.lanes.get(),
+            candidate_lane=candidate.lanes.get(),
+        )
     assert info.value.reason_code == "baseline_run_agent_unresolved"
 
 
@@ -102,16 +109,18 @@ def test_api_creates_then_returns_the_existing_comparison(workspace, member, pai
 
 def test_api_names_the_reason_code_for_unresolved_participants(workspace, member, api_client_for):
     multi = make_run(workspace, lanes=[GOOD, SLOPPY])
-    response = api_client_for(member).post(URL.format(slug=workspace.slug),
-                                           {"baseline_run_id": multi.pk, "candidate_run_id": multi.pk}, format="json")
+    response = api_client_for(member).post(
+        URL.format(slug=workspace.slug), {"baseline_run_id": multi.pk, "candidate_run_id": multi.pk}, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "participant_match_not_resolved"
     assert "candidate_lane_id" in response.json()["error"]["fields"]
 
 
 def test_api_viewer_cannot_create_a_comparison(workspace, viewer, pair, api_client_for):
-    response = api_client_for(viewer).post(URL.format(slug=workspace.slug),
-                                           {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk}, format="json")
+    response = api_client_for(viewer).post(
+        URL.format(slug=workspace.slug), {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk}, format="json"
+    )
     assert response.status_code == 403
     assert not Comparison.objects.exists()
 
@@ -119,18 +128,29 @@ def test_api_viewer_cannot_create_a_comparison(workspace, viewer, pair, api_clie
 def test_api_hides_other_workspaces_runs_in_post_bodies(workspace, other_workspace, stranger, member, pair, api_client_for):
     foreign = make_run(other_workspace, lanes=[GOOD])
     # A member here naming a run of another workspace gets 404, not 403.
-    response = api_client_for(member).post(URL.format(slug=workspace.slug),
-                                           {"baseline_run_id": pair[0].pk, "candidate_run_id": foreign.pk}, format="json")
+    response = api_client_for(member).post(
+        URL.format(slug=workspace.slug), {"baseline_run_id": pair[0].pk, "candidate_run_id": foreign.pk}, format="json"
+    )
     assert response.status_code == 404
-    response = api_client_for(member).post(URL.format(slug=workspace.slug),
-                                           {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk,
-                                            "baseline_lane_id": foreign.lanes.get().pk}, format="json")
+    response = api_client_for(member).post(
+        URL.format(slug=workspace.slug),
+        {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk, "baseline_lane_id": foreign.lanes.get().pk},
+        format="json",
+    )
     assert response.status_code == 404
     # The stranger cannot reach this workspace, nor smuggle its runs through their own.
-    assert api_client_for(stranger).post(URL.format(slug=workspace.slug),
-                                         {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk}, format="json").status_code == 404
-    assert api_client_for(stranger).post(URL.format(slug=other_workspace.slug),
-                                         {"baseline_run_id": pair[0].pk, "candidate_run_id": foreign.pk}, format="json").status_code == 404
+    assert (
+        api_client_for(stranger)
+        .post(URL.format(slug=workspace.slug), {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk}, format="json")
+        .status_code
+        == 404
+    )
+    assert (
+        api_client_for(stranger)
+        .post(URL.format(slug=other_workspace.slug), {"baseline_run_id": pair[0].pk, "candidate_run_id": foreign.pk}, format="json")
+        .status_code
+        == 404
+    )
     assert not Comparison.objects.exists()
 
 
@@ -182,8 +202,7 @@ def test_compare_page_query_count_does_not_grow_with_comparisons(workspace, admi
 
 
 def test_member_creates_a_comparison_from_the_page(workspace, member, pair, client_for):
-    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/",
-                                       {"baseline_run": pair[0].pk, "candidate_run": pair[1].pk})
+    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run": pair[0].pk, "candidate_run": pair[1].pk})
     comparison = Comparison.objects.get()
     assert response.status_code == 302 and response.url == f"/w/{workspace.slug}/comparisons/{comparison.pk}/"
 
@@ -213,8 +232,9 @@ def test_stranger_gets_404_on_compare_pages(workspace, admin, stranger, pair, cl
 
 def test_lane_picker_partial_lists_the_runs_lanes(workspace, viewer, client_for):
     run = make_run(workspace, lanes=[GOOD, SLOPPY])
-    response = client_for(viewer).get(f"/w/{workspace.slug}/comparisons/lanes/?side=candidate&candidate_run={run.pk}",
-                                      HTTP_HX_REQUEST="true")
+    response = client_for(viewer).get(
+        f"/w/{workspace.slug}/comparisons/lanes/?side=candidate&candidate_run={run.pk}", HTTP_HX_REQUEST="true"
+    )
     html = response.content.decode()
     assert response.status_code == 200 and 'id="candidate-lane-picker"' in html and "lane-1" in html
     assert "<html" not in html

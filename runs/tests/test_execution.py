@@ -27,6 +27,7 @@ def test_it_runs_a_pack_to_completion(workspace, admin, pack_version, deployment
 def run_of(workspace, admin, pack_version):
     def create(deployment, version=None):
         return services.run_create(workspace=workspace, user=admin, pack_version=version or pack_version, deployment_ids=[deployment.pk])
+
     return create
 
 
@@ -53,8 +54,16 @@ def test_the_event_sink_skips_events_it_already_stored(run_of, deployment, tasks
     run = run_of(deployment)
     lane = run.lanes.get()
     case = CaseRun.objects.filter(run=run).first()
-    events = [Event(event_id=f"x:{i}", event_type="system.step.started", source="native_engine",
-                    occurred_at="2026-01-01T00:00:00.000Z", payload={"step_index": i}) for i in range(3)]
+    events = [
+        Event(
+            event_id=f"x:{i}",
+            event_type="system.step.started",
+            source="native_engine",
+            occurred_at="2026-01-01T00:00:00.000Z",
+            payload={"step_index": i},
+        )
+        for i in range(3)
+    ]
     assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events) == 3
     assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events + events) == 0
     assert list(RunEvent.objects.filter(lane=lane).values_list("sequence_number", flat=True)) == [1, 2, 3]
@@ -68,8 +77,13 @@ def test_it_stores_oversized_payloads_as_files_and_hydrates_them(run_of, deploym
     run = run_of(deployment)
     lane = run.lanes.get()
     big = {"output_text": "x" * 500}
-    services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1,
-                               events=[Event("big:1", "model.call.completed", "native_engine", "2026-01-01T00:00:00Z", big)])
+    services.run_events_append(
+        run_id=run.pk,
+        lane_id=lane.pk,
+        case_run_id=None,
+        attempt=1,
+        events=[Event("big:1", "model.call.completed", "native_engine", "2026-01-01T00:00:00Z", big)],
+    )
     event = RunEvent.objects.get(event_id="big:1")
     assert set(event.payload) == {"$ref", "bytes", "type"} and event.payload["type"] == "model.call.completed"
     assert services.payload_hydrate(event.payload)["output_text"] == "x" * 500
@@ -105,12 +119,15 @@ def test_it_keeps_at_most_max_in_flight_cases_per_lane(workspace, admin, tasks):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("script, profile, stop_reason, status", [
-    (None, {}, "completed", CaseStatus.COMPLETED),
-    ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_iterations": 2}, "step_limit", CaseStatus.FAILED),
-    ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_tool_calls": 1}, "tool_limit", CaseStatus.FAILED),
-    ([{"text": "I think the answer is 4"}], {}, "provider_error", CaseStatus.FAILED),
-])
+@pytest.mark.parametrize(
+    "script, profile, stop_reason, status",
+    [
+        (None, {}, "completed", CaseStatus.COMPLETED),
+        ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_iterations": 2}, "step_limit", CaseStatus.FAILED),
+        ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_tool_calls": 1}, "tool_limit", CaseStatus.FAILED),
+        ([{"text": "I think the answer is 4"}], {}, "provider_error", CaseStatus.FAILED),
+    ],
+)
 def test_each_stop_reason_is_surfaced(workspace, run_of, tasks, script, profile, stop_reason, status, client_for, viewer):
     deployment = make_deployment(workspace, script=script, **profile)
     run = run_of(deployment)
@@ -169,7 +186,9 @@ def test_cancelling_mid_run_stops_cases_and_queued_tasks_exit(run_of, deployment
 def test_a_running_case_stops_at_its_next_cancel_check(workspace, run_of, tasks, member, monkeypatch):
     from runs.services import execute
 
-    deployment = make_deployment(workspace, script=[{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 8 + [{"submit": "x"}])
+    deployment = make_deployment(
+        workspace, script=[{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 8 + [{"submit": "x"}]
+    )
     run = run_of(deployment)
     tasks.drain(limit=1)
     original = execute.CancelCheck.__call__

@@ -15,8 +15,11 @@ pytestmark = pytest.mark.django_db
 
 GOOD = {"two-plus-two": "4", "three-squared": "9"}
 SLOPPY = {"two-plus-two": "5", "three-squared": "9"}
-WARN_POLICY = {"policy_key": "lenient", "required_dimensions": ["correctness"],
-               "dimensions": {"correctness": {"warn_delta": 0.1, "fail_delta": 0.9}}}
+WARN_POLICY = {
+    "policy_key": "lenient",
+    "required_dimensions": ["correctness"],
+    "dimensions": {"correctness": {"warn_delta": 0.1, "fail_delta": 0.9}},
+}
 
 
 @pytest.fixture
@@ -90,8 +93,14 @@ def test_gate_api_with_default_policy(workspace, admin, member, good, sloppy, ap
     assert again.status_code == 200 and again.json()["id"] == response.json()["id"]
 
 
-@pytest.mark.parametrize("policy", [WARN_POLICY, json.dumps(WARN_POLICY),
-                                    "required_dimensions: [correctness]\ndimensions:\n  correctness: {warn_delta: 0.1, fail_delta: 0.9}\n"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        WARN_POLICY,
+        json.dumps(WARN_POLICY),
+        "required_dimensions: [correctness]\ndimensions:\n  correctness: {warn_delta: 0.1, fail_delta: 0.9}\n",
+    ],
+)
 def test_gate_api_accepts_a_policy_object_json_or_yaml(workspace, admin, member, good, sloppy, api_client_for, policy):
     comparison = _compare(workspace, admin, good, sloppy)
     response = api_client_for(member).post(_gate_url(workspace, comparison), {"policy": policy}, format="json")
@@ -99,12 +108,15 @@ def test_gate_api_accepts_a_policy_object_json_or_yaml(workspace, admin, member,
     assert response.json()["verdict"] == "warn"
 
 
-@pytest.mark.parametrize("policy, needle", [
-    ({"dimensions": {"correctness": {"warn_delta": 0.5, "fail_delta": 0.1}}}, "warn_delta"),
-    ({"surprise": True}, "surprise"),
-    ("dimensions: [unclosed", "policy"),
-    (["not", "a", "mapping"], "policy"),
-])
+@pytest.mark.parametrize(
+    "policy, needle",
+    [
+        ({"dimensions": {"correctness": {"warn_delta": 0.5, "fail_delta": 0.1}}}, "warn_delta"),
+        ({"surprise": True}, "surprise"),
+        ("dimensions: [unclosed", "policy"),
+        (["not", "a", "mapping"], "policy"),
+    ],
+)
 def test_gate_api_rejects_a_bad_policy_naming_the_field(workspace, admin, member, good, sloppy, api_client_for, policy, needle):
     comparison = _compare(workspace, admin, good, sloppy)
     response = api_client_for(member).post(_gate_url(workspace, comparison), {"policy": policy}, format="json")
@@ -118,8 +130,9 @@ def test_gate_api_personas(workspace, admin, viewer, stranger, good, sloppy, api
     comparison = _compare(workspace, admin, good, sloppy)
     assert api_client_for(viewer).post(_gate_url(workspace, comparison), {}, format="json").status_code == 403
     assert api_client_for(stranger).post(_gate_url(workspace, comparison), {}, format="json").status_code == 404
-    assert api_client_for(stranger).post(f"/api/v1/workspaces/globex/comparisons/{comparison.pk}/gate", {},
-                                         format="json").status_code == 404
+    assert (
+        api_client_for(stranger).post(f"/api/v1/workspaces/globex/comparisons/{comparison.pk}/gate", {}, format="json").status_code == 404
+    )
     assert not GateResult.objects.exists()
     assert api_client_for(admin).post(_gate_url(workspace, comparison), {}, format="json").status_code == 201
 
@@ -143,7 +156,7 @@ def test_gate_form_evaluates_and_shows_the_verdict(workspace, admin, member, goo
     response = client.post(f"/w/{workspace.slug}/comparisons/{comparison.pk}/gate/", {"policy": ""})
     assert response.status_code == 302
     html = client.get(response.url).content.decode()
-    assert "Release gate: <span class=\"badge badge-fail\">FAIL</span>" in html
+    assert 'Release gate: <span class="badge badge-fail">FAIL</span>' in html
     assert "threshold_fail_correctness" in html
 
 

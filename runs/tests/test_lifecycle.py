@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from runs import services
 from runs.lifecycle import InvalidTransition, case_claim, lane_transition, run_transition
-from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunAgentStatusHistory, RunStatus, RunStatusHistory
+from runs.models import CaseRun, CaseStatus, LaneStatus, LaneStatusHistory, Run, RunStatus, RunStatusHistory
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_lane_transitions_follow_the_table(run):
     assert lane_transition(lane_id=lane.pk, to=LaneStatus.FAILED, reason="no credentials")
     lane.refresh_from_db()
     assert lane.failure_reason == "no credentials" and lane.finished_at
-    assert RunAgentStatusHistory.objects.filter(lane=lane).count() == 2
+    assert LaneStatusHistory.objects.filter(lane=lane).count() == 2
 
 
 @pytest.mark.django_db

@@ -40,8 +40,9 @@ def test_new_run_page_needs_the_member_role(request, pack_version, deployment, c
 def test_it_starts_a_run_from_the_new_run_page(workspace, member, pack_version, deployment, client_for, tasks):
     client = client_for(member)
     input_set = pack_version.input_sets.get()
-    response = client.post(url("create"), {"pack_version": pack_version.pk, "input_set": input_set.pk,
-                                           "deployments": [deployment.pk], "name": "From the page"})
+    response = client.post(
+        url("create"), {"pack_version": pack_version.pk, "input_set": input_set.pk, "deployments": [deployment.pk], "name": "From the page"}
+    )
     run = workspace.runs.get()
     assert response.status_code == 302 and response["Location"] == url("detail", run.pk)
     assert run.name == "From the page" and run.status == RunStatus.QUEUED
@@ -52,8 +53,9 @@ def test_it_starts_a_run_from_the_new_run_page(workspace, member, pack_version, 
 def test_the_new_run_form_previews_agents_times_cases(workspace, member, pack_version, deployment, client_for):
     other = make_deployment(workspace, name="second")
     client = client_for(member)
-    response = client.get(url("create"), {"pack_version": pack_version.pk, "deployments": [deployment.pk, other.pk]},
-                          HTTP_HX_REQUEST="true")
+    response = client.get(
+        url("create"), {"pack_version": pack_version.pk, "deployments": [deployment.pk, other.pk]}, HTTP_HX_REQUEST="true"
+    )
     body = response.content.decode()
     assert "2 agents × 3 cases" in body
     assert "<html" not in body  # only the form partial

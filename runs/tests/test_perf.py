@@ -75,8 +75,10 @@ def _drain_inline(tasks) -> None:
 
 
 def _scores(run) -> dict[str, tuple]:
-    return {s.case_run.case_key: (s.passed, s.overall_score, s.validity, s.document["metric_details"], s.document["dimensions"])
-            for s in CaseScore.objects.filter(case_run__run=run).select_related("case_run")}
+    return {
+        s.case_run.case_key: (s.passed, s.overall_score, s.validity, s.document["metric_details"], s.document["dimensions"])
+        for s in CaseScore.objects.filter(case_run__run=run).select_related("case_run")
+    }
 
 
 @pytest.mark.django_db
@@ -96,7 +98,7 @@ def test_inline_scoring_gives_the_finalize_task_s_scores_and_gap_free_sequences(
         assert sequences == list(range(sequences[0], sequences[0] + len(sequences)))
         assert lane.next_sequence == sequences[-1] + 1
     assert _scores(inline) == _scores(queued) and len(_scores(inline)) == 5
-    assert (RunEvent.objects.filter(run=inline).count() == RunEvent.objects.filter(run=queued).count())
+    assert RunEvent.objects.filter(run=inline).count() == RunEvent.objects.filter(run=queued).count()
 
 
 @pytest.mark.django_db
@@ -120,8 +122,17 @@ def test_a_redelivered_event_batch_gives_its_numbers_back(run_parts):
 
     run, _ = run_parts
     lane = run.lanes.get()
-    events = [Event(event_id=f"x:{i}", event_type="model.call.started", source="agent", occurred_at="2026-01-01T00:00:00Z",
-                    payload={"i": i}, case_key="c") for i in range(3)]
+    events = [
+        Event(
+            event_id=f"x:{i}",
+            event_type="model.call.started",
+            source="agent",
+            occurred_at="2026-01-01T00:00:00Z",
+            payload={"i": i},
+            case_key="c",
+        )
+        for i in range(3)
+    ]
     assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events[:2]) == 2
     assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events) == 1
     lane.refresh_from_db()
@@ -142,7 +153,9 @@ def test_statement_counts_are_reported(run_parts):
         services.case_run_finalize(case_run_id=case_run_id)
     with CaptureQueriesContext(connection) as inline:
         services.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)
-    print(f"\n{connection.vendor}: case_run_execute {len(execute)} statements, case_run_finalize {len(finalize)}, "
-          f"case_run_execute scoring inline {len(inline)}")
+    print(
+        f"\n{connection.vendor}: case_run_execute {len(execute)} statements, case_run_finalize {len(finalize)}, "
+        f"case_run_execute scoring inline {len(inline)}"
+    )
     for query in inline.captured_queries:
         print("   ", query["sql"][:150])

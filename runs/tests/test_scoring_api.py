@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runs import scoring
 from runs.models import CaseRun, CaseScore, LaneScorecard, RunEvent, RunScorecard, ScoreStatus
+from runs.scoring import services as scoring
 from runs.tests.scoring_factories import make_run, score_run
 
 pytestmark = pytest.mark.django_db
@@ -22,8 +22,12 @@ def test_it_scores_each_case_lane_and_run(workspace):
     run = make_run(workspace, lanes=[GOOD, SLOPPY])
     good, sloppy = run.lanes.order_by("lane_index")
     verdicts = {(c.lane_id, c.case_key): c.passed for c in CaseRun.objects.filter(run=run)}
-    assert verdicts == {(good.pk, "two-plus-two"): True, (good.pk, "three-squared"): True,
-                        (sloppy.pk, "two-plus-two"): False, (sloppy.pk, "three-squared"): True}
+    assert verdicts == {
+        (good.pk, "two-plus-two"): True,
+        (good.pk, "three-squared"): True,
+        (sloppy.pk, "two-plus-two"): False,
+        (sloppy.pk, "three-squared"): True,
+    }
     assert set(CaseRun.objects.filter(run=run).values_list("score_status", flat=True)) == {ScoreStatus.SCORED}
     assert LaneScorecard.objects.get(lane=sloppy).pass_rate == 0.5
     assert run.score_status == ScoreStatus.SCORED

@@ -12,14 +12,14 @@ import shutil
 import pytest
 
 from conftest import require_or_skip
+from infrastructure.demo import DEPLOYMENTS, PROFILES
+from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from packs.demo_seed import seed as packs_seed
 from packs.models import PackVersion
-from runs.comparisons.scorecards import failed_validators
 from runs.comparisons.services import comparison_create, gate_evaluate
 from runs.models import CaseRun, Run, ScoreStatus
+from runs.scoring.presenters import failed_validators
 from runs.services import run_create
-from workspaces.infrastructure.demo import DEPLOYMENTS, PROFILES
-from workspaces.models import AgentDeployment, ProviderAccount, RuntimeProfile
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ class Demo:
 
 @pytest.fixture
 def demo(tasks, workspace, admin):
-    """The demo packs and the demo's scripted agents (same scripts as workspaces/infrastructure/demo.py).
+    """The demo packs and the demo's scripted agents (same scripts as infrastructure/demo.py).
 
     Built here rather than with ``demo_seed()`` so this test only depends on the demo data, not
     on the seeding code path.

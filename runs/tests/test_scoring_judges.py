@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from engine.providers import registry as provider_registry
+from infrastructure.models import AgentDeployment
 from runs.models import CaseRun
 from runs.services import run_create
 from runs.tests.factories import make_deployment, publish
 from secrets_app.services import secret_set
-from workspaces.models import AgentDeployment
 
 pytestmark = pytest.mark.django_db
 
@@ -126,11 +126,12 @@ def test_judges_score_through_the_workspace_deployments_with_consensus(workspace
     assert any("[redacted]" in p for p in prompts)
 
 
-
-NWISE_PACK = JUDGED_PACK.replace("slug: judged", "slug: ranked").replace(
-    """      - key: helpfulness
+NWISE_PACK = (
+    JUDGED_PACK.replace("slug: judged", "slug: ranked")
+    .replace(
+        """      - key: helpfulness
         mode: rubric""",
-    """      - key: head_to_head
+        """      - key: head_to_head
         mode: n_wise
         model: gpt-judge-a
         samples: 1
@@ -138,16 +139,18 @@ NWISE_PACK = JUDGED_PACK.replace("slug: judged", "slug: ranked").replace(
         context_from: [final_output]
       - key: helpfulness
         mode: rubric""",
-).replace(
-    """        - key: quality
+    )
+    .replace(
+        """        - key: quality
           source: llm_judge
           judge_key: helpfulness""",
-    """        - key: quality
+        """        - key: quality
           source: llm_judge
           judge_key: helpfulness
         - key: ranking
           source: llm_judge
           judge_key: head_to_head""",
+    )
 )
 
 
@@ -163,8 +166,9 @@ def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, adm
     good_lane, vague_lane = run.lanes.order_by("lane_index")
     # The judge model is a scripted deployment; its one reply ranks the good lane first.
     judge = AgentDeployment.objects.get(workspace=workspace, model="gpt-judge-a")
-    judge.deployment_config = {"judge_responses": json.dumps(
-        {"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})}
+    judge.deployment_config = {
+        "judge_responses": json.dumps({"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})
+    }
     judge.save(update_fields=["deployment_config"])
     tasks.drain()
 

@@ -26,7 +26,7 @@ def test_run_scorecard_ranks_lanes_and_highlights_the_winner(workspace, viewer, 
     assert html.index("deployment-1") < html.index("deployment-0")  # the good lane ranks first
     assert '<tr class="highlight">' in html and "Winner" in html
     assert "<svg" in html and "data-sortable" in html and "sortable.js" in html
-    assert "hx-trigger=\"every" not in html  # scored: no polling
+    assert 'hx-trigger="every' not in html  # scored: no polling
     assert f"/w/{workspace.slug}/runs/{run.pk}/lanes/{good.pk}/scorecard/" in html
 
 
@@ -74,7 +74,7 @@ def test_lane_scorecard_page_filters_to_failures(workspace, viewer, client_for):
     run = make_run(workspace, lanes=[SLOPPY])
     lane = run.lanes.get()
     html = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/?failures=1").content.decode()
-    table = html[html.index('id="cases"'):]
+    table = html[html.index('id="cases"') :]
     assert "two-plus-two" in table and "<code>three-squared</code></a>" not in table
 
 
@@ -99,9 +99,13 @@ def test_members_can_read_every_scorecard_page(workspace, client_for, request, p
     run = make_run(workspace, lanes=[GOOD])
     lane = run.lanes.get()
     client = client_for(request.getfixturevalue(persona))
-    for url in (f"/w/{workspace.slug}/runs/{run.pk}/scorecard/", f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/",
-                f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard.json", f"/w/{workspace.slug}/comparisons/",
-                f"/w/{workspace.slug}/gates/"):
+    for url in (
+        f"/w/{workspace.slug}/runs/{run.pk}/scorecard/",
+        f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/",
+        f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard.json",
+        f"/w/{workspace.slug}/comparisons/",
+        f"/w/{workspace.slug}/gates/",
+    ):
         assert client.get(url).status_code == 200, url
 
 
@@ -110,8 +114,11 @@ def test_strangers_get_404_on_scorecard_pages(workspace, other_workspace, strang
     lane = run.lanes.get()
     client = client_for(stranger)
     for slug in (workspace.slug, other_workspace.slug):
-        for url in (f"/w/{slug}/runs/{run.pk}/scorecard/", f"/w/{slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/",
-                    f"/w/{slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard.json"):
+        for url in (
+            f"/w/{slug}/runs/{run.pk}/scorecard/",
+            f"/w/{slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/",
+            f"/w/{slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard.json",
+        ):
             assert client.get(url).status_code == 404, url
 
 

@@ -58,8 +58,10 @@ def test_a_real_worker_runs_a_pack_end_to_end(workspace, admin, broker_queue):
 def test_killing_a_worker_mid_run_loses_and_duplicates_nothing(workspace, admin, broker_queue):
     version = publish(workspace, admin, native_pack_yaml(cases=40))
     slow = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 6 + [{"submit": "{{last_result}}"}]
-    lanes = [make_deployment(workspace, name="a", script=slow, max_in_flight_cases=3).pk,
-             make_deployment(workspace, name="b", script=slow, max_in_flight_cases=3).pk]
+    lanes = [
+        make_deployment(workspace, name="a", script=slow, max_in_flight_cases=3).pk,
+        make_deployment(workspace, name="b", script=slow, max_in_flight_cases=3).pk,
+    ]
     first = Worker(queue=broker_queue).start()
     try:
         run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=lanes)
@@ -73,11 +75,13 @@ def test_killing_a_worker_mid_run_loses_and_duplicates_nothing(workspace, admin,
     services.run_reap(stale_after=dt.timedelta(seconds=1), lost_after=dt.timedelta(seconds=1))
     second = Worker(queue=broker_queue).start()
     try:
+
         def finished() -> bool:
             if Run.objects.get(pk=run.pk).is_terminal:
                 return True
             services.run_reap(stale_after=dt.timedelta(seconds=20), lost_after=dt.timedelta(seconds=20))
             return False
+
         assert wait_for(finished, timeout=180, interval=1.0), Counter(CaseRun.objects.filter(run=run).values_list("status", flat=True))
     finally:
         second.stop()

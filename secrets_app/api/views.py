@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -12,7 +11,6 @@ from secrets_app import selectors, services
 from secrets_app.models import WorkspaceSecret
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
-from workspaces.api.views import raise_validation
 from workspaces.models import Role
 
 
@@ -49,10 +47,7 @@ class SecretDetailApi(WorkspaceApiView):
     def put(self, request: Request, workspace_slug: str, key: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            secret, created = services.secret_set(workspace=self.workspace, key=key, value=data.validated_data["value"], actor=request.user)
-        except DjangoValidationError as exc:
-            raise_validation(exc)
+        secret, created = services.secret_set(workspace=self.workspace, key=key, value=data.validated_data["value"], actor=request.user)
         return Response(SecretOutputSerializer(secret).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(responses={204: None}, summary="Delete a secret (admin)")

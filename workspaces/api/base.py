@@ -32,7 +32,7 @@ class WorkspaceApiView(APIView):
 
     def paginate(self, request: Request, queryset, serializer_class):  # type: ignore[no-untyped-def]
         """Limit/offset page of ``queryset`` rendered with ``serializer_class``."""
-        from agentclash.api import Pagination
+        from core.api import Pagination
 
         paginator = Pagination()
         page = paginator.paginate_queryset(queryset, request, view=self)

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentclash.api import ApiError
 from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role, WorkspaceMembership
 
 User = get_user_model()
-
-
-def raise_validation(exc: DjangoValidationError) -> None:
-    """Turn a service's Django ValidationError into the API's 400 envelope."""
-    fields = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-    first_field, first_messages = next(iter(fields.items()))
-    raise ApiError(400, "invalid_request", f"Invalid input: {first_field}: {first_messages[0]}", fields) from exc
 
 
 class WorkspaceOutputSerializer(serializers.Serializer):
@@ -88,15 +79,14 @@ class MemberListApi(WorkspaceApiView):
     def get(self, request: Request, workspace_slug: str) -> Response:
         return self.paginate(request, selectors.members_of(workspace=self.workspace), MemberOutputSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: MemberOutputSerializer}, summary="Add a member (admin); creates the user if missing")
+    @extend_schema(
+        request=InputSerializer, responses={201: MemberOutputSerializer}, summary="Add a member (admin); creates the user if missing"
+    )
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            user, password = services.user_get_or_create(username=data.validated_data["username"], email=data.validated_data.get("email", ""))
-            membership = services.membership_add(workspace=self.workspace, user=user, role=data.validated_data["role"], actor=request.user)
-        except DjangoValidationError as exc:
-            raise_validation(exc)
+        user, password = services.user_get_or_create(username=data.validated_data["username"], email=data.validated_data.get("email", ""))
+        membership = services.membership_add(workspace=self.workspace, user=user, role=data.validated_data["role"], actor=request.user)
         body = dict(MemberOutputSerializer(membership).data)
         if password:
             body["generated_password"] = password
@@ -122,19 +112,11 @@ class MemberDetailApi(WorkspaceApiView):
         membership = self._get(pk)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            membership = services.membership_update(membership=membership, role=data.validated_data["role"], actor=request.user)
-        except DjangoValidationError as exc:
-            raise_validation(exc)
+        membership = services.membership_update(membership=membership, role=data.validated_data["role"], actor=request.user)
         return Response(MemberOutputSerializer(membership).data)
 
     @extend_schema(responses={204: None}, summary="Remove a member (admin); not the last admin")
     def delete(self, request: Request, workspace_slug: str, pk: int) -> Response:
         membership = self._get(pk)
-        try:
-            services.membership_remove(membership=membership, actor=request.user)
-        except DjangoValidationError as exc:
-            raise_validation(exc)
+        services.membership_remove(membership=membership, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-

@@ -42,7 +42,9 @@ def test_members_list_by_persona(request, api_client_for, workspace, persona, st
 
 def test_admins_add_update_and_remove_members(api_client_for, admin, workspace):
     client = api_client_for(admin)
-    created = client.post("/api/v1/workspaces/acme/members", {"username": "dora", "role": "member", "email": "d@example.com"}, format="json")
+    created = client.post(
+        "/api/v1/workspaces/acme/members", {"username": "dora", "role": "member", "email": "d@example.com"}, format="json"
+    )
     assert created.status_code == 201
     assert created.json()["generated_password"]
     pk = created.json()["id"]

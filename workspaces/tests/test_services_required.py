@@ -31,4 +31,3 @@ def test_bubblewrap_is_installed_when_services_are_required():
     import shutil
 
     require_or_skip(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-

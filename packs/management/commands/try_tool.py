@@ -16,10 +16,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from bundle import format_errors_text, process_bundle
 from engine.sandbox import SandboxConfig, create_sandbox
 from engine.tools import ToolsetError, build_toolset
 from engine.types import EngineError, ToolCall
-from packs.bundle import format_errors_text, process_bundle
 
 
 def usage(message: str) -> CommandError:

@@ -83,15 +83,22 @@ class Command(BaseCommand):
                 self._fail(f"run {runs[side].pk} has no lane {lane_id}")
         try:
             policy_from(policy_text=policy_text)  # validate before writing anything
-            comparison = comparison_create(workspace=workspace, user=None, baseline_run=runs["baseline"],
-                                           candidate_run=runs["candidate"], baseline_lane=lanes["baseline"],
-                                           candidate_lane=lanes["candidate"])
+            comparison = comparison_create(
+                workspace=workspace,
+                user=None,
+                baseline_run=runs["baseline"],
+                candidate_run=runs["candidate"],
+                baseline_lane=lanes["baseline"],
+                candidate_lane=lanes["candidate"],
+            )
             gate = gate_evaluate(comparison=comparison, user=None, policy_text=policy_text)
         except ValidationError as exc:
             self._fail("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()))
         self.stdout.write(f"verdict: {gate.verdict}")
         self.stdout.write(f"reason: {gate.reason_code} — {gate.summary}")
-        self.stdout.write(f"comparison: #{comparison.pk} ({comparison.status}{', ' + comparison.reason_code if comparison.reason_code else ''})")
+        self.stdout.write(
+            f"comparison: #{comparison.pk} ({comparison.status}{', ' + comparison.reason_code if comparison.reason_code else ''})"
+        )
         for condition in (gate.details or {}).get("triggered_conditions") or []:
             self.stdout.write(f"  - {condition.get('condition')}: {condition.get('outcome')}")
         for key, result in sorted(((gate.details or {}).get("dimension_results") or {}).items()):

@@ -8,10 +8,11 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
+from infrastructure.models import AgentDeployment
 from packs.models import PackVersion
 from runs import selectors, services
 from runs.models import RunStatus
-from workspaces.models import AgentDeployment, Workspace
+from workspaces.models import Workspace
 
 
 class Command(BaseCommand):
@@ -40,8 +41,14 @@ class Command(BaseCommand):
                 raise CommandError(f"No deployment named {name!r} in {workspace.slug}.")
             ids.append(deployment.pk)
         try:
-            run = services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=ids,
-                                      input_set_id=options["input_set"], name=options["name"])
+            run = services.run_create(
+                workspace=workspace,
+                user=None,
+                pack_version=version,
+                deployment_ids=ids,
+                input_set_id=options["input_set"],
+                name=options["name"],
+            )
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None
         except Http404 as exc:  # an inactive deployment

@@ -1,0 +1,99 @@
+"""Challenge-pack bundles: parse → decode → normalise → validate → manifest (spec pack-format.md).
+
+Pure Python; other apps code against exactly this API:
+
+- ``process_bundle(source) -> BundleResult`` (never raises)
+- ``publication_rows(manifest)``, ``referenced_secrets(manifest)``
+- ``validate_composed_tool(definition, *, field_prefix="definition")``
+- ``format_errors_text(errors)``, ``bundle_from_manifest(manifest)``, ``ValidationError``
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from bundle.errors import DecodeFailure, ValidationError, format_errors_text
+from bundle.manifest import (
+    build_manifest,
+    bundle_from_manifest,
+    checksum_of,
+    publication_rows,
+    referenced_secrets,
+    stored_case_payload,
+)
+
+__all__ = [
+    "BundleResult",
+    "ValidationError",
+    "bundle_from_manifest",
+    "format_errors_text",
+    "process_bundle",
+    "publication_rows",
+    "referenced_secrets",
+    "stored_case_payload",
+    "validate_composed_tool",
+]
+
+
+@dataclasses.dataclass(slots=True)
+class BundleResult:
+    valid: bool
+    errors: list[ValidationError]
+    manifest: dict[str, Any] | None = None
+    checksum: str | None = None
+    bundle: dict[str, Any] | None = None
+
+    @property
+    def error_text(self) -> str:
+        return format_errors_text(self.errors)
+
+
+def process_bundle(source: str | bytes | Mapping[str, Any]) -> BundleResult:
+    """Parse, validate and build the manifest. Every failure is a ``ValidationError``."""
+    try:
+        return _process(source)
+    except DecodeFailure as failure:
+        return BundleResult(valid=False, errors=[failure.error])
+    except RecursionError:
+        return BundleResult(valid=False, errors=[ValidationError("", "bundle nesting is too deep", None)])
+    except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
+        return BundleResult(
+            valid=False,
+            errors=[ValidationError("", f"bundle could not be processed: {type(exc).__name__}", None)],
+        )
+
+
+def _process(source: str | bytes | Mapping[str, Any]) -> BundleResult:
+    from bundle.decode import decode_document
+    from bundle.normalise import normalise_bundle
+    from bundle.parse import compose, line_for
+    from bundle.schema import BUNDLE
+    from bundle.validate import validate_bundle
+
+    if isinstance(source, Mapping):
+        source = json.dumps(source, ensure_ascii=False)
+    root = compose(source)
+    bundle, decode_errors = decode_document(root, BUNDLE)
+    if decode_errors:
+        return BundleResult(valid=False, errors=decode_errors)
+    bundle = normalise_bundle(bundle)
+    problems = validate_bundle(bundle)
+    if problems:
+        errors = [ValidationError(field, message, line_for(root, field)) for field, message in problems]
+        return BundleResult(valid=False, errors=errors, bundle=bundle)
+    manifest = build_manifest(bundle)
+    return BundleResult(valid=True, errors=[], manifest=manifest, checksum=checksum_of(manifest), bundle=bundle)
+
+
+def validate_composed_tool(definition: dict[str, Any], *, field_prefix: str = "definition") -> list[ValidationError]:
+    """Rules of ``tools.custom[i]`` for one tool (workspace tool resources)."""
+    from bundle.validate.composed_tools import validate_single_tool
+
+    try:
+        report = validate_single_tool(definition, field_prefix)
+    except Exception as exc:  # noqa: BLE001
+        return [ValidationError(field_prefix, f"could not be validated: {type(exc).__name__}")]
+    return [ValidationError(field, message, None) for field, message in report.items]

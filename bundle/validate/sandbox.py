@@ -1,0 +1,26 @@
+"""``version.sandbox`` (spec §2.4, §3.7). Env-var values are a run-time rule (§7 item 1)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bundle.validate.common import ENV_KEY_RE, Report, is_cidr
+
+APT_PACKAGE_RE = re.compile(r"[a-z0-9][a-z0-9.+\-]+\Z")
+
+
+def validate_sandbox(bundle: dict[str, Any], report: Report) -> None:
+    sandbox = (bundle.get("version") or {}).get("sandbox")
+    if sandbox is None:
+        return
+    for i, cidr in enumerate(sandbox.get("network_allowlist") or ()):
+        if not is_cidr(cidr):
+            report.add(f"version.sandbox.network_allowlist[{i}]", "must be a valid CIDR (e.g. 10.0.0.0/8)")
+    # Sorted: the reference iterates a Go map (nondeterministic order).
+    for key in sorted(sandbox.get("env_vars") or {}):
+        if not ENV_KEY_RE.match(key):
+            report.add(f"version.sandbox.env_vars[{key}]", "key must match [A-Za-z_][A-Za-z0-9_]*")
+    for i, package in enumerate(sandbox.get("additional_packages") or ()):
+        if not APT_PACKAGE_RE.match(package):
+            report.add(f"version.sandbox.additional_packages[{i}]", "must be a valid apt package name")

@@ -1,0 +1,113 @@
+"""One error envelope and one pagination style for the whole API."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class Pagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+class ApiError(exceptions.APIException):
+    """An error with our own code, e.g. ``ApiError(409, "challenge_pack_version_exists", "…")``."""
+
+    def __init__(self, status_code: int, code: str, message: str, fields: dict | None = None, extra: dict | None = None):
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.fields = fields
+        self.extra = extra or {}
+        super().__init__(detail=message, code=code)
+
+
+_CODES = {
+    400: "invalid_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    415: "unsupported_media_type",
+    429: "throttled",
+}
+
+
+def error_body(code: str, message: str, fields: dict | None = None, **extra: Any) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if fields:
+        error["fields"] = fields
+    body: dict[str, Any] = {"error": error}
+    body.update(extra)
+    return body
+
+
+def _flatten(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {key: _flatten(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            return [str(item) for item in detail]
+        return [_flatten(item) for item in detail]
+    return [str(detail)]
+
+
+def validation_error(exc: DjangoValidationError) -> ApiError:
+    """A service's Django ``ValidationError`` as the API's 400 envelope.
+
+    Field errors keep their field names; an error with a ``reason_code`` attribute (comparisons,
+    gates) uses it as the envelope's code and repeats it as ``reason_code``.
+    """
+    fields = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    first_field, first_messages = next(iter(fields.items()), ("non_field_errors", ["Invalid input."]))
+    reason_code = getattr(exc, "reason_code", None)
+    extra = {"reason_code": reason_code} if reason_code else {}
+    return ApiError(400, reason_code or "invalid_request", f"Invalid input: {first_field}: {first_messages[0]}", fields, extra)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, DjangoValidationError):
+        exc = validation_error(exc)
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.code, exc.message, exc.fields, **exc.extra), status=exc.status_code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("Unhandled API error", exc_info=exc)
+        return Response(
+            error_body("server_error", "Something went wrong on our side. The error has been logged."),
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": _flatten(exc.detail)}
+        first = next(iter(fields.items()), None)
+        message = "Invalid input."
+        if first:
+            value = first[1]
+            text = value[0] if isinstance(value, list) and value and isinstance(value[0], str) else str(value)
+            message = f"Invalid input: {first[0]}: {text}"
+        response.data = error_body("invalid_request", message, fields)
+        return response
+    code = _CODES.get(response.status_code) or getattr(exc, "default_code", None) or "error"
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        code = "unauthenticated"
+    detail = getattr(exc, "detail", "")
+    message = str(detail) if not isinstance(detail, dict | list) else "Request failed."
+    response.data = error_body(code, message)
+    return response

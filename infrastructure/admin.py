@@ -1,0 +1,145 @@
+"""Infrastructure in the admin: every change goes through the services (audited, validated)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from infrastructure.models import AgentDeployment, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+
+
+class _AuditedInfraAdmin(admin.ModelAdmin):
+    """Operators edit infrastructure here too; the same rules as the services apply and every save is audited."""
+
+    audit_prefix = ""
+
+    def save_model(self, request, obj, form, change) -> None:  # type: ignore[no-untyped-def]
+        from workspaces.services import audit_record
+
+        super().save_model(request, obj, form, change)
+        audit_record(
+            workspace=obj.workspace,
+            actor=request.user,
+            action=f"{self.audit_prefix}.{'updated' if change else 'created'}",
+            target=obj.name,
+            metadata={"fields": sorted(form.changed_data), "via": "admin"},
+        )
+
+
+class ProviderAccountAdminForm(forms.ModelForm):
+    base_url = forms.CharField(required=False, max_length=500, help_text="https, public address (runtime spec §7.4)")
+
+    class Meta:
+        model = ProviderAccount
+        fields = ["workspace", "name", "provider_key", "credential_reference", "base_url", "status"]
+
+    def clean(self) -> dict:
+        from django.conf import settings
+
+        from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
+        from infrastructure.services import credential_reference_key
+
+        data = super().clean()
+        reference = data.get("credential_reference") or ""
+        if reference and credential_reference_key(reference) is None:
+            self.add_error("credential_reference", "Use the form workspace-secret://KEY.")
+        url = data.get("base_url") or ""
+        if url and "base_url" in self.changed_data:
+            try:
+                base_url_check(url, allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS, resolver=system_resolver)
+            except BaseUrlError as exc:
+                self.add_error("base_url", str(exc))
+        return data
+
+
+@admin.register(ProviderAccount)
+class ProviderAccountAdmin(_AuditedInfraAdmin):
+    form = ProviderAccountAdminForm
+    audit_prefix = "provider_account"
+    list_display = ["name", "workspace", "provider_key", "credential_reference", "base_url", "status", "last_test_status", "last_tested_at"]
+    list_filter = ["provider_key", "status", "workspace"]
+    search_fields = ["name"]
+    readonly_fields = ["last_test_status", "last_test_message", "last_tested_at", "created_by", "created_at", "updated_at"]
+    actions = ["test_connection"]
+
+    @admin.action(description="Test connection (list the provider's models)")
+    def test_connection(self, request, queryset) -> None:  # type: ignore[no-untyped-def]
+        from django.contrib import messages
+
+        from infrastructure.services import provider_account_test_connection
+
+        for account in queryset.select_related("workspace"):
+            result = provider_account_test_connection(account=account, actor=request.user)
+            self.message_user(request, f"{account.name}: {result.message}", messages.SUCCESS if result.ok else messages.ERROR)
+
+
+@admin.register(RuntimeProfile)
+class RuntimeProfileAdmin(_AuditedInfraAdmin):
+    audit_prefix = "runtime_profile"
+    list_display = ["name", "workspace", "execution_target", "max_iterations", "max_tool_calls", "status"]
+    list_filter = ["execution_target", "status", "workspace"]
+    search_fields = ["name"]
+
+
+class AgentDeploymentAdminForm(forms.ModelForm):
+    class Meta:
+        model = AgentDeployment
+        fields = [
+            "workspace",
+            "name",
+            "provider_account",
+            "model",
+            "runtime_profile",
+            "system_prompt",
+            "output_schema",
+            "deployment_config",
+            "status",
+        ]
+
+    def clean(self) -> dict:
+        from infrastructure.scripted_config import scripted_config_errors
+
+        data = super().clean()
+        workspace, account, profile = data.get("workspace"), data.get("provider_account"), data.get("runtime_profile")
+        if workspace and account and account.workspace_id != workspace.pk:
+            self.add_error("provider_account", "Choose a provider account of the same workspace.")
+        if workspace and profile and profile.workspace_id != workspace.pk:
+            self.add_error("runtime_profile", "Choose a runtime profile of the same workspace.")
+        if account and account.provider_key == ProviderKey.SCRIPTED:
+            for error in scripted_config_errors(data.get("deployment_config")):
+                self.add_error("deployment_config", error)
+        return data
+
+
+@admin.register(AgentDeployment)
+class AgentDeploymentAdmin(_AuditedInfraAdmin):
+    form = AgentDeploymentAdminForm
+    audit_prefix = "deployment"
+    list_display = ["name", "workspace", "provider_account", "model", "runtime_profile", "status"]
+    list_filter = ["status", "workspace"]
+    search_fields = ["name", "model"]
+    list_select_related = ["workspace", "provider_account", "runtime_profile"]
+
+
+class ToolResourceAdminForm(forms.ModelForm):
+    class Meta:
+        model = ToolResource
+        fields = ["workspace", "name", "slug", "tool_kind", "capability_key", "definition", "lifecycle_status"]
+
+    def clean(self) -> dict:
+        from infrastructure.services import tool_definition_errors
+
+        data = super().clean()
+        if data.get("tool_kind"):
+            for error in tool_definition_errors(tool_kind=data["tool_kind"], definition=data.get("definition")):
+                self.add_error("definition", error)
+        return data
+
+
+@admin.register(ToolResource)
+class ToolResourceAdmin(_AuditedInfraAdmin):
+    form = ToolResourceAdminForm
+    audit_prefix = "tool_resource"
+    list_display = ["name", "slug", "workspace", "tool_kind", "capability_key", "lifecycle_status"]
+    list_filter = ["tool_kind", "lifecycle_status", "workspace"]
+    search_fields = ["name", "slug", "capability_key"]

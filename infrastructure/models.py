@@ -1,0 +1,136 @@
+"""Workspace infrastructure: provider accounts, runtime profiles, agent deployments, tool resources.
+
+These tables were created by the ``workspaces`` app; they keep their names (``db_table``) so
+existing databases move over without copying a row (see migrations/0001_initial.py).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from workspaces.models import Workspace
+
+
+class LifecycleStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    ARCHIVED = "archived", "Archived"
+
+
+class ProviderKey(models.TextChoices):
+    SCRIPTED = "scripted", "Scripted (offline, deterministic)"
+    OPENAI = "openai", "OpenAI / OpenAI-compatible"
+    ANTHROPIC = "anthropic", "Anthropic"
+
+
+class ProviderAccount(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        ERROR = "error", "Error"
+        ARCHIVED = "archived", "Archived"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="provider_accounts")
+    name = models.CharField(max_length=200)
+    provider_key = models.CharField(max_length=32, choices=ProviderKey.choices)
+    credential_reference = models.CharField(max_length=200, blank=True, help_text="workspace-secret://KEY")
+    base_url = models.URLField(max_length=500, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    last_test_status = models.CharField(max_length=16, blank=True)
+    last_test_message = models.CharField(max_length=500, blank=True)
+    last_tested_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "workspaces_provideraccount"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_provider_account_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.provider_key})"
+
+
+class ExecutionTarget(models.TextChoices):
+    NATIVE = "native", "Native (agent loop with tools)"
+    PROMPT_EVAL = "prompt_eval", "Prompt eval (one model call)"
+    MULTI_TURN = "multi_turn", "Multi-turn (user simulator)"
+
+
+class RuntimeProfile(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runtime_profiles")
+    name = models.CharField(max_length=200)
+    execution_target = models.CharField(max_length=32, choices=ExecutionTarget.choices, default=ExecutionTarget.NATIVE)
+    max_iterations = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
+    max_tool_calls = models.PositiveIntegerField(default=0, help_text="0 = unlimited")
+    step_timeout_seconds = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
+    run_timeout_seconds = models.PositiveIntegerField(default=300, validators=[MinValueValidator(1)])
+    max_in_flight_cases = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    allow_shell = models.BooleanField(null=True, blank=True, help_text="Override the pack's sandbox (blank = pack decides)")
+    allow_network = models.BooleanField(null=True, blank=True, help_text="Override the pack's sandbox (blank = pack decides)")
+    max_workspace_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=LifecycleStatus.choices, default=LifecycleStatus.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "workspaces_runtimeprofile"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_runtime_profile_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentDeployment(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="deployments")
+    name = models.CharField(max_length=200)
+    provider_account = models.ForeignKey(ProviderAccount, on_delete=models.PROTECT, related_name="deployments")
+    model = models.CharField(max_length=200)
+    runtime_profile = models.ForeignKey(RuntimeProfile, on_delete=models.PROTECT, related_name="deployments")
+    system_prompt = models.TextField(blank=True)
+    output_schema = models.JSONField(null=True, blank=True)
+    deployment_config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=LifecycleStatus.choices, default=LifecycleStatus.ACTIVE)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "workspaces_agentdeployment"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_deployment_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolResource(models.Model):
+    class ToolKind(models.TextChoices):
+        PRIMITIVE = "primitive", "Primitive"
+        COMPOSED = "composed", "Composed"
+
+    class Lifecycle(models.TextChoices):
+        ACTIVE = "active", "Active"
+        DISABLED = "disabled", "Disabled"
+        ARCHIVED = "archived", "Archived"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tool_resources")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100)
+    tool_kind = models.CharField(max_length=16, choices=ToolKind.choices)
+    capability_key = models.CharField(max_length=100)
+    definition = models.JSONField(default=dict, blank=True)
+    lifecycle_status = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "workspaces_toolresource"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="uniq_tool_resource_slug")]
+
+    def __str__(self) -> str:
+        return self.name

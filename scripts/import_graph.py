@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Check that imports between the project's top-level packages point one way.
+
+Layers, bottom to top (an app may import only from layers below it and from itself):
+
+    core ← workspaces ← secrets_app ← infrastructure ← packs ← runs
+
+``bundle`` and ``engine`` are pure: they import nothing of the project except each other in
+one direction (``bundle`` may not import ``engine`` and ``engine`` may not import ``bundle``
+except through plain data). Every app may import ``bundle`` and ``engine``. ``agentclash``
+(settings, URLs, Celery) only wires: it may import anything, and nothing imports it.
+Function-level imports count the same as module-level ones. Exit status 1 on any violation.
+
+Usage: python scripts/import_graph.py [--graph]
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_LAYERS = ["core", "workspaces", "secrets_app", "infrastructure", "packs", "runs"]
+PURE = {"bundle": set(), "engine": set()}
+WIRING = "agentclash"
+TOP_LEVEL = {*APP_LAYERS, *PURE, WIRING}
+SKIP_DIRS = {".venv", "var", "node_modules", ".git", "__pycache__", "migrations"}
+
+
+def _allowed(src: str, dst: str) -> bool:
+    if src == dst:
+        return True
+    if dst == WIRING:
+        return False
+    if src == WIRING:
+        return True
+    if src in PURE:
+        return dst in PURE[src]
+    if dst in PURE:
+        return True
+    if src in APP_LAYERS and dst in APP_LAYERS:
+        return APP_LAYERS.index(dst) < APP_LAYERS.index(src)
+    return True
+
+
+def _imports(path: Path) -> list[tuple[int, str, bool]]:
+    """(line, imported top-level package, at function level?) for every import in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str, bool]] = []
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = nested or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                found.extend((child.lineno, alias.name.split(".")[0], inner) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.append((child.lineno, child.module.split(".")[0], inner))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def main(argv: list[str]) -> int:
+    violations: list[str] = []
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if set(rel.parts) & SKIP_DIRS or rel.parts[0] not in TOP_LEVEL:
+            continue
+        src = rel.parts[0]
+        for line, dst, nested in _imports(path):
+            if dst not in TOP_LEVEL or dst == src:
+                continue
+            edges[src].add(dst)
+            if not _allowed(src, dst):
+                where = "function-level " if nested else ""
+                violations.append(f"{rel}:{line}: {src} must not {where}import {dst}")
+    if "--graph" in argv:
+        for src in sorted(edges):
+            print(f"{src} -> {', '.join(sorted(edges[src]))}")
+    for violation in violations:
+        print(violation)
+    if violations:
+        print(f"{len(violations)} import(s) point the wrong way (layers: {' ← '.join(APP_LAYERS)}; bundle, engine pure)")
+        return 1
+    print("import graph: every dependency points one way")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

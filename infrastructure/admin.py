@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.conf import settings
+from django.contrib import admin, messages
 
+from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
 from infrastructure.models import AgentDeployment, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+from infrastructure.scripted_config import scripted_config_errors
+from infrastructure.services import credential_reference_key, provider_account_test_connection, tool_definition_errors
+from workspaces.services import audit_record
 
 
 class _AuditedInfraAdmin(admin.ModelAdmin):
@@ -14,7 +19,6 @@ class _AuditedInfraAdmin(admin.ModelAdmin):
     audit_prefix = ""
 
     def save_model(self, request, obj, form, change) -> None:  # type: ignore[no-untyped-def]
-        from workspaces.services import audit_record
 
         super().save_model(request, obj, form, change)
         audit_record(
@@ -34,10 +38,6 @@ class ProviderAccountAdminForm(forms.ModelForm):
         fields = ["workspace", "name", "provider_key", "credential_reference", "base_url", "status"]
 
     def clean(self) -> dict:
-        from django.conf import settings
-
-        from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
-        from infrastructure.services import credential_reference_key
 
         data = super().clean()
         reference = data.get("credential_reference") or ""
@@ -64,9 +64,6 @@ class ProviderAccountAdmin(_AuditedInfraAdmin):
 
     @admin.action(description="Test connection (list the provider's models)")
     def test_connection(self, request, queryset) -> None:  # type: ignore[no-untyped-def]
-        from django.contrib import messages
-
-        from infrastructure.services import provider_account_test_connection
 
         for account in queryset.select_related("workspace"):
             result = provider_account_test_connection(account=account, actor=request.user)
@@ -97,7 +94,6 @@ class AgentDeploymentAdminForm(forms.ModelForm):
         ]
 
     def clean(self) -> dict:
-        from infrastructure.scripted_config import scripted_config_errors
 
         data = super().clean()
         workspace, account, profile = data.get("workspace"), data.get("provider_account"), data.get("runtime_profile")
@@ -127,7 +123,6 @@ class ToolResourceAdminForm(forms.ModelForm):
         fields = ["workspace", "name", "slug", "tool_kind", "capability_key", "definition", "lifecycle_status"]
 
     def clean(self) -> dict:
-        from infrastructure.services import tool_definition_errors
 
         data = super().clean()
         if data.get("tool_kind"):

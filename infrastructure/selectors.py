@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from engine.tools.registry import catalogue
 from infrastructure.models import AgentDeployment, LifecycleStatus, ProviderAccount, RuntimeProfile, ToolResource
 from workspaces.models import Workspace
 
@@ -44,6 +45,5 @@ def tool_resource_list(*, workspace: Workspace, include_archived: bool = False) 
 
 def primitive_catalogue() -> list[dict[str, Any]]:
     """The engine's primitives; the registry is the only list."""
-    from engine.tools.registry import catalogue
 
     return catalogue()

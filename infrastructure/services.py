@@ -11,11 +11,16 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from bundle import validate_composed_tool
 from core.actors import actor_or_none
+from engine.tools.registry import catalogue
 from infrastructure import base_url as base_url_rules
 from infrastructure.connection import ConnectionResult, probe_models
 from infrastructure.models import AgentDeployment, LifecycleStatus, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
 from infrastructure.scripted_config import scripted_config_errors
+from secrets_app.crypto import SecretDecryptionError
+from secrets_app.models import WorkspaceSecret
+from secrets_app.services import secret_resolve, secret_set
 from workspaces.models import Workspace
 from workspaces.services import audit_record
 
@@ -75,7 +80,6 @@ def _clean_base_url(provider_key: str, url: str) -> str:
 
 
 def _api_key_secret_name(*, workspace: Workspace, account_name: str, provider_key: str, current_reference: str) -> str:
-    from secrets_app.models import WorkspaceSecret
 
     stem = re.sub(r"[^A-Za-z0-9]+", "_", f"{provider_key}_{account_name}").strip("_").upper()[:100] or "PROVIDER"
     if stem[0].isdigit():
@@ -92,7 +96,6 @@ def _api_key_secret_name(*, workspace: Workspace, account_name: str, provider_ke
 
 
 def _store_api_key(*, account: ProviderAccount, api_key: str, actor: Any) -> str:
-    from secrets_app.services import secret_set
 
     key = _api_key_secret_name(
         workspace=account.workspace,
@@ -201,8 +204,6 @@ def provider_account_archive(*, account: ProviderAccount, actor: Any = None) -> 
 def provider_account_test_connection(*, account: ProviderAccount, actor: Any = None) -> ConnectionResult:
     """Call the provider's model list and record the outcome on the account (not in a transaction:
     the HTTP call must not hold a database lock)."""
-    from secrets_app.crypto import SecretDecryptionError
-    from secrets_app.services import secret_resolve
 
     api_key: str | None = None
     result: ConnectionResult | None = None
@@ -387,16 +388,12 @@ def tool_definition_errors(*, tool_kind: str, definition: Any) -> list[str]:
     if not isinstance(definition, dict):
         return ["definition: must be a JSON object"]
     if tool_kind == ToolResource.ToolKind.COMPOSED:
-        from bundle import validate_composed_tool
-
         return [
             f"{error.field}: {error.message}" if error.field else error.message
             for error in validate_composed_tool(definition, field_prefix="definition")
         ]
     primitive = definition.get("primitive")
     if primitive is not None:
-        from engine.tools.registry import catalogue
-
         names = [entry["name"] for entry in catalogue()]
         if primitive not in names:
             return [f"definition.primitive: unknown primitive “{primitive}”; use one of {', '.join(names)}"]

@@ -10,6 +10,7 @@ from django.http import Http404
 
 from bundle import referenced_secrets
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
+from secrets_app.models import WorkspaceSecret
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
 
@@ -82,7 +83,6 @@ def cases_of(*, input_set: InputSet) -> QuerySet[Case]:
 
 def version_secret_status(*, version: PackVersion) -> list[dict[str, Any]]:
     """Which ``${secrets.X}`` the pack references and whether each is set — keys only, never values."""
-    from secrets_app.models import WorkspaceSecret
 
     names = referenced_secrets(version.manifest)
     if not names:

@@ -11,21 +11,30 @@ import shutil
 from typing import Any
 
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from workspaces.models import Role
 from workspaces.tests.factories import add_member, make_user, make_workspace
-
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
 def require_or_skip(available: bool, what: str) -> None:
     """Skip when a real service is missing, unless REQUIRE_SERVICES=1 (CI), where it fails."""
     if available:
         return
-    if REQUIRE_SERVICES:
+    if settings.REQUIRE_SERVICES:
         pytest.fail(f"{what} is required (REQUIRE_SERVICES=1) but not available")
     pytest.skip(f"{what} not available")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """API throttle counters live in the (process-local) cache: no test inherits another's."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
@@ -102,7 +111,7 @@ def chromium_path() -> str:
     return path
 
 
-def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
+def pytest_sessionfinish(session, exitstatus):
     """Remove the WAL side files Django leaves behind when it drops a file-based SQLite test DB."""
     from django.conf import settings
 
@@ -116,7 +125,7 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def django_db_setup(django_db_setup, django_db_blocker):
     """After the session, end sessions the live server's request threads left open on PostgreSQL,
     so the test database can be dropped (otherwise: "database is being accessed by other users")."""
     yield

@@ -3,9 +3,21 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from csp.decorators import csp_update
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from workspaces import views as workspace_views
+
+# API-aware error pages: the JSON envelope under /api/ (e.g. a bad Host header), ours elsewhere.
+handler400 = "core.views.bad_request"
+handler403 = "core.views.permission_denied"
+handler404 = "core.views.page_not_found"
+handler500 = "core.views.server_error"
+
+# Swagger UI under the strict CSP: the split view serves its init script as a same-origin file
+# (no inline script), templates/drf_spectacular/swagger_ui.html drops the inline <style>; only
+# swagger-ui.css's data: icons need a relaxation, on this page alone.
+api_docs = csp_update({"img-src": ["data:"]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
 
 urlpatterns = [
     path("", workspace_views.home, name="home"),
@@ -16,7 +28,7 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/", include("agentclash.api_urls")),
     path("", include("workspaces.urls")),
     path("w/<slug:workspace_slug>/", include("infrastructure.urls")),

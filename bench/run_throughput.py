@@ -74,7 +74,7 @@ class RssSampler(threading.Thread):
             self.total_rss_samples.append(sum(vm_kb(pid, "VmRSS") for pid in pids))
 
 
-def engine_only(version, cases: int) -> float:  # type: ignore[no-untyped-def]
+def engine_only(version, cases: int) -> float:
     """Mean seconds per case for the engine alone: sandbox, staging, toolset, loop. No Celery, no DB writes."""
     from django.conf import settings
 
@@ -151,7 +151,7 @@ def main() -> None:
         "CELERY_DB_REUSE_MAX": "1000", "DEBUG": "false", "LOG_LEVEL": "ERROR",
     })  # fmt: skip
     worker.start()
-    sampler = RssSampler(worker.process.pid)
+    sampler = RssSampler(worker.pid)
     sampler.start()
     time.sleep(3)  # let the pool boot before the clock starts
     queue.use_queue(worker.queue)
@@ -176,8 +176,8 @@ def main() -> None:
     run.refresh_from_db()
     events = RunEvent.objects.filter(run=run).count()
     failed = CaseRun.objects.filter(run=run).exclude(status="completed").count()
-    main_peak = sampler.peaks.get(worker.process.pid, 0) / 1024
-    child_peaks = [kb / 1024 for pid, kb in sampler.peaks.items() if pid != worker.process.pid]
+    main_peak = sampler.peaks.get(worker.pid, 0) / 1024
+    child_peaks = [kb / 1024 for pid, kb in sampler.peaks.items() if pid != worker.pid]
     samples = sampler.total_rss_samples
     third = max(1, len(samples) // 3)
     early = sum(samples[:third]) / third / 1024 if samples else 0

@@ -86,7 +86,7 @@ def generate_pack(cases: int = 5000, tools: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_of(repeat: int, fn) -> float:  # type: ignore[no-untyped-def]
+def best_of(repeat: int, fn) -> float:
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()

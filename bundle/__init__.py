@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bundle.decode import decode_document
 from bundle.errors import DecodeFailure, ValidationError, format_errors_text
 from bundle.manifest import (
     build_manifest,
@@ -24,6 +25,11 @@ from bundle.manifest import (
     referenced_secrets,
     stored_case_payload,
 )
+from bundle.normalise import normalise_bundle
+from bundle.parse import compose, line_for
+from bundle.schema import BUNDLE
+from bundle.validate import validate_bundle
+from bundle.validate.composed_tools import validate_single_tool
 
 __all__ = [
     "BundleResult",
@@ -67,12 +73,6 @@ def process_bundle(source: str | bytes | Mapping[str, Any]) -> BundleResult:
 
 
 def _process(source: str | bytes | Mapping[str, Any]) -> BundleResult:
-    from bundle.decode import decode_document
-    from bundle.normalise import normalise_bundle
-    from bundle.parse import compose, line_for
-    from bundle.schema import BUNDLE
-    from bundle.validate import validate_bundle
-
     if isinstance(source, Mapping):
         source = json.dumps(source, ensure_ascii=False)
     root = compose(source)
@@ -90,8 +90,6 @@ def _process(source: str | bytes | Mapping[str, Any]) -> BundleResult:
 
 def validate_composed_tool(definition: dict[str, Any], *, field_prefix: str = "definition") -> list[ValidationError]:
     """Rules of ``tools.custom[i]`` for one tool (workspace tool resources)."""
-    from bundle.validate.composed_tools import validate_single_tool
-
     try:
         report = validate_single_tool(definition, field_prefix)
     except Exception as exc:  # noqa: BLE001

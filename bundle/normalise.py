@@ -29,49 +29,13 @@ def normalise_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
         _trim(pack, "slug", "name")
         _trim(pack, "family", lower=True)
     _trim(bundle, "modality")
-
     version = bundle.get("version")
     if version is not None:
-        _trim(version, "execution_mode")
-        _assets(version.get("assets"))
-        defaults = version.get("deployment_defaults")
-        if defaults is not None:
-            _normalise_deployment_defaults(defaults)
-            if not defaults.get("aliases") and not defaults.get("lineups"):
-                del version["deployment_defaults"]
-
+        _normalise_version(version)
     for challenge in bundle.get("challenges") or ():
-        _trim(challenge, "key", "title", "category", "difficulty", "instructions")
-        definition = challenge.get("definition")
-        if definition is None:
-            definition = challenge["definition"] = {}
-        instructions = challenge.get("instructions")
-        if instructions and "instructions" not in definition:
-            definition["instructions"] = instructions
-        _assets(challenge.get("assets"))
-        _refs(challenge.get("artifact_refs"))
-
+        _normalise_challenge(challenge)
     for input_set in bundle.get("input_sets") or ():
-        _trim(input_set, "key", "name")
-        items = input_set.pop("items", None)
-        if not input_set.get("cases") and items:
-            input_set["cases"] = [
-                {
-                    key: value
-                    for key, value in (
-                        ("challenge_key", item.get("challenge_key")),
-                        ("case_key", item.get("item_key")),
-                        ("item_key", item.get("item_key")),
-                        ("payload", item.get("payload")),
-                        ("assets", item.get("assets")),
-                    )
-                    if value is not None
-                }
-                for item in items
-            ]
-        for case in input_set.get("cases") or ():
-            _normalise_case(case)
-
+        _normalise_input_set(input_set)
     interface = bundle.get("interface_spec")
     if interface is not None:
         _trim(interface, "channel_profile")
@@ -80,11 +44,53 @@ def normalise_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
     scenario = bundle.get("scenario")
     if scenario is not None:
         _trim(scenario, "persona", "language")
-
     security = bundle.get("security")
     if security is not None:
         _normalise_security(security)
     return bundle
+
+
+def _normalise_version(version: dict[str, Any]) -> None:
+    _trim(version, "execution_mode")
+    _assets(version.get("assets"))
+    defaults = version.get("deployment_defaults")
+    if defaults is not None:
+        _normalise_deployment_defaults(defaults)
+        if not defaults.get("aliases") and not defaults.get("lineups"):
+            del version["deployment_defaults"]
+
+
+def _normalise_challenge(challenge: dict[str, Any]) -> None:
+    _trim(challenge, "key", "title", "category", "difficulty", "instructions")
+    definition = challenge.get("definition")
+    if definition is None:
+        definition = challenge["definition"] = {}
+    instructions = challenge.get("instructions")
+    if instructions and "instructions" not in definition:
+        definition["instructions"] = instructions
+    _assets(challenge.get("assets"))
+    _refs(challenge.get("artifact_refs"))
+
+
+def _normalise_input_set(input_set: dict[str, Any]) -> None:
+    _trim(input_set, "key", "name")
+    items = input_set.pop("items", None)
+    if not input_set.get("cases") and items:
+        input_set["cases"] = [_case_from_item(item) for item in items]
+    for case in input_set.get("cases") or ():
+        _normalise_case(case)
+
+
+def _case_from_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A legacy ``items[]`` entry as a case: its ``item_key`` is the case key."""
+    fields = (
+        ("challenge_key", item.get("challenge_key")),
+        ("case_key", item.get("item_key")),
+        ("item_key", item.get("item_key")),
+        ("payload", item.get("payload")),
+        ("assets", item.get("assets")),
+    )
+    return {key: value for key, value in fields if value is not None}
 
 
 def _normalise_case(case: dict[str, Any]) -> None:

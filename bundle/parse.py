@@ -64,7 +64,7 @@ class _Resolver:
         return MAP_TAG
 
 
-class _Composer(CParser, _Resolver):  # type: ignore[misc]
+class _Composer(CParser, _Resolver):
     pass
 
 
@@ -137,10 +137,10 @@ def scalar_kind(node: Node) -> str:
     """yaml.v3-style short tag of a node, for type-mismatch messages."""
     if isinstance(node, MappingNode):
         return "!!map"
-    if isinstance(node, SequenceNode):
+    if not isinstance(node, ScalarNode):
         return "!!seq"
     try:
-        value = resolve_scalar(node)  # type: ignore[arg-type]
+        value = resolve_scalar(node)
     except DecodeFailure:
         return "!!float"
     if value is None:
@@ -243,14 +243,15 @@ def key_text(node: Node) -> str:
     if not isinstance(node, ScalarNode):
         line = node.start_mark.line + 1
         raise DecodeFailure(f"yaml: line {line}: mapping keys must be scalars", line)
+    text: str = node.value
     if node.tag == PLAIN or node.tag == STR_TAG:
-        return node.value
+        return text
     value = resolve_scalar(node)
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return node.value
+    return text
 
 
 def duplicate_failure(key: str, first: Node, second: Node) -> DecodeFailure:

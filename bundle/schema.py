@@ -10,6 +10,7 @@ from bundle.decode import (
     Int,
     ListOf,
     MapOf,
+    Schema,
     Str,
     StrOrStruct,
     Struct,
@@ -151,11 +152,11 @@ SF = Float(strict=True)
 SB = Bool(strict=True)
 
 
-def _strict(name: str, fields: dict) -> Struct:
+def _strict(name: str, fields: dict[str, Schema]) -> Struct:
     return Struct(name, fields, strict=True)
 
 
-def _slist(item):  # type: ignore[no-untyped-def]
+def _slist(item: Schema) -> ListOf:
     return ListOf(item, strict=True)
 
 

@@ -13,6 +13,8 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.errors import bad_input
+
 logger = logging.getLogger(__name__)
 
 
@@ -41,6 +43,7 @@ _CODES = {
     405: "method_not_allowed",
     406: "not_acceptable",
     409: "conflict",
+    413: "payload_too_large",
     415: "unsupported_media_type",
     429: "throttled",
 }
@@ -81,6 +84,10 @@ def validation_error(exc: DjangoValidationError) -> ApiError:
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DjangoValidationError):
         exc = validation_error(exc)
+    problem = bad_input(exc)
+    if problem is not None:
+        logger.warning("Refused API input: %s: %s", type(exc).__name__, exc)
+        exc = ApiError(problem.status, problem.code, problem.message)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.fields, **exc.extra), status=exc.status_code)
     if isinstance(exc, Http404):

@@ -1,4 +1,10 @@
-"""Gives Django-level 404s and 500s under /api/ the API's error envelope."""
+"""Error responses: the API's envelope for everything under /api/, and a 400 page for bad input.
+
+Django-level errors (a 404 from the URL resolver, a 403 from CSRF, a YAML-rendered schema error)
+under /api/ become the API's JSON envelope. An exception the request's content caused (too
+large, too many fields, nested too deeply, a number or character the database refuses) is a
+400 (413 for size) on every path, never a 500.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,55 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from core.api import error_body
+from core.api import _CODES, error_body
+from core.errors import bad_input
 
 logger = logging.getLogger(__name__)
+
+# Headers an error response must keep when its body is rewritten.
+KEPT_HEADERS = ("Retry-After", "WWW-Authenticate", "Allow")
+
+_MESSAGES = {
+    401: "Authentication credentials were not provided or are invalid.",
+    403: "You do not have permission to perform this action.",
+    404: "Not found.",
+    405: "Method not allowed.",
+    413: "The request body is too large.",
+    429: "Too many requests. Try again later.",
+}
+
+
+def is_api_path(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def api_error_response(status: int, code: str | None = None, message: str | None = None) -> JsonResponse:
+    code = code or _CODES.get(status) or ("server_error" if status >= 500 else "error")
+    if message is None:
+        message = _MESSAGES.get(status) or ("Something went wrong on our side." if status >= 500 else "Request failed.")
+    return JsonResponse(error_body(code, message), status=status)
+
+
+def _as_envelope(response: HttpResponse) -> HttpResponse:
+    data = getattr(response, "data", None)
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        envelope: HttpResponse = JsonResponse(data, status=response.status_code)
+    else:
+        envelope = api_error_response(response.status_code)
+    for header in KEPT_HEADERS:
+        if header in response:
+            envelope[header] = response[header]
+    return envelope
+
+
+def bad_input_page(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    from django.shortcuts import render
+
+    try:
+        return render(request, "400.html", {"status": status, "message": message}, status=status)
+    except Exception:  # noqa: BLE001 - a malformed request must still get an answer
+        logger.exception("Could not render the 400 page")
+        return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 class ApiErrorMiddleware:
@@ -18,16 +70,20 @@ class ApiErrorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith("/api/") or response.get("Content-Type", "").startswith("application/json"):
+        if not is_api_path(request) or response.status_code < 400:
             return response
-        if response.status_code == 404:
-            return JsonResponse(error_body("not_found", "Not found."), status=404)
-        if response.status_code == 403:
-            return JsonResponse(error_body("forbidden", "You do not have permission to perform this action."), status=403)
-        return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        return _as_envelope(response)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith("/api/"):
+        problem = bad_input(exception)
+        if problem is not None:
+            logger.warning("Refused input on %s: %s: %s", request.path, type(exception).__name__, exception)
+            if is_api_path(request):
+                return api_error_response(problem.status, problem.code, problem.message)
+            return bad_input_page(request, problem.status, problem.message)
+        if not is_api_path(request):
             return None
         logger.exception("Unhandled error under /api/", exc_info=exception)
-        return JsonResponse(error_body("server_error", "Something went wrong on our side. The error has been logged."), status=500)
+        return api_error_response(500, "server_error", "Something went wrong on our side. The error has been logged.")

@@ -11,7 +11,7 @@ from drf_spectacular.openapi import AutoSchema as BaseAutoSchema
 
 
 class AutoSchema(BaseAutoSchema):
-    def _get_serializer_name(self, serializer, direction, bypass_extensions=False):  # type: ignore[no-untyped-def]
+    def _get_serializer_name(self, serializer, direction, bypass_extensions=False):
         name = super()._get_serializer_name(serializer, direction, bypass_extensions)
         cls = serializer if isinstance(serializer, type) else type(serializer)
         outer, _, inner = cls.__qualname__.rpartition(".")
@@ -24,5 +24,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "workspaces.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "Personal API token (act_…), created on the API tokens page."}

@@ -18,6 +18,58 @@ SOURCE_NATIVE = "native_engine"
 SOURCE_PROMPT_EVAL = "prompt_eval_engine"
 SOURCE_MULTI_TURN = "multi_turn_engine"
 
+# Event types (spec runtime.md §4.4), defined once: the engine emits them, the app stores, scores
+# and shows them. Compare against these names, never against a string typed out again.
+SYSTEM_RUN_STARTED = "system.run.started"
+SYSTEM_RUN_COMPLETED = "system.run.completed"
+SYSTEM_RUN_FAILED = "system.run.failed"
+SYSTEM_OUTPUT_FINALIZED = "system.output.finalized"
+SYSTEM_STEP_STARTED = "system.step.started"
+SYSTEM_STEP_COMPLETED = "system.step.completed"
+MODEL_CALL_STARTED = "model.call.started"
+MODEL_CALL_COMPLETED = "model.call.completed"
+MODEL_OUTPUT_DELTA = "model.output.delta"
+TOOL_CALL_STARTED = "tool.call.started"
+TOOL_CALL_COMPLETED = "tool.call.completed"
+TOOL_CALL_FAILED = "tool.call.failed"
+TOOL_REGISTRY_WARNING = "tool.registry.warning"
+SANDBOX_COMMAND_FAILED = "sandbox.command.failed"
+GRADER_FILE_CAPTURED = "grader.verification.file_captured"
+GRADER_DIRECTORY_LISTED = "grader.verification.directory_listed"
+GRADER_CODE_EXECUTED = "grader.verification.code_executed"
+SCORING_STARTED = "scoring.started"
+SCORING_METRIC_RECORDED = "scoring.metric.recorded"
+SCORING_COMPLETED = "scoring.completed"
+SCORING_FAILED = "scoring.failed"
+TURN_USER_MESSAGE = "turn.user.message"
+TURN_USER_SIMULATED = "turn.user.simulated"
+TURN_ASSISTANT_MESSAGE = "turn.assistant.message"
+TURN_COMPLETED = "turn.completed"
+TURN_STATE_CAPTURED = "turn.state.captured"
+CONVERSATION_COMPLETED = "conversation.completed"
+# Race standings shown to an agent mid-run (upstream; scoring counts their tokens as race context).
+RACE_STANDINGS_INJECTED = "race.standings.injected"
+# One per connection a sandbox makes through its egress proxy (engine/net/proxy.py): allowed, or
+# denied with a reason. Payload: host, port, method, decision, reason, address (when resolved).
+SANDBOX_EGRESS_ATTEMPTED = "sandbox.egress.attempted"
+SANDBOX_EGRESS_DENIED = "sandbox.egress.denied"
+# Security evaluation (docs/security-evaluation.md). An adversarial prompt sent to the agent as
+# its own user turn, and the agent's answer to it; a finding of the built-in security check
+# (kind, severity, the secret's or rule's name and where it happened — never a secret value).
+SECURITY_PROBE_SENT = "security.probe.sent"
+SECURITY_PROBE_ANSWERED = "security.probe.answered"
+SECURITY_FINDING = "security.finding"
+SOURCE_SECURITY = "security_monitor"
+
+# Families, for readers that treat a group of types alike (``event_type.startswith(...)``).
+SYSTEM_STEP_FAMILY = "system.step."
+TOOL_CALL_FAMILY = "tool.call."
+GRADER_FAMILY = "grader."
+SCORING_FAMILY = "scoring."
+SANDBOX_EGRESS_FAMILY = "sandbox.egress."
+SECURITY_FAMILY = "security."
+TOOL_CALL_RESULTS = frozenset({TOOL_CALL_COMPLETED, TOOL_CALL_FAILED})
+
 # Keys of the compact `summary` index (§4.4) that we copy out of payloads when present.
 _SUMMARY_KEYS = (
     "status",
@@ -79,7 +131,7 @@ class EventEmitter:
             self._started = True
             started = dict(self._run_started_payload or {})
             started.setdefault("started_at", self._now())
-            self._emit("system.run.started", started)
+            self._emit(SYSTEM_RUN_STARTED, started)
         return self._emit(event_type, payload)
 
     def _emit(self, event_type: str, payload: dict[str, JSON]) -> Event:

@@ -21,7 +21,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.events import SOURCE_NATIVE, EventEmitter
+from engine.events import (
+    MODEL_CALL_COMPLETED,
+    MODEL_CALL_STARTED,
+    MODEL_OUTPUT_DELTA,
+    SOURCE_NATIVE,
+    SYSTEM_RUN_COMPLETED,
+    SYSTEM_RUN_FAILED,
+    SYSTEM_STEP_COMPLETED,
+    SYSTEM_STEP_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_FAILED,
+    TOOL_CALL_STARTED,
+    EventEmitter,
+)
 from engine.modes import case as c
 from engine.modes.context import initial_messages
 from engine.providers import errors
@@ -149,7 +162,7 @@ class AgentLoop:
     def _step(self) -> LoopResult | None:
         self.step_count += 1
         step = self.step_count
-        self.emitter.emit("system.step.started", {"step_index": step})
+        self.emitter.emit(SYSTEM_STEP_STARTED, {"step_index": step})
         try:
             response = self._call_model(step)
         except ProviderError as exc:
@@ -163,7 +176,7 @@ class AgentLoop:
         outcome = self._run_tool_calls(response.tool_calls)
         if outcome is not None and not outcome.completed:
             return outcome
-        self.emitter.emit("system.step.completed", {"step_index": step})
+        self.emitter.emit(SYSTEM_STEP_COMPLETED, {"step_index": step})
         return outcome
 
     def _call_model(self, step: int) -> ModelResponse:
@@ -172,7 +185,7 @@ class AgentLoop:
             timeout = max(0.001, min(timeout, self.deadline - self.clock()))
         metadata = {**self.request_metadata, "step_index": step}
         self.emitter.emit(
-            "model.call.started",
+            MODEL_CALL_STARTED,
             {
                 "provider_key": self.provider.provider_key,
                 "provider_account_id": self.provider_account_id,
@@ -190,7 +203,7 @@ class AgentLoop:
             tools=list(self._definitions or []),
             step_timeout_seconds=timeout,
             metadata=metadata,
-            on_delta=lambda delta: self.emitter.emit("model.output.delta", delta),
+            on_delta=lambda delta: self.emitter.emit(MODEL_OUTPUT_DELTA, delta),
         )
 
         def attempt() -> ModelResponse:
@@ -209,7 +222,7 @@ class AgentLoop:
 
         response = call_with_retries(attempt, sleep=self.sleep, may_wait=may_wait, rng=self.rng)
         self.usage.add(response.usage)
-        self.emitter.emit("model.call.completed", model_call_payload(response))
+        self.emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
         return response
 
     def _category(self, name: str) -> str:
@@ -231,13 +244,16 @@ class AgentLoop:
                 limit = self.limits.max_tool_calls
                 if call.name != SUBMIT and limit > 0 and self.tool_call_count >= limit:
                     return LoopResult(c.STOP_TOOL_LIMIT, error=f"reached tool call limit of {limit}")
+                # Not in the reference's native stream (its harness paths emit it): with the sink's
+                # timed flush, a long call shows in the live view and survives a killed worker.
+                self.emitter.emit(TOOL_CALL_STARTED, tool_call_started_payload(call, self._category(call.name)))
                 result = self.toolset.execute(call)
                 if call.name != SUBMIT:
                     self.tool_call_count += 1
             if not result.tool_call_id:
                 result.tool_call_id = call.id
             self.emitter.emit(
-                "tool.call.failed" if result.is_error else "tool.call.completed", tool_call_payload(call, result, self._category(call.name))
+                TOOL_CALL_FAILED if result.is_error else TOOL_CALL_COMPLETED, tool_call_payload(call, result, self._category(call.name))
             )
             submitted = call.name == SUBMIT and not result.is_error and result.submitted_answer is not None
             if not submitted or self.keep_submit_message:
@@ -257,6 +273,10 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
         "usage": dataclasses.asdict(response.usage),
         "raw_response": response.raw_response,
     }
+
+
+def tool_call_started_payload(call: ToolCall, category: str = "") -> dict[str, JSON]:
+    return {"tool_call_id": call.id, "tool_name": call.name, "tool_category": category, "arguments": _arguments_for_event(call.arguments)}
 
 
 def tool_call_payload(call: ToolCall, result: ToolResult, category: str = "") -> dict[str, JSON]:
@@ -314,7 +334,7 @@ def finish(
     """Emit the terminal event and build the outcome."""
     if result.completed:
         emitter.emit(
-            "system.run.completed",
+            SYSTEM_RUN_COMPLETED,
             {
                 "final_output": result.final_output,
                 "stop_reason": result.stop_reason,
@@ -330,7 +350,7 @@ def finish(
         payload: dict[str, JSON] = {"error": result.error, "step_index": step_count, "stop_reason": result.stop_reason}
         if result.provider_failure:
             payload["provider_failure"] = result.provider_failure
-        emitter.emit("system.run.failed", payload)
+        emitter.emit(SYSTEM_RUN_FAILED, payload)
         status = c.CANCELLED if result.stop_reason == c.STOP_CANCELLED else c.FAILED
     return c.CaseOutcome(
         status=status,

@@ -1,26 +1,153 @@
-"""Remove secret values from anything that leaves the engine (tool results, events, errors)."""
+"""Remove secret values from anything that leaves the engine (tool results, events, errors).
+
+Two passes over every string, then an event-stream pass (docs/secrets.md, "Redaction"):
+
+1. **Exact forms**, replaced where they occur: the raw value, URL-encoded (``quote`` /
+   ``quote_plus``), base64 of the value's UTF-8 or UTF-16 bytes, and any base64 token that decodes
+   to bytes containing the value (``Basic`` auth of ``user:value``).
+2. **Folded view.** The text is *folded*: ``\\uXXXX``, ``\\xXX`` and ``%XX`` escapes decoded,
+   case-folded, and every ASCII character that is not a letter or digit dropped, as are NUL and
+   common Unicode spaces and dashes. A value, folded the same way, is then found whatever its
+   case (``SeCrEt``), escaping (JSON ``\\u0073``, URL ``%73``) or spacing (``s e c r e t``,
+   ``s-e-c-r-e-t``, UTF-16 read as text). The same view finds the value reversed, rot13'd, in hex
+   (of its UTF-8 bytes, lower or upper case, ``\\x``-escaped or spaced) and in base32
+   (alone or inside a longer base32 text, at any byte alignment). A match is mapped back to the
+   characters it came from, and those are replaced. Derived forms need a value of at least
+   ``MIN_DERIVED`` letters/digits, so short values do not mask ordinary words.
+3. **Across events** (:class:`StreamRedactor`, used by the run event sink): a value split over
+   the same field of consecutive events of one case attempt (``text_delta`` of two deltas, the
+   ``result.content`` of two tool calls…). Stored events cannot be rewritten, so masking is
+   decided as each event arrives: a field that *ends* with the first ``MIN_DERIVED`` or more
+   folded characters of a value has that fragment masked at once, because the next event may
+   complete it; a field whose start completes a value begun in the previous event's same field
+   has its part masked. A fragment shorter than ``MIN_DERIVED`` at the end of an event stays
+   visible (a value leaked that way loses at most that many characters).
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import json
 import re
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
 REDACTED = "[redacted]"
+MIN_DERIVED = 6
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})")
+_BASE32_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz234567=")
+# Dropped from the folded view: ASCII that is not a letter or digit, NUL, and the Unicode
+# spaces, joiners and dashes someone would use to space a value out.
+_DROPPED = frozenset(
+    [chr(i) for i in range(128) if not chr(i).isalnum()]
+    + list("\u00a0\u00ad\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u200c\u200d")
+    + list("\u2010\u2011\u2012\u2013\u2014\u2015\u2028\u2029\u202f\u205f\u2060\u2212\u3000\ufeff")
+)
+_DROP_TABLE = {ord(c): None for c in _DROPPED}
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw provider JSON is not)
+_STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return chr(int(match.group(1) or match.group(2) or match.group(3), 16))
+
+
+def fold(text: str) -> str:
+    """The folded view of ``text`` (see the module docstring)."""
+    if "\\" in text or "%" in text:
+        text = _ESCAPE.sub(_unescape, text)
+    return text.casefold().translate(_DROP_TABLE)
+
+
+def _fold_map(text: str) -> list[tuple[int, int]]:
+    """For each character of ``fold(text)``, the span of ``text`` it came from."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    escapes = "\\" in text or "%" in text
+    while i < n:
+        char, end = text[i], i + 1
+        if escapes and char in "\\%":
+            match = _ESCAPE.match(text, i)
+            if match is not None:
+                char, end = _unescape(match), match.end()
+        for folded in char.casefold():
+            if folded not in _DROPPED:
+                spans.append((i, end))
+        i = end
+    return spans
+
+
+class _FoldIndex:
+    """Maps positions of ``fold(text)`` back to ``text``, building the exact map only where asked.
+
+    The text is cut into ~512-character chunks at points no escape spans, so each chunk folds on
+    its own; a lookup folds every chunk once (C speed) and maps one chunk character by character.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.cuts = [0]
+        self.starts = [0]
+        pos, total, n = 0, 0, len(text)
+        while pos < n:
+            cut = min(pos + 512, n)
+            while cut < n and ("\\" in text[cut - 5 : cut] or "%" in text[cut - 5 : cut]):
+                cut += 1
+            total += len(fold(text[pos:cut]))
+            pos = cut
+            self.cuts.append(pos)
+            self.starts.append(total)
+        self._maps: dict[int, list[tuple[int, int]]] = {}
+
+    def span(self, index: int) -> tuple[int, int]:
+        """The span of ``text`` that folded character ``index`` came from."""
+        chunk = bisect.bisect_right(self.starts, index) - 1
+        spans = self._maps.get(chunk)
+        if spans is None:
+            spans = self._maps[chunk] = _fold_map(self.text[self.cuts[chunk] : self.cuts[chunk + 1]])
+        a, b = spans[index - self.starts[chunk]]
+        return a + self.cuts[chunk], b + self.cuts[chunk]
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+    out: list[str] = []
+    pos = 0
+    for a, b in _merge(spans):
+        out.append(text[pos:a])
+        out.append(REDACTED)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _base32_cores(raw: bytes) -> list[str]:
+    """The folded base32 characters that only ``raw`` determines, at each of the 5 byte alignments."""
+    cores = []
+    for offset in range(5):
+        encoded = base64.b32encode(b"\0" * offset + raw).decode()
+        core = encoded[-(-8 * offset // 5) : 8 * (offset + len(raw)) // 5]
+        if len(core) >= 8:
+            cores.append(core.casefold())
+    return cores
 
 
 class Redactor:
-    """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``.
-
-    Forms covered: the raw value, URL-encoded (``quote``/``quote_plus``), base64 of the value,
-    and any base64 token that decodes to text containing a value (``Basic`` auth of
-    ``user:value``). Longest values are replaced first so a secret that contains another is
-    not left half-visible.
-    """
+    """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``."""
 
     def __init__(self, secret_values: Iterable[str]):
         values = {v for v in secret_values if isinstance(v, str) and v}
@@ -29,10 +156,11 @@ class Redactor:
             forms.add(value)
             forms.add(urllib.parse.quote(value, safe=""))
             forms.add(urllib.parse.quote_plus(value, safe=""))
-            encoded = base64.b64encode(value.encode()).decode()
             if len(value) >= 4:
-                forms.add(encoded)
-                forms.add(encoded.rstrip("="))
+                for raw in (value.encode(), value.encode("utf-16-le")):
+                    encoded = base64.b64encode(raw).decode()
+                    forms.add(encoded)
+                    forms.add(encoded.rstrip("="))
         self._values = sorted(values, key=len, reverse=True)
         # base64 of any text that contains a value (e.g. Basic "user:value") contains one of
         # three alignment-dependent "cores" of the value's own encoding: a cheap substring test
@@ -47,14 +175,38 @@ class Redactor:
                     cores.add(core)
                 elif len(value) >= 4:
                     cores.add("")  # too short to fingerprint: always scan tokens
-        self._cores = tuple(cores)
+        self._cores = tuple(sorted(cores))  # "" first: when present, every text is scanned
         self._forms = tuple(sorted((f for f in forms if f), key=len, reverse=True))
-        ordered = self._forms
-        self._pattern = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
-        self._bytes_values = [v.encode() for v in self._values]
+        self._min_form = min((len(f) for f in self._forms), default=0)
+        # UTF-16 too: a base64 token that decodes to the value in UTF-16 is caught when scanned.
+        self._bytes_values = [v.encode() for v in self._values] + [v.encode("utf-16-le") for v in self._values if len(v) >= 4]
+        # Folded needles (pass 2). ``stream`` ones are also matched across events (no base32:
+        # its alignment depends on what precedes the value).
+        needles: dict[str, bool] = {}  # needle -> expand the match to the whole base32 token
+        stream: set[str] = set()
+        for value in values:
+            folded = fold(value)
+            if len(folded) < MIN_DERIVED:
+                continue
+            raw = value.encode()
+            derived = [folded, folded[::-1], folded.translate(_ROT13), raw.hex()]
+            for needle in derived:
+                needles[needle] = False
+                if len(needle) <= _STREAM_NEEDLE_MAX:
+                    stream.add(needle)
+            for core in _base32_cores(raw):
+                needles.setdefault(core, True)
+        self._needles = tuple(sorted(needles, key=len, reverse=True))
+        self._expand = frozenset(n for n, expand in needles.items() if expand)
+        self._min_needle = min((len(n) for n in self._needles), default=0)
+        self.stream_needles = tuple(sorted(stream, key=len, reverse=True))
+        # Every MIN_DERIVED-character piece of the stream needles: a split value puts one of them
+        # right at the end of a field or across the boundary, so a few set lookups rule most out.
+        self.stream_grams = frozenset(n[i : i + MIN_DERIVED] for n in self.stream_needles for i in range(len(n) - MIN_DERIVED + 1))
+        self._active = bool(self._forms)
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return self._active
 
     def _b64_contains_secret(self, token: str) -> bool:
         raw = token.replace("-", "+").replace("_", "/")
@@ -65,44 +217,61 @@ class Redactor:
             return False
         return any(v in decoded for v in self._bytes_values)
 
-    def _replace_spans(self, s: str) -> str:
-        # Collect every occurrence of every form and merge overlapping spans before replacing:
-        # a single leftmost-match pass would leave the tail of a second value that overlaps
-        # the first ("secretABC" + "ABCsecret2" in "secretABCsecret2") visible.
+    def _exact_spans(self, s: str) -> list[tuple[int, int]]:
+        # Every occurrence of every form, merged before replacing: a single leftmost-match pass
+        # would leave the tail of a second value that overlaps the first visible.
         spans: list[tuple[int, int]] = []
         for form in self._forms:
             start = s.find(form)
             while start != -1:
                 spans.append((start, start + len(form)))
                 start = s.find(form, start + 1)
-        spans.sort()
-        out: list[str] = []
-        pos = 0
-        end = -1
-        for a, b in spans:
-            if a <= end:
-                end = max(end, b)
-                continue
-            if end >= 0:
-                out.append(REDACTED)
-                pos = end
-            out.append(s[pos:a])
-            end = b
-        out.append(REDACTED)
-        out.append(s[end:])
-        return "".join(out)
+        return spans
+
+    def _folded_spans(self, s: str, view: str) -> list[tuple[int, int]]:
+        hits = [n for n in self._needles if n in view]
+        if not hits:
+            return []
+        index = _FoldIndex(s)
+        spans: list[tuple[int, int]] = []
+        for needle in hits:
+            start = view.find(needle)
+            while start != -1:
+                a, b = index.span(start)[0], index.span(start + len(needle) - 1)[1]
+                if needle in self._expand:  # base32 inside a longer base32 text: the whole token
+                    while a > 0 and s[a - 1] in _BASE32_CHARS:
+                        a -= 1
+                    while b < len(s) and s[b] in _BASE32_CHARS:
+                        b += 1
+                spans.append((a, b))
+                start = view.find(needle, start + 1)
+        return spans
 
     def text(self, s: str) -> str:
-        if self._pattern is None or not s:
+        return self._text(s, None)
+
+    def _text(self, s: str, view: str | None) -> str:
+        """:meth:`text`; ``view``, when given, is ``fold(s)`` already computed."""
+        if not self._active or not s:
             return s
-        if any(f in s for f in self._forms):
-            s = self._replace_spans(s)
-        if not any(c in s for c in self._cores):
+        if len(s) >= self._min_form:
+            for form in self._forms:
+                if form in s:
+                    s, view = _replace(s, self._exact_spans(s)), None
+                    break
+        if self._needles and len(s) * 3 >= self._min_needle:
+            spans = self._folded_spans(s, fold(s) if view is None else view)
+            if spans:
+                s = _replace(s, spans)
+        if len(s) < 8:  # shorter than any base64 token worth decoding
             return s
-        return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
+        for core in self._cores:
+            if core in s:
+                return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
+        return s
 
     def json(self, obj: Any) -> Any:
-        if self._pattern is None:
+        if not self._active:
             return obj
         if isinstance(obj, str):
             return self.text(obj)
@@ -111,3 +280,110 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self.json(v) for v in obj]
         return obj
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _edge_prefix(window: str, needle: str) -> int:
+    """Length of the longest proper prefix of ``needle`` (at least MIN_DERIVED) that ends ``window``."""
+    probe = needle[:MIN_DERIVED]
+    i = window.find(probe, max(0, len(window) - len(needle) + 1))
+    while i != -1:
+        if needle.startswith(window[i:]):
+            return len(window) - i
+        i = window.find(probe, i + 1)
+    return 0
+
+
+class StreamRedactor:
+    """Redacts the events of one stream (a case attempt of a lane) in order; see the module docstring.
+
+    Keeps, per field (event type + path, list indices ignored), the folded tail of the text seen
+    last: at most the longest needle minus one character, in memory only.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._needles = redactor.stream_needles
+        self._keep = max((len(n) for n in self._needles), default=1) - 1
+        self._tails: dict[str, str] = {}
+
+    def payload(self, event_type: str, payload: Any) -> Any:
+        """The payload with every value masked, including the parts of values split across events."""
+        if not self.redactor:
+            return payload
+        if not self._needles:
+            return self.redactor.json(payload)
+        return self._walk(payload, event_type, True)
+
+    def _walk(self, obj: Any, path: str, redact: bool) -> Any:
+        """``obj`` with split parts masked, and redacted when ``redact``.
+
+        Unredacted (``redact`` false), the same object comes back when nothing was masked. A
+        string holding a JSON object or array (a tool result envelope, raw tool-call arguments) is
+        followed into: its fields are the ones that continue from event to event. When one of them
+        is masked, the string is re-encoded compactly, as the engine writes it.
+        """
+        if isinstance(obj, str):
+            if len(obj) >= 2 and obj[0] in "{[" and obj[-1] in "}]":
+                try:
+                    inner = json.loads(obj)
+                except ValueError:
+                    inner = None
+                if isinstance(inner, (dict, list)):
+                    walked = self._walk(inner, path + "{}", False)
+                    if walked is not inner:
+                        obj = json.dumps(walked, separators=(",", ":"), ensure_ascii=False)
+                    return self.redactor.text(obj) if redact else obj
+            masked, view = self._split(path, obj)
+            return self.redactor._text(masked, view) if redact else masked
+        if isinstance(obj, dict):
+            text = self.redactor.text if redact else _same
+            items = {text(k) if isinstance(k, str) else k: self._walk(v, f"{path}.{k}", redact) for k, v in obj.items()}
+            return items if redact or any(items[k] is not v for k, v in obj.items()) else obj
+        if isinstance(obj, (list, tuple)):
+            values = [self._walk(v, f"{path}[]", redact) for v in obj]
+            return values if redact or any(a is not b for a, b in zip(values, obj, strict=True)) else obj
+        return obj
+
+    def _split(self, key: str, s: str) -> tuple[str, str | None]:
+        """``s`` with the parts of split values masked, and ``fold(s)`` when nothing was."""
+        keep = self._keep
+        tail = self._tails.pop(key, "")
+        view = fold(s)
+        boundary = len(tail)
+        # Only the characters around the boundary and at the end can take part in a split value.
+        head = tail + view[:keep] if tail else ""
+        end = (tail + view)[-keep:] if len(view) < keep else view[-keep:]
+        self._tails[key] = end
+        if len(self._tails) > _STREAM_KEYS:
+            del self._tails[next(iter(self._tails))]
+        grams = self.redactor.stream_grams
+        at_end = len(end) >= MIN_DERIVED and end[-MIN_DERIVED:] in grams
+        across = boundary > 0 and any(head[g : g + MIN_DERIVED] in grams for g in range(max(0, boundary - MIN_DERIVED + 1), boundary))
+        if not view or not (at_end or across):
+            return s, view
+        completed = 0  # folded characters at the start of ``s`` that complete a value begun earlier
+        for needle in self._needles if head else ():
+            lo, hi = max(0, boundary - len(needle) + 1), boundary + len(needle) - 1
+            start = head.find(needle, lo, hi)
+            while start != -1:
+                completed = max(completed, start + len(needle) - boundary)
+                start = head.find(needle, start + 1, hi)
+        begins = len(view)  # from here on, ``s`` ends with the beginning of a value
+        offset = len(tail) + len(view) - len(end)  # where ``end`` starts in tail + view
+        for needle in self._needles:
+            k = _edge_prefix(end, needle)
+            if k:
+                begins = min(begins, max(0, offset + len(end) - k - boundary))
+        if not completed and begins == len(view):
+            return s, view
+        index = _FoldIndex(s)
+        spans = []
+        if completed:
+            spans.append((0, index.span(min(completed, len(view)) - 1)[1]))
+        if begins < len(view):
+            spans.append((index.span(begins)[0], len(s)))
+        return _replace(s, spans), None

@@ -79,7 +79,7 @@ class ModelRequest:
     metadata: dict[str, JSON] = dataclasses.field(default_factory=dict)  # events only, never sent
     # Called by streaming providers with the first meaningful delta of the call (a JSON dict,
     # spec runtime.md §4.4 `model.output.delta`). Never sent to the vendor.
-    on_delta: Callable[[dict[str, JSON]], None] | None = None
+    on_delta: Callable[[dict[str, JSON]], object] | None = None  # the return value is ignored
 
 
 @dataclasses.dataclass(slots=True)

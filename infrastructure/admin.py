@@ -7,9 +7,11 @@ from django.conf import settings
 from django.contrib import admin, messages
 
 from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
-from infrastructure.models import AgentDeployment, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+from engine.scoring.pricing import library_price, library_source
+from infrastructure.models import AgentDeployment, ModelPrice, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
 from infrastructure.scripted_config import scripted_config_errors
-from infrastructure.services import credential_reference_key, provider_account_test_connection, tool_definition_errors
+from infrastructure.services import provider_account_test_connection, tool_definition_errors
+from secrets_app.services import credential_reference_key
 from workspaces.services import audit_record
 
 
@@ -18,7 +20,7 @@ class _AuditedInfraAdmin(admin.ModelAdmin):
 
     audit_prefix = ""
 
-    def save_model(self, request, obj, form, change) -> None:  # type: ignore[no-untyped-def]
+    def save_model(self, request, obj, form, change) -> None:
 
         super().save_model(request, obj, form, change)
         audit_record(
@@ -39,7 +41,9 @@ class ProviderAccountAdminForm(forms.ModelForm):
 
     def clean(self) -> dict:
 
-        data = super().clean()
+        super().clean()
+
+        data = self.cleaned_data
         reference = data.get("credential_reference") or ""
         if reference and credential_reference_key(reference) is None:
             self.add_error("credential_reference", "Use the form workspace-secret://KEY.")
@@ -63,7 +67,7 @@ class ProviderAccountAdmin(_AuditedInfraAdmin):
     actions = ["test_connection"]
 
     @admin.action(description="Test connection (list the provider's models)")
-    def test_connection(self, request, queryset) -> None:  # type: ignore[no-untyped-def]
+    def test_connection(self, request, queryset) -> None:
 
         for account in queryset.select_related("workspace"):
             result = provider_account_test_connection(account=account, actor=request.user)
@@ -95,7 +99,9 @@ class AgentDeploymentAdminForm(forms.ModelForm):
 
     def clean(self) -> dict:
 
-        data = super().clean()
+        super().clean()
+
+        data = self.cleaned_data
         workspace, account, profile = data.get("workspace"), data.get("provider_account"), data.get("runtime_profile")
         if workspace and account and account.workspace_id != workspace.pk:
             self.add_error("provider_account", "Choose a provider account of the same workspace.")
@@ -124,7 +130,9 @@ class ToolResourceAdminForm(forms.ModelForm):
 
     def clean(self) -> dict:
 
-        data = super().clean()
+        super().clean()
+
+        data = self.cleaned_data
         if data.get("tool_kind"):
             for error in tool_definition_errors(tool_kind=data["tool_kind"], definition=data.get("definition")):
                 self.add_error("definition", error)
@@ -138,3 +146,36 @@ class ToolResourceAdmin(_AuditedInfraAdmin):
     list_display = ["name", "slug", "workspace", "tool_kind", "capability_key", "lifecycle_status"]
     list_filter = ["tool_kind", "lifecycle_status", "workspace"]
     search_fields = ["name", "slug", "capability_key"]
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(_AuditedInfraAdmin):
+    """Per-workspace model prices: they win over the price library, the pack's own rows win over them."""
+
+    audit_prefix = "model_price"
+    list_display = ["name", "workspace", "input_cost_per_million_tokens", "output_cost_per_million_tokens", "note", "updated_at"]
+    list_filter = ["provider_key", "workspace"]
+    search_fields = ["provider_model_id", "note"]
+    list_select_related = ["workspace"]
+    fields = [
+        "workspace",
+        "provider_key",
+        "provider_model_id",
+        "input_cost_per_million_tokens",
+        "output_cost_per_million_tokens",
+        "note",
+        "library_reference",
+        "updated_at",
+    ]
+    readonly_fields = ["library_reference", "updated_at"]
+
+    @admin.display(description="Price library")
+    def library_reference(self, obj: ModelPrice) -> str:
+        """What scoring would charge without this row, so an operator sees what they override."""
+        if obj is None or not obj.provider_model_id:
+            return "—"
+        per_input = library_price(obj.provider_key, obj.provider_model_id, 1_000_000, 0)
+        per_output = library_price(obj.provider_key, obj.provider_model_id, 0, 1_000_000)
+        if per_input is None or per_output is None:
+            return f"{library_source()} has no price for this model"
+        return f"{library_source()}: {per_input:g} USD input, {per_output:g} USD output per million tokens"

@@ -61,7 +61,7 @@ SLOPPY_SCRIPT: dict[str, Any] = {
     }
 }
 
-PROFILES = [
+PROFILES: list[dict[str, Any]] = [
     {
         "name": "Native (demo)",
         "execution_target": ExecutionTarget.NATIVE,

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.forms.models import fields_for_model
 
+from core.forms import model_choice
 from infrastructure.models import LifecycleStatus, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
 from infrastructure.services import RUNTIME_PROFILE_FIELDS
 from workspaces.models import Workspace
@@ -78,10 +79,10 @@ class DeploymentForm(forms.Form):
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["provider_account"].queryset = ProviderAccount.objects.filter(workspace=workspace).exclude(
+        model_choice(self, "provider_account").queryset = ProviderAccount.objects.filter(workspace=workspace).exclude(
             status=ProviderAccount.Status.ARCHIVED
         )
-        self.fields["runtime_profile"].queryset = RuntimeProfile.objects.filter(workspace=workspace).exclude(
+        model_choice(self, "runtime_profile").queryset = RuntimeProfile.objects.filter(workspace=workspace).exclude(
             status=LifecycleStatus.ARCHIVED
         )
 

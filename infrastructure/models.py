@@ -134,3 +134,43 @@ class ToolResource(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ModelPrice(models.Model):
+    """A workspace's price for a model, edited by operators in the admin (docs/scoring.md, Cost).
+
+    Scoring prices a model from the pack's own ``pricing`` rows first, then these rows, then the
+    price library; a row here corrects or adds to the library for this workspace only. A blank
+    ``provider_key`` prices the model whatever the provider.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="model_prices")
+    provider_key = models.CharField(max_length=32, blank=True, help_text="e.g. openai, anthropic; blank = any provider")
+    provider_model_id = models.CharField(max_length=200, help_text="The model id as the deployment names it, e.g. gpt-4o")
+    input_cost_per_million_tokens = models.DecimalField(max_digits=14, decimal_places=6, validators=[MinValueValidator(0)])
+    output_cost_per_million_tokens = models.DecimalField(max_digits=14, decimal_places=6, validators=[MinValueValidator(0)])
+    note = models.CharField(max_length=300, blank=True, help_text="Where the price comes from (a contract, a price page)")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider_key", "provider_model_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "provider_key", "provider_model_id"], name="uniq_model_price"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider_key or '*'}/{self.provider_model_id}"
+
+    def as_pricing_row(self) -> dict[str, object]:
+        """The evaluation spec's ``pricing.models`` row shape, which the engine reads."""
+        return {
+            "provider_key": self.provider_key,
+            "provider_model_id": self.provider_model_id,
+            "input_cost_per_million_tokens": float(self.input_cost_per_million_tokens),
+            "output_cost_per_million_tokens": float(self.output_cost_per_million_tokens),
+        }

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from engine.tools.registry import catalogue
-from infrastructure.models import AgentDeployment, LifecycleStatus, ProviderAccount, RuntimeProfile, ToolResource
+from infrastructure.models import AgentDeployment, LifecycleStatus, ModelPrice, ProviderAccount, RuntimeProfile, ToolResource
 from workspaces.models import Workspace
 
 
@@ -47,3 +47,8 @@ def primitive_catalogue() -> list[dict[str, Any]]:
     """The engine's primitives; the registry is the only list."""
 
     return catalogue()
+
+
+def model_price_rows(*, workspace_id: int) -> list[dict[str, Any]]:
+    """The workspace's price overrides as ``pricing.models`` rows, for scoring."""
+    return [price.as_pricing_row() for price in ModelPrice.objects.filter(workspace_id=workspace_id)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
@@ -20,16 +20,17 @@ from infrastructure.models import AgentDeployment, LifecycleStatus, ProviderAcco
 from infrastructure.scripted_config import scripted_config_errors
 from secrets_app.crypto import SecretDecryptionError
 from secrets_app.models import WorkspaceSecret
-from secrets_app.services import secret_resolve, secret_set
+from secrets_app.services import CredentialUnavailable, credential_reference, credential_reference_key, credential_resolve, secret_set
 from workspaces.models import Workspace
 from workspaces.services import audit_record
 
-CREDENTIAL_REFERENCE = re.compile(r"workspace-secret://([A-Za-z_][A-Za-z0-9_]{0,127})")
 _UNSET: Any = object()
+# The workspace-owned records the helpers below work on.
+_Owned = TypeVar("_Owned", ProviderAccount, RuntimeProfile, AgentDeployment, ToolResource)
 
 
 # ------------------------------------------------------------------------------ helpers
-def _check_unique(obj: models.Model, field: str, label: str) -> None:
+def _check_unique(obj: _Owned, field: str, label: str) -> None:
     value = getattr(obj, field)
     clash = type(obj).objects.filter(workspace=obj.workspace, **{field: value}).exclude(pk=obj.pk).exists()
     if clash:
@@ -61,11 +62,6 @@ def _save(obj: models.Model, changed: list[str], *, creating: bool) -> None:
 
 
 # ------------------------------------------------------------------------------ provider accounts
-def credential_reference_key(reference: str) -> str | None:
-    match = CREDENTIAL_REFERENCE.fullmatch(reference or "")
-    return match.group(1) if match else None
-
-
 def _clean_base_url(provider_key: str, url: str) -> str:
     url = (url or "").strip()
     if not url:
@@ -107,7 +103,7 @@ def _store_api_key(*, account: ProviderAccount, api_key: str, actor: Any) -> str
         secret_set(workspace=account.workspace, key=key, value=api_key, actor=actor)
     except ValidationError as exc:
         raise ValidationError({"api_key": exc.message_dict.get("value", exc.messages)}) from None
-    return f"workspace-secret://{key}"
+    return credential_reference(key)
 
 
 def _provider_account_write(
@@ -207,17 +203,21 @@ def provider_account_test_connection(*, account: ProviderAccount, actor: Any = N
 
     api_key: str | None = None
     result: ConnectionResult | None = None
-    key = credential_reference_key(account.credential_reference)
-    if account.provider_key != ProviderKey.SCRIPTED and key:
+    if account.provider_key != ProviderKey.SCRIPTED:
         try:
-            api_key = secret_resolve(workspace=account.workspace, key=key)
+            api_key = credential_resolve(workspace=account.workspace, reference=account.credential_reference)
+        except CredentialUnavailable as exc:
+            message = (
+                f"The workspace secret {exc.key} does not exist. Add it on the Secrets page."
+                if exc.key
+                else "The credential reference is not of the form workspace-secret://KEY; edit the account."
+            )
+            result = ConnectionResult(False, message)
         except SecretDecryptionError:
+            key = credential_reference_key(account.credential_reference)
             result = ConnectionResult(
                 False, f"The workspace secret {key} could not be decrypted; ask an operator to check the encryption keys."
             )
-        else:
-            if api_key is None:
-                result = ConnectionResult(False, f"The workspace secret {key} does not exist. Add it on the Secrets page.")
     if result is None:
         result = probe_models(
             provider_key=account.provider_key,
@@ -288,7 +288,7 @@ def runtime_profile_update(*, profile: RuntimeProfile, actor: Any = None, **fiel
     return _runtime_profile_write(profile=profile, changes=fields, actor=actor, creating=False)
 
 
-def _archive(obj: models.Model, *, field: str, actor: Any, action: str) -> models.Model:
+def _archive(obj: _Owned, *, field: str, actor: Any, action: str) -> _Owned:
     model = type(obj)
     updated = model.objects.filter(pk=obj.pk).exclude(**{field: "archived"}).update(**{field: "archived", "updated_at": timezone.now()})
     if updated:

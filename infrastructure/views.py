@@ -12,8 +12,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Manager, QuerySet
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -28,19 +28,19 @@ from infrastructure.forms import (
     ToolResourceForm,
 )
 from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile, ToolResource
-from workspaces.access import can, object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
 from workspaces.models import Role
 
 
-def _url(name: str, request: HttpRequest, *args: Any) -> str:
+def _url(name: str, request: WorkspaceRequest, *args: Any) -> str:
     return reverse(f"infra:{name}", args=[request.workspace.slug, *args])
 
 
-def _include_archived(request: HttpRequest) -> bool:
+def _include_archived(request: WorkspaceRequest) -> bool:
     return request.GET.get("archived") == "1"
 
 
-def _form_context(request: HttpRequest, form: Any, *, create_name: str, form_id: str, list_name: str) -> dict[str, Any]:
+def _form_context(request: WorkspaceRequest, form: Any, *, create_name: str, form_id: str, list_name: str) -> dict[str, Any]:
     """Context for the create dialog embedded in a list page."""
     return {
         "form": form,
@@ -52,7 +52,7 @@ def _form_context(request: HttpRequest, form: Any, *, create_name: str, form_id:
 
 
 def _save_dialog(
-    request: HttpRequest,
+    request: WorkspaceRequest,
     *,
     form: Any,
     save: Any,
@@ -87,8 +87,10 @@ def _save_dialog(
     )
 
 
-def _archive(request: HttpRequest, queryset: QuerySet, pk: int, archive: Any, list_name: str, label: str) -> HttpResponse:
-    obj: Model = object_get_for_workspace(queryset.select_related("workspace"), workspace=request.workspace, pk=pk)
+def _archive(
+    request: WorkspaceRequest, queryset: QuerySet[Any] | Manager[Any], pk: int, archive: Any, list_name: str, label: str
+) -> HttpResponse:
+    obj = object_get_for_workspace(queryset.select_related("workspace"), workspace=request.workspace, pk=pk)
     archive(obj)
     messages.success(request, f"{label} “{obj.name}” archived.")
     return redirect(_url(list_name, request))
@@ -99,7 +101,7 @@ PROVIDER_INTRO = "A provider account is how deployments reach a model. Scripted 
 
 
 @workspace_view()
-def provider_accounts(request: HttpRequest) -> HttpResponse:
+def provider_accounts(request: WorkspaceRequest) -> HttpResponse:
     context = {
         "accounts": selectors.provider_account_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.ADMIN),
@@ -117,7 +119,7 @@ def provider_accounts(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_http_methods(["GET", "POST"])
-def provider_account_create(request: HttpRequest) -> HttpResponse:
+def provider_account_create(request: WorkspaceRequest) -> HttpResponse:
     form = ProviderAccountForm(request.POST or None)
     return _save_dialog(
         request,
@@ -136,7 +138,7 @@ def provider_account_create(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_http_methods(["GET", "POST"])
-def provider_account_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def provider_account_edit(request: WorkspaceRequest, pk: int) -> HttpResponse:
     account = object_get_for_workspace(ProviderAccount.objects, workspace=request.workspace, pk=pk)
     initial = {f: getattr(account, f) for f in ("name", "provider_key", "credential_reference", "base_url", "status")}
     form = ProviderAccountEditForm(request.POST or None, initial=initial)
@@ -157,7 +159,7 @@ def provider_account_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def provider_account_archive(request: HttpRequest, pk: int) -> HttpResponse:
+def provider_account_archive(request: WorkspaceRequest, pk: int) -> HttpResponse:
     return _archive(
         request,
         ProviderAccount.objects,
@@ -170,7 +172,7 @@ def provider_account_archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def provider_account_test(request: HttpRequest, pk: int) -> HttpResponse:
+def provider_account_test(request: WorkspaceRequest, pk: int) -> HttpResponse:
     account = object_get_for_workspace(ProviderAccount.objects.select_related("workspace"), workspace=request.workspace, pk=pk)
     result = services.provider_account_test_connection(account=account, actor=request.user)
     if request.htmx:
@@ -181,7 +183,7 @@ def provider_account_test(request: HttpRequest, pk: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------ runtime profiles
 @workspace_view()
-def runtime_profiles(request: HttpRequest) -> HttpResponse:
+def runtime_profiles(request: WorkspaceRequest) -> HttpResponse:
     context = {
         "profiles": selectors.runtime_profile_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.MEMBER),
@@ -199,7 +201,7 @@ def runtime_profiles(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def runtime_profile_create(request: HttpRequest) -> HttpResponse:
+def runtime_profile_create(request: WorkspaceRequest) -> HttpResponse:
     return _save_dialog(
         request,
         form=RuntimeProfileForm(request.POST or None),
@@ -216,7 +218,7 @@ def runtime_profile_create(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def runtime_profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def runtime_profile_edit(request: WorkspaceRequest, pk: int) -> HttpResponse:
     profile = object_get_for_workspace(RuntimeProfile.objects, workspace=request.workspace, pk=pk)
     form = RuntimeProfileForm(request.POST or None, initial={f: getattr(profile, f) for f in services.RUNTIME_PROFILE_FIELDS})
     return _save_dialog(
@@ -235,7 +237,7 @@ def runtime_profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def runtime_profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
+def runtime_profile_archive(request: WorkspaceRequest, pk: int) -> HttpResponse:
     return _archive(
         request,
         RuntimeProfile.objects,
@@ -248,7 +250,7 @@ def runtime_profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------ deployments
 @workspace_view()
-def deployments(request: HttpRequest) -> HttpResponse:
+def deployments(request: WorkspaceRequest) -> HttpResponse:
     context = {
         "deployments": selectors.deployment_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.MEMBER),
@@ -272,7 +274,7 @@ def _deployment_kwargs(data: dict[str, Any]) -> dict[str, Any]:
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def deployment_create(request: HttpRequest) -> HttpResponse:
+def deployment_create(request: WorkspaceRequest) -> HttpResponse:
     return _save_dialog(
         request,
         form=DeploymentForm(request.POST or None, workspace=request.workspace),
@@ -289,7 +291,7 @@ def deployment_create(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def deployment_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def deployment_edit(request: WorkspaceRequest, pk: int) -> HttpResponse:
     deployment = object_get_for_workspace(AgentDeployment.objects, workspace=request.workspace, pk=pk)
     initial = {f: getattr(deployment, f) for f in services.DEPLOYMENT_FIELDS}
     return _save_dialog(
@@ -308,7 +310,7 @@ def deployment_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def deployment_archive(request: HttpRequest, pk: int) -> HttpResponse:
+def deployment_archive(request: WorkspaceRequest, pk: int) -> HttpResponse:
     return _archive(
         request,
         AgentDeployment.objects,
@@ -321,7 +323,7 @@ def deployment_archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------ tool resources
 @workspace_view()
-def tool_resources(request: HttpRequest) -> HttpResponse:
+def tool_resources(request: WorkspaceRequest) -> HttpResponse:
     context = {
         "tools": selectors.tool_resource_list(workspace=request.workspace, include_archived=_include_archived(request)),
         "can_manage": can(request.membership, Role.ADMIN),
@@ -335,7 +337,7 @@ def tool_resources(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_http_methods(["GET", "POST"])
-def tool_resource_create(request: HttpRequest) -> HttpResponse:
+def tool_resource_create(request: WorkspaceRequest) -> HttpResponse:
     return _save_dialog(
         request,
         form=ToolResourceForm(request.POST or None),
@@ -352,7 +354,7 @@ def tool_resource_create(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_http_methods(["GET", "POST"])
-def tool_resource_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def tool_resource_edit(request: WorkspaceRequest, pk: int) -> HttpResponse:
     tool = object_get_for_workspace(ToolResource.objects, workspace=request.workspace, pk=pk)
     initial = {f: getattr(tool, f) for f in services.TOOL_RESOURCE_FIELDS}
     return _save_dialog(
@@ -371,7 +373,7 @@ def tool_resource_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def tool_resource_archive(request: HttpRequest, pk: int) -> HttpResponse:
+def tool_resource_archive(request: WorkspaceRequest, pk: int) -> HttpResponse:
     return _archive(
         request,
         ToolResource.objects,
@@ -383,7 +385,7 @@ def tool_resource_archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @workspace_view()
-def primitives(request: HttpRequest) -> HttpResponse:
+def primitives(request: WorkspaceRequest) -> HttpResponse:
     entries = [
         {**entry, "parameters_json": json.dumps(entry.get("parameters") or {}, indent=2)} for entry in selectors.primitive_catalogue()
     ]

@@ -4,7 +4,7 @@ after that only its lifecycle status can change. Challenges, input sets and case
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
@@ -35,7 +35,8 @@ class PackVersionUploadForm(forms.ModelForm):
         fields: list[str] = []
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("yaml_file")
         workspace = data.get("workspace_choice")
         if not upload or not workspace:
@@ -60,7 +61,7 @@ class PackVersionUploadForm(forms.ModelForm):
 
 class ChallengeInline(admin.TabularInline):
     model = Challenge
-    fields = ["execution_order", "key", "title", "category", "difficulty"]
+    fields: ClassVar[tuple[str, ...]] = ("execution_order", "key", "title", "category", "difficulty")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -75,7 +76,7 @@ class ChallengeInline(admin.TabularInline):
 
 class InputSetInline(admin.TabularInline):
     model = InputSet
-    fields = ["key", "name", "checksum"]
+    fields: ClassVar[tuple[str, ...]] = ("key", "name", "checksum")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -105,7 +106,7 @@ class PackVersionAdmin(admin.ModelAdmin):
         "manifest",
         "raw_yaml",
     ]
-    fields = [
+    fields: ClassVar[tuple[str, ...]] = (
         "pack",
         "workspace",
         "number",
@@ -116,21 +117,21 @@ class PackVersionAdmin(admin.ModelAdmin):
         "published_by",
         "raw_yaml",
         "manifest",
-    ]
+    )
     inlines = [ChallengeInline, InputSetInline]
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         if obj is None:
             kwargs["form"] = PackVersionUploadForm
             kwargs["fields"] = []
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
-            return ["workspace_choice", "yaml_file"]
-        return self.fields
+            return ("workspace_choice", "yaml_file")
+        return tuple(self.fields)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str] | tuple[str, ...] | tuple[()]:
         return [] if obj is None else self.readonly_fields
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> list:

@@ -13,7 +13,8 @@ class PackSourceForm(forms.Form):
     file = forms.FileField(required=False, label="…or upload a .yaml file")
 
     def clean(self) -> dict:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload:
             if upload.size > MAX_BUNDLE_BYTES:

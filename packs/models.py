@@ -63,7 +63,7 @@ class PackVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.pack.name} v{self.number}"
 
-    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def save(self, *args, **kwargs):
         if self.pk is not None:
             update_fields = kwargs.get("update_fields")
             if update_fields is None or not set(update_fields) <= self.MUTABLE_FIELDS:

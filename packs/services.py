@@ -92,6 +92,7 @@ def pack_check(*, workspace: Workspace, source: str | bytes, pack: Pack | None =
     With ``pack``, the bundle must be a new version of that pack (the "New version" page).
     """
     result = bundle_validate(source)
+    assert result.manifest is not None  # bundle_validate raised PackInvalid otherwise
     rows = publication_rows(result.manifest)
     pack_row, version_row = rows["pack"], rows["version"]
     text = source_text(source)

@@ -33,7 +33,9 @@ def composed_tools(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     for raw in (manifest.get("tools") or {}).get("custom") or []:
         if not isinstance(raw, dict):
             continue
-        implementation = raw.get("implementation") if isinstance(raw.get("implementation"), dict) else {}
+        implementation = raw.get("implementation")
+        if not isinstance(implementation, dict):
+            implementation = {}
         is_mock = str(implementation.get("type", "")).strip().lower() == "mock"
         tools.append(
             {

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -17,7 +17,7 @@ from packs import catalog, selectors, services
 from packs.forms import PackLifecycleForm, PackSourceForm, PackVersionLifecycleForm
 from packs.models import Pack, PackVersion
 from packs.version_summary import version_summary
-from workspaces.access import can, object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
 from workspaces.models import Role
 
 CASES_PER_PAGE = 25
@@ -25,14 +25,14 @@ CASES_PER_PAGE = 25
 
 @workspace_view()
 @require_GET
-def pack_list(request: HttpRequest) -> HttpResponse:
+def pack_list(request: WorkspaceRequest) -> HttpResponse:
     packs = list(selectors.pack_list(workspace=request.workspace))
     return render(request, "packs/pack_list.html", {"packs": packs, "can_write": can(request.membership, Role.MEMBER)})
 
 
 @workspace_view()
 @require_GET
-def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def pack_detail(request: WorkspaceRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get(workspace=request.workspace, pk=pk)
     return render(
         request,
@@ -47,7 +47,7 @@ def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _cases_context(request: HttpRequest, version: PackVersion, input_sets: list) -> dict[str, Any]:
+def _cases_context(request: WorkspaceRequest, version: PackVersion, input_sets: list) -> dict[str, Any]:
     selected = None
     wanted = request.GET.get("input_set")
     if wanted:
@@ -62,7 +62,7 @@ def _cases_context(request: HttpRequest, version: PackVersion, input_sets: list)
 
 @workspace_view()
 @require_GET
-def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def version_detail(request: WorkspaceRequest, pk: int) -> HttpResponse:
     version = selectors.pack_version_get(workspace=request.workspace, pk=pk)
     input_sets = list(selectors.input_sets_of(version=version))
     context: dict[str, Any] = {"version": version, "pack": version.pack, "input_sets": input_sets}
@@ -84,7 +84,7 @@ def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view()
 @require_GET
-def version_yaml(request: HttpRequest, pk: int) -> HttpResponse:
+def version_yaml(request: WorkspaceRequest, pk: int) -> HttpResponse:
     version = selectors.pack_version_get(workspace=request.workspace, pk=pk)
     response = HttpResponse(version.raw_yaml, content_type="application/yaml; charset=utf-8")
     disposition = "inline" if request.GET.get("inline") else "attachment"
@@ -94,7 +94,7 @@ def version_yaml(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def version_lifecycle(request: HttpRequest, pk: int) -> HttpResponse:
+def version_lifecycle(request: WorkspaceRequest, pk: int) -> HttpResponse:
     version = selectors.pack_version_get(workspace=request.workspace, pk=pk)
     form = PackVersionLifecycleForm(request.POST)
     if form.is_valid():
@@ -113,7 +113,7 @@ def version_lifecycle(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def pack_lifecycle(request: HttpRequest, pk: int) -> HttpResponse:
+def pack_lifecycle(request: WorkspaceRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get(workspace=request.workspace, pk=pk)
     form = PackLifecycleForm(request.POST)
     if form.is_valid():
@@ -127,7 +127,7 @@ def pack_lifecycle(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("packs:detail", workspace_slug=request.workspace.slug, pk=pack.pk)
 
 
-def _editor(request: HttpRequest, *, pack: Pack | None) -> HttpResponse:
+def _editor(request: WorkspaceRequest, *, pack: Pack | None) -> HttpResponse:
     """GET shows the editor; POST action=validate checks (htmx partial), action=publish publishes."""
     initial_source = ""
     if pack is not None:
@@ -166,20 +166,20 @@ def _editor(request: HttpRequest, *, pack: Pack | None) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def pack_new(request: HttpRequest) -> HttpResponse:
+def pack_new(request: WorkspaceRequest) -> HttpResponse:
     return _editor(request, pack=None)
 
 
 @workspace_view(role=Role.MEMBER)
 @require_http_methods(["GET", "POST"])
-def version_new(request: HttpRequest, pk: int) -> HttpResponse:
+def version_new(request: WorkspaceRequest, pk: int) -> HttpResponse:
     pack = object_get_for_workspace(Pack.objects.all(), workspace=request.workspace, pk=pk)
     return _editor(request, pack=pack)
 
 
 @workspace_view()
 @require_GET
-def library(request: HttpRequest) -> HttpResponse:
+def library(request: WorkspaceRequest) -> HttpResponse:
     entries = catalog.library_packs()
     added = {
         (v.pack.slug, v.number): v
@@ -197,7 +197,7 @@ def library(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def library_add(request: HttpRequest, slug: str) -> HttpResponse:
+def library_add(request: WorkspaceRequest, slug: str) -> HttpResponse:
     entry = catalog.library_pack_get(slug)
     if entry is None:
         messages.error(request, f"The library has no pack {slug!r}.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import admin, messages
 
 from core.admin import ReadOnlyAdmin
@@ -18,28 +20,29 @@ from runs.models import (
     RunScorecard,
     RunStatusHistory,
 )
+from runs.services import run_cancel
 
 
 class LaneInline(admin.TabularInline):
     model = Lane
-    fields = ["lane_index", "label", "status", "failure_reason", "started_at", "finished_at"]
+    fields: ClassVar[tuple[str, ...]] = ("lane_index", "label", "status", "failure_reason", "started_at", "finished_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request, obj=None) -> bool:
         return False
 
 
 class RunStatusHistoryInline(admin.TabularInline):
     model = RunStatusHistory
-    fields = ["changed_at", "from_status", "to_status", "reason", "changed_by"]
+    fields: ClassVar[tuple[str, ...]] = ("changed_at", "from_status", "to_status", "reason", "changed_by")
     readonly_fields = fields
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request, obj=None) -> bool:
         return False
 
 
@@ -54,9 +57,7 @@ class RunAdmin(ReadOnlyAdmin):
     actions = ["cancel_runs"]
 
     @admin.action(description="Cancel selected runs")
-    def cancel_runs(self, request, queryset) -> None:  # type: ignore[no-untyped-def]
-        from runs.services import run_cancel
-
+    def cancel_runs(self, request, queryset) -> None:
         cancelled = 0
         for run in queryset:
             if not run.is_terminal:

@@ -6,8 +6,10 @@ from typing import Any
 
 from django import forms
 
+from core.forms import choice_queryset, model_choice
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import InputSet, PackVersion
+from packs.selectors import pack_versions_runnable
 from workspaces.models import Workspace
 
 
@@ -27,22 +29,19 @@ class RunCreateForm(forms.Form):
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.workspace = workspace
-        self.fields["pack_version"].queryset = (
-            PackVersion.objects.filter(workspace=workspace, lifecycle_status=PackVersion.Lifecycle.RUNNABLE)
-            .select_related("pack")
-            .order_by("pack__name", "-number")
-        )
-        self.fields["deployments"].queryset = AgentDeployment.objects.filter(workspace=workspace, status=LifecycleStatus.ACTIVE).order_by(
-            "name"
-        )
+        model_choice(self, "pack_version").queryset = pack_versions_runnable(workspace=workspace)
+        model_choice(self, "deployments").queryset = AgentDeployment.objects.filter(
+            workspace=workspace, status=LifecycleStatus.ACTIVE
+        ).order_by("name")
         version = self.selected_version()
         if version is not None:
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
-            self.fields["input_set"].queryset = sets
-            if sets.count() == 1:
+            model_choice(self, "input_set").queryset = sets
+            only = sets.first() if sets.count() == 1 else None
+            if only is not None:
                 self.fields["input_set"].widget = forms.HiddenInput()
-                self.fields["input_set"].initial = sets.first().pk
-                self.single_input_set = sets.first()
+                self.fields["input_set"].initial = only.pk
+                self.single_input_set = only
 
     single_input_set: InputSet | None = None
 
@@ -51,7 +50,7 @@ class RunCreateForm(forms.Form):
         if raw in (None, ""):
             return None
         try:
-            return self.fields["pack_version"].queryset.filter(pk=int(raw)).first()
+            return choice_queryset(self, "pack_version").filter(pk=int(raw)).first()
         except (TypeError, ValueError):
             return None
 
@@ -64,7 +63,7 @@ class RunCreateForm(forms.Form):
         input_set = None
         if raw_set:
             try:
-                input_set = self.fields["input_set"].queryset.filter(pk=int(raw_set)).first()
+                input_set = choice_queryset(self, "input_set").filter(pk=int(raw_set)).first()
             except (TypeError, ValueError):
                 input_set = None
         cases = input_set.cases.count() if input_set else None

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from core.actors import actor_or_none
@@ -168,7 +168,3 @@ def cases_cancel_open(*, run_id: int) -> int:
     return CaseRun.objects.filter(run_id=run_id, status=CaseStatus.QUEUED).update(
         status=CaseStatus.CANCELLED, stop_reason="cancelled", finished_at=timezone.now()
     )
-
-
-def open_case_filter() -> Q:
-    return Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])

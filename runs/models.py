@@ -6,6 +6,8 @@ history row (see runs/lifecycle.py), never plain saves.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -151,6 +153,50 @@ class Lane(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in LANE_TERMINAL
+
+    # The snapshot as a worker, a scorer and a page read it (written by runs.services.create).
+    # Lanes created before the snapshot was split into parts kept the deployment's fields flat.
+
+    def _snapshot_part(self, name: str) -> dict[str, Any]:
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        part = snapshot.get(name)
+        return part if isinstance(part, dict) else {}
+
+    @property
+    def deployment_snapshot(self) -> dict[str, Any]:
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        part = snapshot.get("deployment")
+        return part if isinstance(part, dict) else snapshot
+
+    @property
+    def provider_account_snapshot(self) -> dict[str, Any]:
+        return self._snapshot_part("provider_account")
+
+    @property
+    def runtime_profile_snapshot(self) -> dict[str, Any]:
+        return self._snapshot_part("runtime_profile")
+
+    @property
+    def deployment_name(self) -> str:
+        return str(self.deployment_snapshot.get("name") or self.label)
+
+    @property
+    def model_name(self) -> str:
+        """The provider's model name the lane's agent ran on (``gpt-4.1``, ``scripted-1``…)."""
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        return str(self.deployment_snapshot.get("model") or snapshot.get("model") or "")
+
+    @property
+    def provider_key(self) -> str:
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        key = self.provider_account_snapshot.get("provider_key") or snapshot.get("provider_key")
+        return str(key or self.deployment_snapshot.get("provider_key") or "")
+
+    @property
+    def deployment_config(self) -> dict[str, Any]:
+        snapshot = self.snapshot if isinstance(self.snapshot, dict) else {}
+        config = self.deployment_snapshot.get("deployment_config") or snapshot.get("deployment_config")
+        return dict(config) if isinstance(config, dict) else {}
 
 
 class LaneStatusHistory(models.Model):

@@ -9,6 +9,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 
 from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunEvent
+from runs.presenters import lane_activity
 from runs.services.events import payload_hydrate
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
@@ -69,32 +70,6 @@ class LaneProgress:
         return int(100 * self.done / self.total) if self.total else 0
 
 
-def activity_of(event: RunEvent | None) -> str:
-    """What a lane is doing, in words, from its latest event."""
-    if event is None:
-        return "waiting"
-    payload = event.payload if isinstance(event.payload, dict) else {}
-    kind = event.event_type
-    if kind == "model.call.started":
-        return f"calling {payload.get('model') or 'the model'}"
-    if kind.startswith("tool.call"):
-        name = payload.get("tool_name") or "tool"
-        if name in ("exec", "run_tests", "build"):
-            args = payload.get("arguments") if isinstance(payload.get("arguments"), dict) else {}
-            command = args.get("command") or args.get("argv") or name
-            return f"$ {' '.join(command) if isinstance(command, list) else command}"[:80]
-        return f"tool {name}"
-    if kind.startswith("grader.verification"):
-        return "verifying"
-    if kind.startswith("scoring"):
-        return "scoring"
-    if kind == "system.run.completed":
-        return "case finished"
-    if kind == "system.run.failed":
-        return "case failed"
-    return kind
-
-
 def lane_progress(*, run: Run) -> list[LaneProgress]:
     lanes = list(
         run.lanes.select_related("deployment")
@@ -126,7 +101,7 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             steps=lane.steps or 0,
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
-            activity=activity_of(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower(),
+            activity=lane_activity(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower(),
         )
         for lane in lanes
     ]
@@ -177,18 +152,3 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
     rows = list(events.order_by("-id")[:limit])
     rows.reverse()
     return rows
-
-
-def event_summary(event: RunEvent) -> str:
-    payload = event.payload if isinstance(event.payload, dict) else {}
-    kind = event.event_type
-    if kind == "model.call.completed":
-        calls = ", ".join(c.get("name", "?") for c in payload.get("tool_calls") or [] if isinstance(c, dict))
-        return f"model answered{' → ' + calls if calls else ''}"
-    if kind.startswith("tool.call"):
-        return f"{payload.get('tool_name', 'tool')} {'failed' if kind.endswith('failed') else 'ok'}"
-    if kind == "system.run.failed":
-        return f"failed: {payload.get('stop_reason', '')} {payload.get('error') or ''}".strip()
-    if kind == "system.run.completed":
-        return f"completed in {payload.get('step_count', '?')} steps"
-    return activity_of(event)

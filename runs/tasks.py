@@ -9,8 +9,11 @@ attempts and only for the retryable classes of spec runtime.md §4.3.
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
 from django.db import connections
 
+from engine.sandbox import SandboxSettings, reap_stale_sandboxes
 from runs import services
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
@@ -52,3 +55,9 @@ def case_run_finalize(case_run_id: int) -> None:
 def run_reap() -> None:
     db_fresh()
     services.run_reap()
+
+
+@worker_ready.connect
+def sandboxes_reap_stale(**_: object) -> None:
+    """A starting worker removes the sandboxes (workspace, mounts, cgroups) of dead workers on this host."""
+    reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)

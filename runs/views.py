@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from packs.models import Pack
-from runs import selectors, services
+from runs import presenters, selectors, services
 from runs.forms import RunCreateForm
 from runs.models import CaseRun, RunEvent, RunStatus
-from workspaces.access import can, workspace_view
+from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
 CASES_PER_PAGE = 50
@@ -24,7 +22,7 @@ EVENTS_PER_PAGE = 50
 
 
 @workspace_view()
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: WorkspaceRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     pack = request.GET.get("pack", "")
     runs = selectors.run_list(workspace=request.workspace, status=status, pack_id=pack)
@@ -39,7 +37,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 
 @workspace_view(Role.MEMBER)
-def run_create(request: HttpRequest) -> HttpResponse:
+def run_create(request: WorkspaceRequest) -> HttpResponse:
     if request.method == "POST":
         form = RunCreateForm(request.POST, workspace=request.workspace)
         if form.is_valid():
@@ -68,7 +66,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
     return render(request, template, {"form": form, "show_errors": show_errors})
 
 
-def _elapsed(run) -> str:  # type: ignore[no-untyped-def]
+def _elapsed(run) -> str:
     start = run.started_at or run.created_at
     end = run.finished_at or timezone.now()
     exact = max(0.0, (end - start).total_seconds())
@@ -78,7 +76,7 @@ def _elapsed(run) -> str:  # type: ignore[no-untyped-def]
     return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-def _status_context(request: HttpRequest, run) -> dict:  # type: ignore[no-untyped-def]
+def _status_context(request: WorkspaceRequest, run) -> dict:
     lanes = selectors.lane_progress(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
     return {
@@ -92,7 +90,7 @@ def _status_context(request: HttpRequest, run) -> dict:  # type: ignore[no-untyp
 
 
 @workspace_view()
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(workspace=request.workspace, pk=run_id)
     partial = request.GET.get("partial") if request.htmx else None
     if partial == "run-status":
@@ -105,7 +103,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     if partial == "ticker-poll":
         events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
         after = events[-1].pk if events else request.GET.get("after", 0)
-        context = {"run": run, "events": [(e, selectors.event_summary(e)) for e in events], "after": after, "new_only": True}
+        context = {"run": run, "events": presenters.ticker_lines(events), "after": after, "new_only": True}
         response = render(request, "runs/run_detail.html#ticker-poll", context)
         return HttpResponseStopPolling(response.content) if run.is_terminal else response
     events = selectors.run_events_latest(run=run, limit=30)
@@ -113,7 +111,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = _status_context(request, run)
     context.update(
         {
-            "events": [(e, selectors.event_summary(e)) for e in events],
+            "events": presenters.ticker_lines(events),
             "after": events[-1].pk if events else 0,
             "cases": cases,
             "lane_filter": request.GET.get("lane", ""),
@@ -127,7 +125,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @workspace_view(Role.MEMBER)
-def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_cancel(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(workspace=request.workspace, pk=run_id)
     try:
         services.run_cancel(run=run, user=request.user)
@@ -137,75 +135,12 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("runs:detail", request.workspace.slug, run.pk)
 
 
-# Bookkeeping events: shown as one muted line in the replay, expandable to their JSON.
-_MINOR_TITLES = {
-    "system.run.started": "Run started",
-    "model.call.started": "Model call started",
-    "model.output.delta": "Model output (streamed)",
-    "scoring.started": "Scoring started",
-    "scoring.completed": "Scored",
-}
-
-
-def _pretty(text: str) -> str:
-    """Indent a JSON document (tool results usually are one); anything else unchanged."""
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass
-    return text
-
-
-def _step_view(event: RunEvent) -> dict:
-    payload = event.payload if isinstance(event.payload, dict) else {}
-    kind = event.event_type
-    view = {
-        "event": event,
-        "kind": kind,
-        "title": _MINOR_TITLES.get(kind, kind),
-        "text": "",
-        "calls": [],
-        "error": "",
-        "is_error": False,
-        "is_tool": kind.startswith("tool.call"),
-        "minor": kind in _MINOR_TITLES or kind.startswith("system.step") or kind.startswith("grader."),
-        "raw": json.dumps(payload, indent=2, sort_keys=True, default=str),
-    }
-    if kind == "model.call.completed":
-        view.update(
-            title=f"Model call ({payload.get('provider_model_id') or ''})",
-            text=payload.get("output_text") or "",
-            calls=[
-                {"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)
-            ],
-        )
-    elif kind in ("tool.call.completed", "tool.call.failed"):
-        result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
-        view.update(
-            title=f"Tool {payload.get('tool_name', '')}",
-            is_error=kind.endswith("failed") or bool(result.get("is_error")),
-            text=json.dumps(payload.get("arguments"), indent=2, default=str),
-            error=_pretty(str(result.get("content", ""))),
-        )
-    elif kind == "system.run.completed":
-        view.update(title="Final output", text=str(payload.get("final_output") or ""))
-    elif kind == "system.run.failed":
-        view.update(title=f"Failed: {payload.get('stop_reason', '')}", error=str(payload.get("error") or ""), is_error=True)
-    elif kind.startswith("grader."):
-        view.update(title=kind.rsplit(".", 1)[-1].replace("_", " ").capitalize() + " (for grading)")
-    elif kind.startswith("system.step"):
-        view.update(title=f"Step {payload.get('step_index', '')} {'started' if kind.endswith('started') else 'completed'}")
-    return view
-
-
 @workspace_view()
-def case_replay(request: HttpRequest, run_id: int, case_run_id: int) -> HttpResponse:
+def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> HttpResponse:
     run = selectors.run_get(workspace=request.workspace, pk=run_id)
     case_run = selectors.case_run_get(run=run, pk=case_run_id)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
-    page_number = request.GET.get("page")
+    page_number: str | int | None = request.GET.get("page")
     wanted = request.GET.get("event")
     if wanted:
         position = events.filter(sequence_number__lt=events.filter(event_id=wanted).values("sequence_number")[:1]).count()
@@ -214,5 +149,5 @@ def case_replay(request: HttpRequest, run_id: int, case_run_id: int) -> HttpResp
     for event in page.object_list:
         if event.payload_ref:
             event.payload = services.payload_hydrate(event.payload)
-    steps = [_step_view(e) for e in page.object_list]
+    steps = [presenters.replay_step(e) for e in page.object_list]
     return render(request, "runs/case_replay.html", {"run": run, "case_run": case_run, "page": page, "steps": steps})

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from secrets_app.models import SECRET_VALUE_MAX_BYTES
 
 
 class SecretSetForm(forms.Form):
+    """Add a secret, or edit one: a new value (optional when editing) and where tools may send it."""
+
     key = forms.CharField(
         max_length=200,  # the service gives the precise 128-character message
         widget=forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY", "autocomplete": "off", "spellcheck": "false"}),
@@ -17,3 +21,25 @@ class SecretSetForm(forms.Form):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text=f"Write-only: it is encrypted and never shown again. Up to {SECRET_VALUE_MAX_BYTES // 1024} KiB.",
     )
+    allowed_hosts = forms.CharField(
+        label="Allowed hosts",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(
+            attrs={"rows": 4, "placeholder": "api.example.com\n*.example.org:443", "autocomplete": "off", "spellcheck": "false"}
+        ),
+        help_text=(
+            "One host per line, with an optional :port (any port without one); *.example.org covers the hosts below "
+            "example.org. Composed tools send ${secrets.KEY} only to these hosts, and only if the pack's network "
+            "allowlist allows them too. Empty: no tool can send this secret. Provider accounts are not affected."
+        ),
+    )
+
+    def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if editing:
+            self.fields["value"].required = False
+            self.fields["value"].help_text = "Write-only. Leave blank to keep the current value."
+
+    def clean_allowed_hosts(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["allowed_hosts"].splitlines() if line.strip()]

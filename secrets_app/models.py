@@ -19,6 +19,9 @@ class WorkspaceSecret(models.Model):
     # "<key id>" + nonce + AES-GCM ciphertext; see secrets_app/crypto.py. Never rendered anywhere.
     ciphertext = models.BinaryField(editable=False)
     key_id = models.CharField(max_length=32, editable=False)
+    # Where tools may send the value (engine.tools.secret_hosts patterns, canonical form); empty =
+    # nowhere: ``${secrets.KEY}`` in a composed tool fails until an admin sets some. Not secret.
+    allowed_hosts = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -15,6 +15,17 @@ def secret_list(*, workspace: Workspace) -> QuerySet[WorkspaceSecret]:
     )
 
 
+def secret_get(*, workspace: Workspace, key: str) -> WorkspaceSecret | None:
+    """One secret's metadata (no ciphertext), or None."""
+    return WorkspaceSecret.objects.filter(workspace=workspace, key=key).defer("ciphertext").first()
+
+
+def secret_allowed_hosts(*, workspace: Workspace) -> dict[str, list[str]]:
+    """``{KEY: allowed host patterns}`` of every secret (no values): what the engine checks tools against."""
+    rows = WorkspaceSecret.objects.filter(workspace=workspace).order_by("key").values_list("key", "allowed_hosts")
+    return {key: list(hosts or []) for key, hosts in rows}
+
+
 def secret_keys(*, workspace: Workspace) -> list[str]:
     return list(WorkspaceSecret.objects.filter(workspace=workspace).order_by("key").values_list("key", flat=True))
 

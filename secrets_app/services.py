@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.actors import actor_or_none
+from engine.tools import secret_hosts
 from secrets_app import crypto
 from secrets_app.models import SECRET_KEY_RE, SECRET_VALUE_MAX_BYTES, WorkspaceSecret
 from workspaces.models import Workspace
@@ -19,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 SECRET_KEY_MAX_LENGTH = 128
 _KEY = re.compile(SECRET_KEY_RE)
+CREDENTIAL_SCHEME = "workspace-secret://"
+_CREDENTIAL_REFERENCE = re.compile(rf"{re.escape(CREDENTIAL_SCHEME)}([A-Za-z_][A-Za-z0-9_]{{0,{SECRET_KEY_MAX_LENGTH - 1}}})")
 
 
 def secret_key_errors(key: str) -> list[str]:
@@ -43,31 +47,84 @@ def secret_value_errors(value: object) -> list[str]:
     return []
 
 
+def secret_allowed_hosts_normalise(hosts: object) -> list[str]:
+    """The canonical allowed-host patterns (``engine.tools.secret_hosts``); raises ValidationError.
+
+    Every bad entry gets its own message, in the order given.
+    """
+    if isinstance(hosts, str) or not isinstance(hosts, (list, tuple)):
+        raise ValidationError(['Send a list of hosts, for example ["api.example.com", "*.example.org:443"].'])
+    messages: list[str] = []
+    for item in hosts:
+        if not isinstance(item, str):
+            messages.append("Each host must be a string.")
+            continue
+        try:
+            secret_hosts.parse(item)
+        except secret_hosts.HostPatternError as exc:
+            messages.append(str(exc))
+    if messages:
+        raise ValidationError(messages)
+    try:
+        return secret_hosts.normalise(hosts)
+    except secret_hosts.HostPatternError as exc:  # too many
+        raise ValidationError([str(exc)]) from None
+
+
 @transaction.atomic
-def secret_set(*, workspace: Workspace, key: str, value: str, actor: Any = None) -> tuple[WorkspaceSecret, bool]:
-    """Create or replace a secret. Returns (secret, created)."""
+def secret_set(
+    *, workspace: Workspace, key: str, value: str | None = None, allowed_hosts: list[str] | None = None, actor: Any = None
+) -> tuple[WorkspaceSecret, bool]:
+    """Create or replace a secret, or change only where tools may send it. Returns (secret, created).
+
+    ``value`` None keeps the stored value (a new secret needs one); ``allowed_hosts`` None keeps
+    the stored hosts (none for a new secret), a list replaces them (``[]`` clears them).
+    """
     errors: dict[str, list[str]] = {}
     if key_errors := secret_key_errors(key):
         errors["key"] = key_errors
-    if value_errors := secret_value_errors(value):
+    if value is not None and (value_errors := secret_value_errors(value)):
         errors["value"] = value_errors
+    hosts: list[str] | None = None
+    if allowed_hosts is not None:
+        try:
+            hosts = secret_allowed_hosts_normalise(allowed_hosts)
+        except ValidationError as exc:
+            errors["allowed_hosts"] = exc.messages
     if errors:
         raise ValidationError(errors)
     actor_user = actor_or_none(actor)
-    ciphertext, key_id = crypto.encrypt(workspace_id=workspace.pk, secret_key=key, plaintext=value)
     secret = WorkspaceSecret.objects.select_for_update().filter(workspace=workspace, key=key).first()
     created = secret is None
+    if value is None and (created or hosts is None):
+        raise ValidationError({"value": ["Enter a value (at least 1 byte)." if created else "Send a new value, allowed hosts or both."]})
     if created:
+        ciphertext, key_id = crypto.encrypt(workspace_id=workspace.pk, secret_key=key, plaintext=value or "")
         secret = WorkspaceSecret(
-            workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, created_by=actor_user, updated_by=actor_user
-        )
+            workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, allowed_hosts=hosts or [],
+            created_by=actor_user, updated_by=actor_user,
+        )  # fmt: skip
         secret.full_clean()
         secret.save()
-    else:
-        secret.ciphertext, secret.key_id, secret.updated_by = ciphertext, key_id, actor_user
-        secret.save(update_fields=["ciphertext", "key_id", "updated_by", "updated_at"])
-    audit_record(workspace=workspace, actor=actor, action="secret.created" if created else "secret.updated", target=key)
-    logger.info("secret %s %s in workspace %s", key, "created" if created else "replaced", workspace.slug)
+        audit_record(
+            workspace=workspace, actor=actor, action="secret.created", target=key, metadata={"allowed_hosts": secret.allowed_hosts}
+        )
+        logger.info("secret %s created in workspace %s", key, workspace.slug)
+        return secret, created
+    assert secret is not None
+    fields = ["updated_by", "updated_at"]
+    metadata: dict[str, Any] = {"value": "kept" if value is None else "replaced"}
+    if value is not None:
+        secret.ciphertext, secret.key_id = crypto.encrypt(workspace_id=workspace.pk, secret_key=key, plaintext=value)
+        fields += ["ciphertext", "key_id"]
+    if hosts is not None and hosts != list(secret.allowed_hosts or []):
+        metadata["allowed_hosts"] = {"from": list(secret.allowed_hosts or []), "to": hosts}
+        secret.allowed_hosts = hosts
+        fields.append("allowed_hosts")
+    secret.updated_by = actor_user
+    secret.save(update_fields=fields)
+    audit_record(workspace=workspace, actor=actor, action="secret.updated", target=key, metadata=metadata)
+    logger.info("secret %s updated in workspace %s (value %s)", key, workspace.slug, metadata["value"])
     return secret, created
 
 
@@ -87,6 +144,47 @@ def secret_resolve(*, workspace: Workspace, key: str) -> str | None:
     """The decrypted value of one secret, or None when the workspace has no such key."""
     secret = WorkspaceSecret.objects.filter(workspace=workspace, key=key).first()
     return None if secret is None else secret_value(secret=secret)
+
+
+class CredentialUnavailable(Exception):
+    """A provider account's credential reference names no usable secret. The message names the
+    key, never a value (spec runtime.md §7.5: a non-retryable ``credential_unavailable``)."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def credential_reference(key: str) -> str:
+    """The ``credential_reference`` that names the workspace secret ``key``."""
+    return f"{CREDENTIAL_SCHEME}{key}"
+
+
+def credential_reference_key(reference: str) -> str | None:
+    """The secret key a ``workspace-secret://KEY`` reference names, or None for any other text."""
+    match = _CREDENTIAL_REFERENCE.fullmatch((reference or "").strip())
+    return match.group(1) if match else None
+
+
+def credential_resolve(*, workspace: Workspace, reference: str, secrets: Mapping[str, str] | None = None) -> str | None:
+    """The API key a provider account's ``credential_reference`` names; None when it names none.
+
+    Only ``workspace-secret://KEY`` is honoured: the reference's ``env://`` and ``secret://`` forms
+    would let anyone who can edit a provider account read the worker's environment, so they are
+    refused here as they are when an account is saved (docs/secrets.md). ``secrets`` (the
+    workspace's secrets, already decrypted for a run) spares reading the secret again. Raises
+    :class:`CredentialUnavailable` when the reference is malformed or its secret is missing or
+    empty, and ``SecretDecryptionError`` when the secret cannot be decrypted.
+    """
+    if not (reference or "").strip():
+        return None
+    key = credential_reference_key(reference)
+    if key is None:
+        raise CredentialUnavailable(f"unsupported credential reference: use {CREDENTIAL_SCHEME}KEY")
+    value = secrets.get(key) if secrets is not None else secret_resolve(workspace=workspace, key=key)
+    if not value:
+        raise CredentialUnavailable(f'workspace secret "{key}" not found', key=key)
+    return value
 
 
 def secrets_resolve_for_run(*, workspace: Workspace) -> dict[str, str]:

@@ -1,25 +1,30 @@
-"""Secrets pages: the key list (everyone), set/replace and delete (admins), the audit log (admins)."""
+"""Secrets pages: the key list (everyone), add/edit and delete (admins), the audit log (admins)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.dialogs import dialog_form_response, dialog_success
+from core.dialogs import add_service_errors, dialog_form_response, dialog_success
 from secrets_app import selectors, services
 from secrets_app.forms import SecretSetForm
 from secrets_app.models import WorkspaceSecret
-from workspaces.access import object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 from workspaces.models import Role
+
+SET_INTRO = (
+    "Saving an existing key replaces its value (or keeps it, if you leave the value blank) and its allowed hosts. "
+    "Values are encrypted and can never be read back."
+)
 
 
 @workspace_view()
-def secret_list(request: HttpRequest) -> HttpResponse:
+def secret_list(request: WorkspaceRequest) -> HttpResponse:
     slug = request.workspace.slug
     return render(
         request,
@@ -32,42 +37,49 @@ def secret_list(request: HttpRequest) -> HttpResponse:
             "cancel_url": reverse("secrets_app:list", args=[slug]),
             "form_id": "secret-form",
             "submit_label": "Save secret",
+            "intro": SET_INTRO,
         },
     )
 
 
 @workspace_view(role=Role.ADMIN)
 @require_http_methods(["GET", "POST"])
-def secret_set(request: HttpRequest) -> HttpResponse:
+def secret_set(request: WorkspaceRequest) -> HttpResponse:
     slug = request.workspace.slug
     list_url = reverse("secrets_app:list", args=[slug])
-    form = SecretSetForm(request.POST or None, initial={"key": request.GET.get("key", "")})
+    key = (request.POST.get("key") if request.method == "POST" else request.GET.get("key")) or ""
+    existing = selectors.secret_get(workspace=request.workspace, key=key.strip()) if key.strip() else None
+    initial = {"key": key, "allowed_hosts": "\n".join(existing.allowed_hosts) if existing else ""}
+    form = SecretSetForm(request.POST or None, initial=initial, editing=existing is not None)
     if request.method == "POST" and form.is_valid():
         try:
             secret, created = services.secret_set(
-                workspace=request.workspace, key=form.cleaned_data["key"], value=form.cleaned_data["value"], actor=request.user
+                workspace=request.workspace,
+                key=form.cleaned_data["key"],
+                value=form.cleaned_data["value"] or None,
+                allowed_hosts=form.cleaned_data["allowed_hosts"],
+                actor=request.user,
             )
         except ValidationError as exc:
-            form.add_error(None, exc)
+            add_service_errors(form, exc)
         else:
-            return dialog_success(request, url=list_url, message=f"Secret {secret.key} {'saved' if created else 'replaced'}.")
-    replacing = bool(request.GET.get("key"))
+            return dialog_success(request, url=list_url, message=f"Secret {secret.key} {'saved' if created else 'updated'}.")
     return dialog_form_response(
         request,
         form=form,
         action=reverse("secrets_app:set", args=[slug]),
-        title="Replace a secret" if replacing else "Add a secret",
+        title=f"Edit {existing.key}" if existing else "Add a secret",
         submit_label="Save secret",
         cancel_url=list_url,
         section_title="Secrets",
         form_id="secret-form",
-        intro="Saving an existing key replaces its value. Values are encrypted and can never be read back.",
+        intro=SET_INTRO,
     )
 
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def secret_delete(request: HttpRequest, key: str) -> HttpResponse:
+def secret_delete(request: WorkspaceRequest, key: str) -> HttpResponse:
     secret = object_get_for_workspace(WorkspaceSecret.objects.select_related("workspace"), workspace=request.workspace, key=key)
     services.secret_delete(secret=secret, actor=request.user)
     messages.success(request, f"Secret {key} deleted.")
@@ -75,7 +87,7 @@ def secret_delete(request: HttpRequest, key: str) -> HttpResponse:
 
 
 @workspace_view(role=Role.ADMIN)
-def audit_list(request: HttpRequest) -> HttpResponse:
+def audit_list(request: WorkspaceRequest) -> HttpResponse:
     action = request.GET.get("action", "").strip()
     events = selectors.audit_event_list(workspace=request.workspace, action_prefix=action)
     page = Paginator(events, 50).get_page(request.GET.get("page"))

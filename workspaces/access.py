@@ -11,13 +11,23 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.db.models import Manager, Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django_htmx.middleware import HtmxDetails
 
 from workspaces.models import ROLE_RANK, Role, Workspace, WorkspaceMembership
 
 M = TypeVar("M", bound=Model)
+
+
+class WorkspaceRequest(HttpRequest):
+    """The request a :func:`workspace_view` hands its view: for type checking only (views are
+    annotated with it; at run time it is Django's request with these attributes set)."""
+
+    workspace: Workspace
+    membership: WorkspaceMembership
+    htmx: HtmxDetails  # set by django_htmx's middleware on every request
 
 
 def membership_get(*, user: Any, workspace_slug: str) -> WorkspaceMembership:
@@ -41,12 +51,12 @@ def workspace_get_for_user(*, user: Any, workspace_slug: str, role: str = Role.V
     return membership.workspace, membership
 
 
-def object_get_for_workspace(queryset: QuerySet[M], *, workspace: Workspace, **lookup: Any) -> M:
+def object_get_for_workspace(queryset: QuerySet[M] | Manager[M], *, workspace: Workspace, **lookup: Any) -> M:
     """An object of this workspace by user-supplied id; another workspace's object is 404."""
     try:
         return queryset.get(workspace=workspace, **lookup)
-    except (queryset.model.DoesNotExist, ValueError, TypeError):
-        raise Http404(f"{queryset.model._meta.verbose_name.capitalize()} not found") from None
+    except (ObjectDoesNotExist, ValueError, TypeError):
+        raise Http404(f"{str(queryset.model._meta.verbose_name).capitalize()} not found") from None
 
 
 def workspace_view(role: str = Role.VIEWER) -> Callable:

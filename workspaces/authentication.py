@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from core.throttling import TokenAuthFailureThrottle
 from workspaces.models import ApiToken
 
 # Touch last_used_at at most this often, so every request is not a write.
@@ -16,10 +17,19 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
+        failures = TokenAuthFailureThrottle()
+        failures.check(request)  # 429 once this address has guessed too many tokens
+        try:
+            return self._authenticate_token(header)
+        except exceptions.AuthenticationFailed:
+            failures.record_failure(request)
+            raise
+
+    def _authenticate_token(self, header: list[bytes]):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Invalid Authorization header: expected 'Bearer <token>'.")
         try:
@@ -40,5 +50,5 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
-    def authenticate_header(self, request):  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request):
         return self.keyword

@@ -11,7 +11,8 @@ class WorkspaceCreateForm(forms.Form):
     slug = forms.SlugField(max_length=64, required=False, help_text="Used in URLs. Leave blank to derive it from the name.")
 
     def clean(self) -> dict:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         slug = (data.get("slug") or slugify(data.get("name") or ""))[:64]
         if not slug:
             self.add_error("slug", "Enter a slug made of letters, numbers, hyphens or underscores.")
@@ -22,8 +23,7 @@ class WorkspaceCreateForm(forms.Form):
 
 
 class MemberAddForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="An existing user, or a new one to create.")
-    email = forms.EmailField(required=False, help_text="Only used when a new user is created.")
+    username = forms.CharField(max_length=150, help_text="The user name of someone who already has an account.")
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 
 

@@ -39,7 +39,8 @@ def workspace_create(*, name: str, slug: str, admin: Any) -> Workspace:
 
 
 def _admin_count(workspace: Workspace) -> int:
-    return WorkspaceMembership.objects.filter(workspace=workspace, role=Role.ADMIN).count()
+    """Admins of the workspace, their rows locked so two admins leaving at once cannot both go."""
+    return len(WorkspaceMembership.objects.select_for_update().filter(workspace=workspace, role=Role.ADMIN).values_list("pk", flat=True))
 
 
 @transaction.atomic
@@ -51,6 +52,32 @@ def membership_add(*, workspace: Workspace, user: Any, role: str, actor: Any = N
     membership = WorkspaceMembership.objects.create(workspace=workspace, user=user, role=role)
     audit_record(workspace=workspace, actor=actor, action="member.added", target=user.username, metadata={"role": role})
     return membership
+
+
+def member_added_message(*, username: str, role: str) -> str:
+    """The same answer whether or not the user exists (docs/operations.md, "Members")."""
+    return f"If a user named “{username}” exists, they are now a {role} of this workspace."
+
+
+@transaction.atomic
+def membership_add_by_username(*, workspace: Workspace, username: str, role: str, actor: Any = None) -> WorkspaceMembership | None:
+    """Add the user named ``username``, if there is one; None when there is not.
+
+    Callers answer the same either way ("if that user exists, they were added"), so a workspace
+    admin cannot learn which user names exist on the platform, let alone their emails.
+    """
+    if role not in Role.values:
+        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+    username = username.strip()
+    if not username:
+        raise ValidationError({"username": "Enter a username."})
+    user = User.objects.filter(username=username, is_active=True).first()
+    if user is None:
+        return None
+    if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
+        # Admins see the member list, so saying so reveals nothing new.
+        raise ValidationError({"username": f"{user.username} is already a member of this workspace."})
+    return membership_add(workspace=workspace, user=user, role=role, actor=actor)
 
 
 @transaction.atomic
@@ -79,6 +106,18 @@ def membership_remove(*, membership: WorkspaceMembership, actor: Any = None) -> 
     if locked.role == Role.ADMIN and _admin_count(locked.workspace) <= 1:
         raise ValidationError({"user": "You cannot remove the last admin of a workspace."})
     audit_record(workspace=locked.workspace, actor=actor, action="member.removed", target=locked.user.username)
+    locked.delete()
+
+
+@transaction.atomic
+def membership_leave(*, workspace: Workspace, user: Any) -> None:
+    """The user leaves the workspace, unless they are its last admin."""
+    locked = WorkspaceMembership.objects.select_for_update().filter(workspace=workspace, user=user).first()
+    if locked is None:
+        raise ValidationError({"user": "You are not a member of this workspace."})
+    if locked.role == Role.ADMIN and _admin_count(workspace) <= 1:
+        raise ValidationError({"user": "You are the last admin of this workspace. Make someone else admin before you leave."})
+    audit_record(workspace=workspace, actor=user, action="member.left", target=user.username)
     locked.delete()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import connection
@@ -15,11 +14,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
-from workspaces.access import object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
 from workspaces.models import ApiToken, Role, WorkspaceMembership
-
-User = get_user_model()
 
 
 @login_required
@@ -46,14 +43,14 @@ def workspace_create(request: HttpRequest) -> HttpResponse:
 
 
 @workspace_view()
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: WorkspaceRequest) -> HttpResponse:
     from workspaces.dashboard import dashboard_context
 
     return render(request, "workspaces/dashboard.html", dashboard_context(workspace=request.workspace))
 
 
 @workspace_view()
-def members(request: HttpRequest) -> HttpResponse:
+def members(request: WorkspaceRequest) -> HttpResponse:
     return render(
         request,
         "workspaces/members.html",
@@ -63,36 +60,30 @@ def members(request: HttpRequest) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def member_add(request: HttpRequest) -> HttpResponse:
+def member_add(request: WorkspaceRequest) -> HttpResponse:
     form = MemberAddForm(request.POST)
     if form.is_valid():
+        username, role = form.cleaned_data["username"].strip(), form.cleaned_data["role"]
         try:
-            user, password = services.user_get_or_create(username=form.cleaned_data["username"], email=form.cleaned_data["email"])
-            services.membership_add(workspace=request.workspace, user=user, role=form.cleaned_data["role"], actor=request.user)
+            services.membership_add_by_username(workspace=request.workspace, username=username, role=role, actor=request.user)
         except ValidationError as exc:
             for error in exc.messages:
                 messages.error(request, error)
         else:
-            if password:
-                messages.success(
-                    request,
-                    f"Created user {user.username} with the password {password} — share it with them once; they can change it after logging in.",
-                )
-            else:
-                messages.success(request, f"Added {user.username} as {form.cleaned_data['role']}.")
+            messages.info(request, services.member_added_message(username=username, role=role))
     else:
         for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
+            messages.error(request, f"{field}: {' '.join(str(error) for error in errors)}")
     return redirect("workspaces:members", workspace_slug=request.workspace.slug)
 
 
-def _membership(request: HttpRequest, pk: int) -> WorkspaceMembership:
+def _membership(request: WorkspaceRequest, pk: int) -> WorkspaceMembership:
     return object_get_for_workspace(WorkspaceMembership.objects.select_related("user", "workspace"), workspace=request.workspace, pk=pk)
 
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def member_update(request: HttpRequest, pk: int) -> HttpResponse:
+def member_update(request: WorkspaceRequest, pk: int) -> HttpResponse:
     membership = _membership(request, pk)
     form = MemberRoleForm(request.POST)
     if form.is_valid():
@@ -108,7 +99,7 @@ def member_update(request: HttpRequest, pk: int) -> HttpResponse:
 
 @workspace_view(role=Role.ADMIN)
 @require_POST
-def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
+def member_remove(request: WorkspaceRequest, pk: int) -> HttpResponse:
     membership = _membership(request, pk)
     try:
         services.membership_remove(membership=membership, actor=request.user)
@@ -116,6 +107,18 @@ def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     return redirect("workspaces:members", workspace_slug=request.workspace.slug)
+
+
+@workspace_view()
+@require_POST
+def member_leave(request: WorkspaceRequest) -> HttpResponse:
+    try:
+        services.membership_leave(workspace=request.workspace, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("workspaces:members", workspace_slug=request.workspace.slug)
+    messages.success(request, f"You left “{request.workspace.name}”.")
+    return redirect("home")
 
 
 @login_required

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(environ.Env().str("AGENTCLASH_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env(
     DEBUG=(bool, False),
@@ -15,12 +17,13 @@ env = environ.Env(
     CSRF_TRUSTED_ORIGINS=(list, []),
     ALLOW_PRIVATE_PROVIDER_URLS=(bool, False),
     SANDBOX_ALLOW_UNISOLATED=(bool, False),
-    SANDBOX_SUBPROCESS_NETWORK=(bool, True),
     REQUIRE_SERVICES=(bool, False),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
     environ.Env.read_env(str(env_file))
+
+VAR_DIR = Path(env.str("AGENTCLASH_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env("DEBUG")
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="")
@@ -41,6 +44,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "axes",
+    "csp",
     "core",
     "workspaces",
     "secrets_app",
@@ -51,6 +56,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -59,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so it sees a login's lockout flag after the view ran (django-axes' documented place).
+    "axes.middleware.AxesMiddleware",
     "core.middleware.ApiErrorMiddleware",
 ]
 
@@ -136,6 +144,46 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# --- Abuse limits (docs/operations.md "Security settings") -----------------------------------
+# Proxies in front of the app that append to X-Forwarded-For; 0 trusts REMOTE_ADDR only. Used for
+# login lockout and API throttling, so it must match the deployment or clients share one bucket.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# Throttle counters live in the cache: set CACHE_URL (redis://…) when several web processes serve.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# JSON request bodies nested deeper than this are refused with a 400 (core/parsers.py).
+API_JSON_MAX_DEPTH = env.int("API_JSON_MAX_DEPTH", default=64)
+
+# django-axes: lock a username from one address after repeated failed logins (both login pages).
+AUTHENTICATION_BACKENDS = [
+    "core.auth.LoginLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "core.auth.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_CLIENT_IP_CALLABLE = "core.net.client_ip"
+AXES_VERBOSE = False
+
+# --- Content-Security-Policy (django-csp): no inline script or style anywhere (STYLE.md §27) --
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
+
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -146,10 +194,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "core.api.Pagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.api.exception_handler",
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
+    # core.throttling reads these at request time (DRF's own classes bind them at import).
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.AnonRateThrottle", "core.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("API_THROTTLE_ANON", default="60/min"),
+        "user": env.str("API_THROTTLE_USER", default="1200/min"),
+        # Failed bearer-token authentications per client address; past it every token is refused.
+        "token_auth_failure": env.str("API_THROTTLE_TOKEN_FAILURES", default="20/min"),
+    },
     "DEFAULT_SCHEMA_CLASS": "core.schema.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "core.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -180,6 +237,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "polling_interval": 0.1,
         "store_processed": False,
     }
+    # Kombu's filesystem transport does not create its folders; the web process and the worker both need them.
+    for _folder in ("queue", "processed", "control"):
+        (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
@@ -206,8 +266,28 @@ SECRETS_ENCRYPTION_KEYS = env.list("SECRETS_ENCRYPTION_KEY", default=[])
 ALLOW_PRIVATE_PROVIDER_URLS = env("ALLOW_PRIVATE_PROVIDER_URLS")
 SANDBOX_ALLOW_UNISOLATED = env("SANDBOX_ALLOW_UNISOLATED")
 SANDBOX_ROOT = Path(env.str("SANDBOX_ROOT", default=str(VAR_DIR / "sandboxes")))
+# Sandbox egress (docs/engine-safety.md "Network"): "allowlist" = packs that ask get the filtering
+# proxy; "off" = no agent network at all, whatever packs ask. SANDBOX_PRIVATE_ALLOWLIST: CIDRs of
+# loopback/private/link-local/CGNAT ranges that packs may reach when they allowlist them too.
+SANDBOX_NETWORK = env.str("SANDBOX_NETWORK", default="allowlist").strip().lower()
+SANDBOX_PRIVATE_ALLOWLIST = [c.strip() for c in env.list("SANDBOX_PRIVATE_ALLOWLIST", default=[]) if c.strip()]
+if SANDBOX_NETWORK not in ("allowlist", "off"):
+    raise ImproperlyConfigured('SANDBOX_NETWORK must be "allowlist" or "off".')
+for _cidr in SANDBOX_PRIVATE_ALLOWLIST:
+    try:
+        ipaddress.ip_network(_cidr, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"SANDBOX_PRIVATE_ALLOWLIST: {_cidr!r} is not a CIDR.") from None
 RUN_EVENT_INLINE_MAX_BYTES = env.int("RUN_EVENT_INLINE_MAX_BYTES", default=32 * 1024)
+# A case's worker flushes buffered events this often, and beats its heartbeat (which the reaper
+# reads to find dead workers) this often; a failed attempt is retried after
+# RUNS_RETRY_BACKOFF_SECONDS × 2^(attempt - 1).
+RUNS_EVENT_FLUSH_SECONDS = env.float("RUNS_EVENT_FLUSH_SECONDS", default=0.5)
+RUNS_HEARTBEAT_SECONDS = env.float("RUNS_HEARTBEAT_SECONDS", default=5.0)
+RUNS_RETRY_BACKOFF_SECONDS = env.float("RUNS_RETRY_BACKOFF_SECONDS", default=10.0)
 API_TOKEN_PREFIX = "act_"
+# Tests only: fail instead of skipping when PostgreSQL, Redis, bubblewrap or Chromium is missing.
+REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 
 LOGGING = {
     "version": 1,

@@ -6,10 +6,11 @@ import base64
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
-def _read_or_create(path: Path, make: callable, label: str) -> str:
+def _read_or_create(path: Path, make: Callable[[], str], label: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         return path.read_text().strip()

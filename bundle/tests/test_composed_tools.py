@@ -23,7 +23,7 @@ def errors_for(bundle: dict[str, Any], custom: Any) -> list[tuple[str, str]]:
     return [(e.field, e.message) for e in process_bundle(bundle).errors]
 
 
-def test_it_accepts_a_delegating_tool_with_known_placeholders(bundle):
+def test_it_accepts_a_delegating_tool_with_known_placeholders(bundle: dict[str, Any]) -> None:
     args = {"path": "/items/${sku}", "all": "${parameters}", "auth": "Bearer ${secrets.API_KEY}", "q": "${query:sku.id}"}
     assert errors_for(bundle, [tool("lookup", "http_request", args)]) == []
 
@@ -42,29 +42,29 @@ def test_it_accepts_a_delegating_tool_with_known_placeholders(bundle):
         ({"a": "${}"}, "tools.custom[0].implementation.args.a", 'contains an empty placeholder: "${}"'),
     ],
 )
-def test_it_rejects_bad_placeholders(bundle, args, field, message):
+def test_it_rejects_bad_placeholders(bundle: dict[str, Any], args: dict[str, Any], field: str, message: str) -> None:
     assert (field, message) in errors_for(bundle, [tool("t", "read_file", args)])
 
 
-def test_it_reports_self_delegation_as_primitive_and_cycle_errors(bundle):
+def test_it_reports_self_delegation_as_primitive_and_cycle_errors(bundle: dict[str, Any]) -> None:
     errors = errors_for(bundle, [tool("loop", "loop")])
     assert ("tools.custom[0].implementation.primitive", "cannot reference the tool's own name") in errors
     assert ("tools", 'tool "loop" has a delegation cycle through "loop"') in errors
 
 
-def test_it_reports_cycles_between_tools(bundle):
+def test_it_reports_cycles_between_tools(bundle: dict[str, Any]) -> None:
     errors = errors_for(bundle, [tool("a", "b"), tool("b", "a")])
     assert ("tools", 'tool "a" has a delegation cycle through "a"') in errors
 
 
-def test_it_allows_eight_chained_tools_but_not_nine(bundle):
+def test_it_allows_eight_chained_tools_but_not_nine(bundle: dict[str, Any]) -> None:
     chain = [tool(f"t{i}", f"t{i + 1}") for i in range(1, 9)] + [tool("t9", "read_file")]
     errors = errors_for(bundle, chain)
     assert errors == [("tools", 'tool "t1" exceeds maximum delegation depth of 8')]
     assert errors_for(bundle, chain[1:]) == []
 
 
-def test_it_skips_mock_tools_entirely(bundle):
+def test_it_skips_mock_tools_entirely(bundle: dict[str, Any]) -> None:
     assert errors_for(bundle, [{"name": "m", "implementation": {"type": " MOCK "}}]) == []
 
 
@@ -85,18 +85,18 @@ def test_it_skips_mock_tools_entirely(bundle):
         ),
     ],
 )
-def test_it_reports_missing_or_malformed_tool_parts(bundle, item, field, message):
+def test_it_reports_missing_or_malformed_tool_parts(bundle: dict[str, Any], item: dict[str, Any], field: str, message: str) -> None:
     errors = errors_for(bundle, [item])
     assert any(f == field and m.startswith(message.split(": json")[0]) for f, m in errors), errors
 
 
-def test_it_requires_args_to_be_an_object(bundle):
+def test_it_requires_args_to_be_an_object(bundle: dict[str, Any]) -> None:
     errors = errors_for(bundle, [tool("t", "read_file", ["x"])])
     assert errors[0][0] == "tools.custom[0].implementation.args"
     assert errors[0][1].startswith("must be a JSON object: ")
 
 
-def test_it_rejects_invalid_parameter_schemas(bundle):
+def test_it_rejects_invalid_parameter_schemas(bundle: dict[str, Any]) -> None:
     bad = [
         tool("a", "read_file", parameters={"type": "object", "required": "sku"}),
         tool("b", "read_file", parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}}),
@@ -108,16 +108,16 @@ def test_it_rejects_invalid_parameter_schemas(bundle):
     assert errors[2][0] == "tools.custom[2].parameters" and errors[2][1].startswith("must resolve as a valid JSON Schema: ")
 
 
-def test_it_does_not_check_type_names_against_the_vocabulary(bundle):
+def test_it_does_not_check_type_names_against_the_vocabulary(bundle: dict[str, Any]) -> None:
     assert errors_for(bundle, [tool("a", "read_file", parameters={"type": "integerr"})]) == []
 
 
-def test_it_reports_an_unreadable_custom_list_on_tools(bundle):
+def test_it_reports_an_unreadable_custom_list_on_tools(bundle: dict[str, Any]) -> None:
     errors = errors_for(bundle, {"a": 1})
     assert errors[0][0] == "tools" and errors[0][1].startswith("must be a valid tools object: ")
 
 
-def test_validate_composed_tool_uses_the_same_rules_with_a_prefix():
+def test_validate_composed_tool_uses_the_same_rules_with_a_prefix() -> None:
     errors = validate_composed_tool(tool("t", "t", {"a": "${x}"}), field_prefix="definition")
     pairs = [(e.field, e.message) for e in errors]
     assert ("definition.implementation.primitive", "cannot reference the tool's own name") in pairs

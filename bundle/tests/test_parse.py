@@ -10,7 +10,7 @@ from bundle import process_bundle
 EXAMPLES = Path(__file__).resolve().parents[2] / "packs" / "tests" / "data" / "examples"
 
 
-def test_it_rejects_duplicate_yaml_keys_with_both_lines():
+def test_it_rejects_duplicate_yaml_keys_with_both_lines() -> None:
     result = process_bundle("pack:\n  slug: a\n  slug: b\n")
     assert not result.valid
     [error] = result.errors
@@ -18,35 +18,37 @@ def test_it_rejects_duplicate_yaml_keys_with_both_lines():
     assert error.line == 3
 
 
-def test_it_rejects_cli_smoke_ruff_for_its_duplicate_version_key():
+def test_it_rejects_cli_smoke_ruff_for_its_duplicate_version_key() -> None:
     result = process_bundle((EXAMPLES / "cli-smoke-ruff.yaml").read_bytes())
     assert not result.valid
     assert 'mapping key "version" already defined at line' in result.error_text
 
 
-def test_it_rejects_duplicate_keys_inside_ignored_subtrees():
+def test_it_rejects_duplicate_keys_inside_ignored_subtrees() -> None:
     result = process_bundle("pack:\n  owner:\n    a: 1\n    a: 2\n")
     assert 'mapping key "a" already defined at line 3' in result.error_text
 
 
-def test_it_keeps_yes_no_on_off_and_dates_as_strings(bundle):
+def test_it_keeps_yes_no_on_off_and_dates_as_strings() -> None:
     text = (
         "pack: {slug: s, name: n, family: f}\n"
         "version:\n  number: 1\n  tool_policy: {flag: yes, other: off, when: 2024-01-02,"
         " n: 3, f: 1.5, b: true, z: ~}\n"
     )
     result = process_bundle(text)
+    assert result.bundle is not None
     policy = result.bundle["version"]["tool_policy"]
     assert policy == {"flag": "yes", "other": "off", "when": "2024-01-02", "n": 3, "f": 1.5, "b": True, "z": None}
 
 
-def test_it_keeps_the_literal_text_of_numbers_in_string_fields():
+def test_it_keeps_the_literal_text_of_numbers_in_string_fields() -> None:
     result = process_bundle("pack: {slug: 1.10, name: true, family: f}\nversion: {number: 1}\n")
+    assert result.bundle is not None
     assert result.bundle["pack"]["slug"] == "1.10"
     assert result.bundle["pack"]["name"] == "true"
 
 
-def test_it_rejects_a_string_where_an_integer_field_is_expected():
+def test_it_rejects_a_string_where_an_integer_field_is_expected() -> None:
     result = process_bundle('pack: {slug: s}\nversion:\n  number: "1"\n')
     [error] = result.errors
     assert error.field == "version.number"
@@ -54,7 +56,7 @@ def test_it_rejects_a_string_where_an_integer_field_is_expected():
     assert "cannot unmarshal !!str `1` into int32" in error.message
 
 
-def test_it_rejects_unknown_evaluation_spec_fields_as_decode_errors():
+def test_it_rejects_unknown_evaluation_spec_fields_as_decode_errors() -> None:
     text = "version:\n  evaluation_spec:\n    scorecard:\n      dimensions:\n        - key: correctness\n          wieght: 2\n"
     [error] = process_bundle(text).errors
     assert error.message == ('decode evaluation spec from yaml: decode evaluation spec: json: unknown field "wieght"')
@@ -62,13 +64,13 @@ def test_it_rejects_unknown_evaluation_spec_fields_as_decode_errors():
     assert error.line == 6
 
 
-def test_it_rejects_numbers_where_the_evaluation_spec_wants_strings():
+def test_it_rejects_numbers_where_the_evaluation_spec_wants_strings() -> None:
     [error] = process_bundle("version:\n  evaluation_spec:\n    name: 12\n").errors
     assert error.field == "version.evaluation_spec.name"
     assert "cannot unmarshal number" in error.message
 
 
-def test_it_reports_an_invalid_uuid_artifact_id_as_a_decode_error():
+def test_it_reports_an_invalid_uuid_artifact_id_as_a_decode_error() -> None:
     text = "version:\n  assets:\n    - key: a\n      path: p\n      artifact_id: nope\n"
     [error] = process_bundle(text).errors
     assert error.field == "version.assets[0].artifact_id"
@@ -88,24 +90,24 @@ def test_it_reports_an_invalid_uuid_artifact_id_as_a_decode_error():
         ("a: .inf\n", "non-finite"),
     ],
 )
-def test_it_turns_hostile_or_broken_documents_into_clean_errors(source, fragment):
+def test_it_turns_hostile_or_broken_documents_into_clean_errors(source: str, fragment: str) -> None:
     result = process_bundle(source)
     assert not result.valid
     assert fragment in result.error_text
 
 
-def test_it_reports_a_blank_document_on_field_bundle():
+def test_it_reports_a_blank_document_on_field_bundle() -> None:
     [error] = process_bundle("  ").errors
     assert (error.field, error.message) == ("bundle", "is required")
 
 
-def test_it_treats_a_comment_only_document_as_an_empty_bundle():
+def test_it_treats_a_comment_only_document_as_an_empty_bundle() -> None:
     result = process_bundle("# nothing here\n")
     fields = [e.field for e in result.errors]
     assert fields[:3] == ["pack.slug", "pack.name", "pack.family"]
 
 
-def test_it_rejects_documents_over_one_mebibyte_without_parsing():
+def test_it_rejects_documents_over_one_mebibyte_without_parsing() -> None:
     source = b"a: " + b"x" * (1024 * 1024)
     start = time.perf_counter()
     result = process_bundle(source)
@@ -113,7 +115,7 @@ def test_it_rejects_documents_over_one_mebibyte_without_parsing():
     assert "exceeds the maximum size" in result.error_text
 
 
-def test_it_rejects_billion_laughs_quickly_without_expanding():
+def test_it_rejects_billion_laughs_quickly_without_expanding() -> None:
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, 10):
         refs = ",".join([f"*a{i - 1}"] * 10)
@@ -125,17 +127,17 @@ def test_it_rejects_billion_laughs_quickly_without_expanding():
     assert "alias expansion exceeds the limit" in result.error_text
 
 
-def test_it_rejects_recursive_aliases_cleanly():
+def test_it_rejects_recursive_aliases_cleanly() -> None:
     result = process_bundle("version:\n  tool_policy: &a\n    x: *a\n")
     assert not result.valid
 
 
-def test_it_rejects_deep_nesting_cleanly():
+def test_it_rejects_deep_nesting_cleanly() -> None:
     source = "version:\n  tool_policy:\n    x: " + "[" * 200 + "]" * 200 + "\n"
     result = process_bundle(source)
     assert "nesting exceeds depth" in result.error_text
 
 
-def test_it_rejects_libyaml_level_nesting_cleanly():
+def test_it_rejects_libyaml_level_nesting_cleanly() -> None:
     result = process_bundle("a: " + "[" * 5000 + "]" * 5000)
     assert "yaml:" in result.error_text

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,7 @@ values = st.recursive(
 )
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+def _paths(node: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
     out = [prefix]
     if isinstance(node, dict):
         for key, value in node.items():
@@ -43,7 +44,7 @@ def _check(result: BundleResult) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PATHS), values)
-def test_process_bundle_never_raises_on_mutated_bundles(path, value):
+def test_process_bundle_never_raises_on_mutated_bundles(path: tuple[str | int, ...], value: Any) -> None:
     bundle = copy.deepcopy(BASE)
     node: Any = bundle
     for part in path[:-1]:
@@ -54,21 +55,19 @@ def test_process_bundle_never_raises_on_mutated_bundles(path, value):
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=300))
-def test_process_bundle_never_raises_on_random_text(text):
+def test_process_bundle_never_raises_on_random_text(text: str) -> None:
     _check(process_bundle(text))
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=200))
-def test_process_bundle_never_raises_on_random_bytes(data):
+def test_process_bundle_never_raises_on_random_bytes(data: bytes) -> None:
     _check(process_bundle(data))
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 400), st.text(alphabet=":-[]{}&*!|>'\"#%@ \n\tab1", max_size=20))
-def test_process_bundle_never_raises_on_spliced_yaml(offset, splice):
-    from pathlib import Path
-
+def test_process_bundle_never_raises_on_spliced_yaml(offset: int, splice: str) -> None:
     text = (Path(__file__).resolve().parents[2] / "packs" / "demo" / "demo-file-fixes.yaml").read_text()
     offset = min(offset * 10, len(text))
     _check(process_bundle(text[:offset] + splice + text[offset:]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -14,11 +15,13 @@ ES = "version.evaluation_spec"
 
 
 def spec(b: dict[str, Any]) -> dict[str, Any]:
-    return b["version"]["evaluation_spec"]
+    result: dict[str, Any] = b["version"]["evaluation_spec"]
+    return result
 
 
 def case(b: dict[str, Any]) -> dict[str, Any]:
-    return b["input_sets"][0]["cases"][0]
+    result: dict[str, Any] = b["input_sets"][0]["cases"][0]
+    return result
 
 
 def _set(path: str, value: Any) -> Mutation:
@@ -594,14 +597,14 @@ CASES: list[tuple[str, Mutation, str, str]] = [
 
 
 @pytest.mark.parametrize(("mutate", "field", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_it_reports_each_rule_with_its_exact_field_and_message(bundle, mutate, field, message):
+def test_it_reports_each_rule_with_its_exact_field_and_message(bundle: dict[str, Any], mutate: Mutation, field: str, message: str) -> None:
     mutate(bundle)
     result = process_bundle(bundle)
     assert not result.valid
     assert (field, message) in [(e.field, e.message) for e in result.errors], result.error_text
 
 
-def test_the_base_bundle_is_valid(bundle):
+def test_the_base_bundle_is_valid(bundle: dict[str, Any]) -> None:
     result = process_bundle(bundle)
     assert result.valid, result.error_text
 
@@ -617,7 +620,7 @@ SIMULATOR = {
 }
 
 
-def test_it_accepts_a_well_formed_user_simulator(bundle):
+def test_it_accepts_a_well_formed_user_simulator(bundle: dict[str, Any]) -> None:
     bundle["version"]["execution_mode"] = "multi_turn"
     case(bundle).update(payload={"order_id": "A1"}, user_simulator=SIMULATOR)
     assert process_bundle(bundle).valid
@@ -644,9 +647,7 @@ def test_it_accepts_a_well_formed_user_simulator(bundle):
         ),
     ],
 )
-def test_it_validates_user_simulators(bundle, change, field, message):
-    import copy
-
+def test_it_validates_user_simulators(bundle: dict[str, Any], change: Mutation, field: str, message: str) -> None:
     bundle["version"]["execution_mode"] = "multi_turn"
     simulator = copy.deepcopy(SIMULATOR)
     change(simulator)
@@ -655,7 +656,7 @@ def test_it_validates_user_simulators(bundle, change, field, message):
     assert (f"input_sets[0].cases[0].user_simulator.{field}", message) in errors
 
 
-def test_it_reports_lines_for_errors_from_yaml_source():
+def test_it_reports_lines_for_errors_from_yaml_source() -> None:
     text = (
         "pack:\n  slug: s\n  name: n\n  family: f\n"
         "version:\n  number: 0\n"
@@ -667,7 +668,7 @@ def test_it_reports_lines_for_errors_from_yaml_source():
     assert errors["version.evaluation_spec.name"].line == 5  # absent: nearest ancestor
 
 
-def test_it_accumulates_errors_in_validation_order(bundle):
+def test_it_accumulates_errors_in_validation_order(bundle: dict[str, Any]) -> None:
     bundle["pack"]["slug"] = ""
     bundle["version"]["number"] = 0
     bundle["challenges"][0]["difficulty"] = "x"
@@ -676,16 +677,17 @@ def test_it_accumulates_errors_in_validation_order(bundle):
     assert fields == ["pack.slug", "version.number", "challenges[0].difficulty", f"{ES}.name"]
 
 
-def test_it_upgrades_legacy_items_to_cases(bundle):
+def test_it_upgrades_legacy_items_to_cases(bundle: dict[str, Any]) -> None:
     bundle["input_sets"][0] = {"key": "s1", "name": "Set", "items": [{"challenge_key": "c1", "item_key": "i1"}]}
     result = process_bundle(bundle)
     assert result.valid, result.error_text
+    assert result.manifest is not None
     [manifest_case] = result.manifest["input_sets"][0]["cases"]
     assert manifest_case["case_key"] == manifest_case["item_key"] == "i1"
     assert "items" not in result.manifest["input_sets"][0]
 
 
-def test_it_accepts_terminal_and_zero_input_sets(bundle):
+def test_it_accepts_terminal_and_zero_input_sets(bundle: dict[str, Any]) -> None:
     bundle["version"]["tool_policy"] = {"allowed_tool_kinds": ["Terminal", "file"]}
     bundle["input_sets"] = []
     assert process_bundle(bundle).valid

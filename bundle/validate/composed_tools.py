@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -105,19 +106,8 @@ def _check_chain(name: str, graph: dict[str, str], report: Report) -> None:
 
 def check_tool(tool: dict[str, Any], base: str, report: Report) -> None:
     """All per-tool rules (not the cross-tool delegation graph)."""
-    if "implementation" not in tool:
-        report.add(f"{base}.implementation", "must be valid JSON: unexpected end of JSON input")
-        return
-    implementation = tool["implementation"]
-    if implementation is None:
-        implementation = {}
-    if not isinstance(implementation, dict):
-        report.add(
-            f"{base}.implementation",
-            f"must be valid JSON: json: cannot unmarshal {_go_kind(implementation)} into Go value of type ToolImplementation",
-        )
-        return
-    if is_mock(implementation):
+    implementation = _implementation(tool, base, report)
+    if implementation is None or is_mock(implementation):
         return
     primitive = implementation.get("primitive")
     if primitive is not None and not isinstance(primitive, str):
@@ -134,13 +124,31 @@ def check_tool(tool: dict[str, Any], base: str, report: Report) -> None:
         report.add(f"{base}.implementation.primitive", "is required")
     elif primitive == name:
         report.add(f"{base}.implementation.primitive", "cannot reference the tool's own name")
-
     parameters = tool.get("parameters", DEFAULT_PARAMETERS)
     if parameters is None:
         parameters = DEFAULT_PARAMETERS
     properties = _check_parameters(parameters, f"{base}.parameters", report)
+    _check_args(implementation, properties, f"{base}.implementation.args", report)
 
-    args_path = f"{base}.implementation.args"
+
+def _implementation(tool: dict[str, Any], base: str, report: Report) -> dict[str, Any] | None:
+    """The tool's implementation object (null reads as empty), or None once its absence is reported."""
+    if "implementation" not in tool:
+        report.add(f"{base}.implementation", "must be valid JSON: unexpected end of JSON input")
+        return None
+    implementation = tool["implementation"]
+    if implementation is None:
+        return {}
+    if not isinstance(implementation, dict):
+        report.add(
+            f"{base}.implementation",
+            f"must be valid JSON: json: cannot unmarshal {_go_kind(implementation)} into Go value of type ToolImplementation",
+        )
+        return None
+    return implementation
+
+
+def _check_args(implementation: dict[str, Any], properties: set[str], args_path: str, report: Report) -> None:
     if "args" not in implementation:
         report.add(args_path, "is required")
         return
@@ -153,20 +161,17 @@ def check_tool(tool: dict[str, Any], base: str, report: Report) -> None:
             f"must be a JSON object: json: cannot unmarshal {_go_kind(args)} into Go value of type map[string]interface {{}}",
         )
         return
+    # Only the first problem of each kind is reported, like the reference.
     strings = list(_string_leaves(args, args_path))
-    for path, text in strings:
-        problem = _syntax_problem(text)
-        if problem:
-            report.add(path, problem)
-            break
-    for path, text in strings:
-        unknown = _unknown_placeholder(text, properties)
-        if unknown is not None:
-            report.add(path, f'contains unknown placeholder "${{{unknown}}}"')
-            break
+    syntax = next(((path, problem) for path, text in strings if (problem := _syntax_problem(text))), None)
+    if syntax is not None:
+        report.add(*syntax)
+    unknown = next(((path, ref) for path, text in strings if (ref := _unknown_placeholder(text, properties)) is not None), None)
+    if unknown is not None:
+        report.add(unknown[0], f'contains unknown placeholder "${{{unknown[1]}}}"')
 
 
-def _string_leaves(value: Any, path: str):  # type: ignore[no-untyped-def]
+def _string_leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
@@ -177,7 +182,7 @@ def _string_leaves(value: Any, path: str):  # type: ignore[no-untyped-def]
             yield from _string_leaves(item, f"{path}[{index}]")
 
 
-def iter_placeholders(text: str):  # type: ignore[no-untyped-def]
+def iter_placeholders(text: str) -> Iterator[tuple[str, bool]]:
     """Yield ``(inner, closed)`` for each ``${…}`` in ``text`` (first ``}`` closes)."""
     start = text.find("${")
     while start != -1:
@@ -278,7 +283,7 @@ def _is_type_value(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
-def _patterns(node: Any, pointer: str):  # type: ignore[no-untyped-def]
+def _patterns(node: Any, pointer: str) -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             here = f"{pointer}/{key}"
@@ -294,7 +299,7 @@ def _patterns(node: Any, pointer: str):  # type: ignore[no-untyped-def]
             yield from _patterns(value, f"{pointer}/{index}")
 
 
-def _refs(node: Any, pointer: str):  # type: ignore[no-untyped-def]
+def _refs(node: Any, pointer: str) -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             if key in ("$ref", "$dynamicRef") and isinstance(value, str):

@@ -15,7 +15,7 @@ def validate_sandbox(bundle: dict[str, Any], report: Report) -> None:
     if sandbox is None:
         return
     for i, cidr in enumerate(sandbox.get("network_allowlist") or ()):
-        if not is_cidr(cidr):
+        if not is_cidr(_without_port(cidr)):
             report.add(f"version.sandbox.network_allowlist[{i}]", "must be a valid CIDR (e.g. 10.0.0.0/8)")
     # Sorted: the reference iterates a Go map (nondeterministic order).
     for key in sorted(sandbox.get("env_vars") or {}):
@@ -24,3 +24,21 @@ def validate_sandbox(bundle: dict[str, Any], report: Report) -> None:
     for i, package in enumerate(sandbox.get("additional_packages") or ()):
         if not APT_PACKAGE_RE.match(package):
             report.add(f"version.sandbox.additional_packages[{i}]", "must be a valid apt package name")
+
+
+def _without_port(entry: str) -> str:
+    """Our extension (docs/engine-safety.md, Network): ``CIDR:port`` or ``[IPv6 CIDR]:port``
+    limits the entry to one port. Returns the CIDR part, or "" when the port is malformed."""
+    if entry.startswith("["):
+        inner, sep, rest = entry[1:].partition("]")
+        if not sep or (rest and not _is_port(rest[1:] if rest.startswith(":") else "")):
+            return ""
+        return inner
+    if entry.count(":") == 1:
+        cidr, _, port = entry.partition(":")
+        return cidr if _is_port(port) else ""
+    return entry
+
+
+def _is_port(text: str) -> bool:
+    return text.isdigit() and 0 < int(text) < 65536

@@ -6,7 +6,6 @@ import copy
 import re
 from typing import Any
 
-from bundle.validate.cases import case_input_keys  # noqa: F401 - shared helpers
 from bundle.validate.common import Report
 
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")

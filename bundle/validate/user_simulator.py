@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from bundle.validate.cases import case_input_keys, validate_expectations
@@ -37,6 +39,23 @@ def validate_user_simulators(bundle: dict[str, Any], version_keys: set[str], rep
             _validate(simulator, case, prefix, version_keys, report)
 
 
+@dataclasses.dataclass(slots=True)
+class _Scope:
+    """One case's simulator: where errors go and what its turns are checked against."""
+
+    case: dict[str, Any]
+    input_keys: set[str]
+    version_keys: set[str]
+    report: Report
+    _context: dict[str, Any] | None = None
+
+    def template_context(self) -> dict[str, Any]:
+        """The case's template context, built on first use (most simulators need none)."""
+        if self._context is None:
+            self._context = case_context(self.case)
+        return self._context
+
+
 def _validate(sim: dict[str, Any], case: dict[str, Any], prefix: str, version_keys: set[str], report: Report) -> None:
     if sim.get("schema_version") != 1:
         report.add(f"{prefix}.schema_version", "must be 1")
@@ -47,66 +66,89 @@ def _validate(sim: dict[str, Any], case: dict[str, Any], prefix: str, version_ke
     phases = sim.get("phases") or []
     if not phases:
         report.add(f"{prefix}.phases", "must contain at least one phase")
+    scope = _Scope(case, case_input_keys(case), version_keys, report)
     ids: set[str] = set()
-    input_keys = case_input_keys(case)
-    context = None
     for p, phase in enumerate(phases):
-        base = f"{prefix}.phases[{p}]"
-        phase_id = (phase.get("id") or "").strip()
-        if not phase_id:
-            report.add(f"{base}.id", "is required")
-        elif phase_id in ids:
-            report.add(f"{base}.id", "must be unique")
-        ids.add(phase_id)
-        actor = (phase.get("actor") or "").strip()
-        if not actor:
-            report.add(f"{base}.actor", "is required")
-        elif actor not in ACTORS:
-            report.add(f"{base}.actor", "must be one of scripted, llm, human")
-        trigger = (phase.get("trigger") or "").strip()
-        if trigger and trigger not in TRIGGERS:
-            report.add(f"{base}.trigger", "must be a supported trigger expression")
-        elif p == 0 and trigger not in ("", "always"):
-            report.add(f"{base}.trigger", 'first phase trigger must be empty or "always"')
-        elif p > 0 and trigger in ("", "always"):
-            report.add(f"{base}.trigger", 'only the first phase may use "always"')
-        if actor == "scripted":
-            turns = phase.get("turns") or []
-            if not turns:
-                report.add(f"{base}.turns", "must contain at least one turn for scripted actor")
-            for t, turn in enumerate(turns):
-                tbase = f"{base}.turns[{t}]"
-                message = turn.get("message") or ""
-                if not message.strip():
-                    report.add(f"{tbase}.message", "is required for scripted turns")
-                validate_expectations(turn.get("expects"), f"{tbase}.expects", input_keys, version_keys, report)
-                if message.strip():
-                    if context is None:
-                        context = case_context(case)
-                    problem = first_template_problem(message, context)
-                    if problem:
-                        report.add(f"{tbase}.message", problem)
-        elif actor == "llm":
-            if not (phase.get("persona") or "").strip():
-                report.add(f"{base}.persona", "is required for llm actor")
-            if (phase.get("max_turns") or 0) < 0:
-                report.add(f"{base}.max_turns", "must be greater than or equal to 0")
-            for u, condition in enumerate(phase.get("until") or ()):
-                if not (condition or "").strip():
-                    report.add(f"{base}.until[{u}]", "must be a non-empty condition expression")
-        elif actor == "human":
-            if (phase.get("timeout_ms") or 0) < 0:
-                report.add(f"{base}.timeout_ms", "must be greater than or equal to 0")
-        if actor and actor != "llm" and (phase.get("model") or "").strip():
-            report.add(f"{base}.model", "is only valid on phases with actor: llm")
-    calibration = sim.get("calibration") or {}
-    if calibration.get("enabled"):
-        rate = calibration.get("sample_rate") or 0
-        if not 0 < rate <= 1:
-            report.add(
-                f"{prefix}.calibration.sample_rate",
-                "must be greater than 0 and at most 1 when calibration is enabled",
-            )
+        _check_phase(phase, p, f"{prefix}.phases[{p}]", ids, scope)
+    _check_calibration(sim.get("calibration") or {}, prefix, report)
     arena = (sim.get("post_run") or {}).get("arena") or {}
     if arena.get("enabled") and (arena.get("comparison") or "") not in ("", "pairwise"):
         report.add(f"{prefix}.post_run.arena.comparison", 'must be one of "pairwise"')
+
+
+def _check_phase(phase: dict[str, Any], p: int, base: str, ids: set[str], scope: _Scope) -> None:
+    report = scope.report
+    phase_id = (phase.get("id") or "").strip()
+    if not phase_id:
+        report.add(f"{base}.id", "is required")
+    elif phase_id in ids:
+        report.add(f"{base}.id", "must be unique")
+    ids.add(phase_id)
+    actor = (phase.get("actor") or "").strip()
+    if not actor:
+        report.add(f"{base}.actor", "is required")
+    elif actor not in ACTORS:
+        report.add(f"{base}.actor", "must be one of scripted, llm, human")
+    problem = _trigger_problem((phase.get("trigger") or "").strip(), first=p == 0)
+    if problem:
+        report.add(f"{base}.trigger", problem)
+    if actor in _ACTOR_RULES:
+        _ACTOR_RULES[actor](phase, base, scope)
+    if actor and actor != "llm" and (phase.get("model") or "").strip():
+        report.add(f"{base}.model", "is only valid on phases with actor: llm")
+
+
+def _trigger_problem(trigger: str, *, first: bool) -> str | None:
+    if trigger and trigger not in TRIGGERS:
+        return "must be a supported trigger expression"
+    if first and trigger not in ("", "always"):
+        return 'first phase trigger must be empty or "always"'
+    if not first and trigger in ("", "always"):
+        return 'only the first phase may use "always"'
+    return None
+
+
+def _check_scripted(phase: dict[str, Any], base: str, scope: _Scope) -> None:
+    turns = phase.get("turns") or []
+    if not turns:
+        scope.report.add(f"{base}.turns", "must contain at least one turn for scripted actor")
+    for t, turn in enumerate(turns):
+        _check_turn(turn, f"{base}.turns[{t}]", scope)
+
+
+def _check_turn(turn: dict[str, Any], base: str, scope: _Scope) -> None:
+    message = turn.get("message") or ""
+    if not message.strip():
+        scope.report.add(f"{base}.message", "is required for scripted turns")
+    validate_expectations(turn.get("expects"), f"{base}.expects", scope.input_keys, scope.version_keys, scope.report)
+    if message.strip():
+        problem = first_template_problem(message, scope.template_context())
+        if problem:
+            scope.report.add(f"{base}.message", problem)
+
+
+def _check_llm(phase: dict[str, Any], base: str, scope: _Scope) -> None:
+    if not (phase.get("persona") or "").strip():
+        scope.report.add(f"{base}.persona", "is required for llm actor")
+    if (phase.get("max_turns") or 0) < 0:
+        scope.report.add(f"{base}.max_turns", "must be greater than or equal to 0")
+    for u, condition in enumerate(phase.get("until") or ()):
+        if not (condition or "").strip():
+            scope.report.add(f"{base}.until[{u}]", "must be a non-empty condition expression")
+
+
+def _check_human(phase: dict[str, Any], base: str, scope: _Scope) -> None:
+    if (phase.get("timeout_ms") or 0) < 0:
+        scope.report.add(f"{base}.timeout_ms", "must be greater than or equal to 0")
+
+
+_ACTOR_RULES: dict[str, Callable[[dict[str, Any], str, _Scope], None]] = {
+    "scripted": _check_scripted,
+    "llm": _check_llm,
+    "human": _check_human,
+}
+
+
+def _check_calibration(calibration: dict[str, Any], prefix: str, report: Report) -> None:
+    if calibration.get("enabled") and not 0 < (calibration.get("sample_rate") or 0) <= 1:
+        report.add(f"{prefix}.calibration.sample_rate", "must be greater than 0 and at most 1 when calibration is enabled")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from bundle.validate.common import Report, re2_error
@@ -269,75 +270,111 @@ def _tool_call(c: dict[str, Any], path: str, report: Report) -> None:
         report.add(f"{path}.count", "cannot be combined with min_count or max_count")
     if low is not None and high is not None and low > high:
         report.add(f"{path}.min_count", "must be less than or equal to max_count")
-    must_call = c.get("must_call")
-    if must_call is True:
-        if count == 0:
-            report.add(f"{path}.must_call", "cannot be true when count is 0")
-        if high == 0:
-            report.add(f"{path}.must_call", "cannot be true when max_count is 0")
-    elif must_call is False:
-        if count is not None and count > 0:
-            report.add(f"{path}.must_call", "cannot be false when count is greater than 0")
-        if low is not None and low > 0:
-            report.add(f"{path}.must_call", "cannot be false when min_count is greater than 0")
+    for problem in _must_call_problems(c.get("must_call"), count, low, high):
+        report.add(f"{path}.must_call", problem)
     if "arguments_contain" in c and not isinstance(c["arguments_contain"], dict):
         report.add(f"{path}.arguments_contain", "must be a JSON object")
     ordered = c.get("ordered_tools") or []
+    _check_order(ordered, c.get("order_mode"), path, report)
+    if not (c.get("tool_name") or "").strip() and not ordered:
+        report.add(path, "must declare at least one tool call assertion")
+
+
+def _must_call_problems(must_call: bool | None, count: int | None, low: int | None, high: int | None) -> list[str]:
+    """Call-count bounds that contradict ``must_call`` (unset: no contradiction possible)."""
+    problems = []
+    if must_call is True:
+        if count == 0:
+            problems.append("cannot be true when count is 0")
+        if high == 0:
+            problems.append("cannot be true when max_count is 0")
+    elif must_call is False:
+        if count is not None and count > 0:
+            problems.append("cannot be false when count is greater than 0")
+        if low is not None and low > 0:
+            problems.append("cannot be false when min_count is greater than 0")
+    return problems
+
+
+def _check_order(ordered: list[str | None], mode: str | None, path: str, report: Report) -> None:
     for i, name in enumerate(ordered):
         if not (name or "").strip():
             report.add(f"{path}.ordered_tools[{i}]", "must not be empty")
-    mode = c.get("order_mode")
     if mode:
         if mode not in ("subsequence", "exact"):
             report.add(f"{path}.order_mode", 'must be "subsequence" or "exact"')
         if not ordered:
             report.add(f"{path}.ordered_tools", "is required when order_mode is set")
-    if not (c.get("tool_name") or "").strip() and not ordered:
-        report.add(path, "must declare at least one tool call assertion")
 
 
 def _postcondition(c: dict[str, Any], path: str, report: Report) -> None:
     condition = (c.get("condition") or "").strip()
     if not condition:
         report.add(f"{path}.condition", "is required")
-        return
-    if condition not in POSTCONDITIONS:
+    elif condition not in POSTCONDITIONS:
         report.add(
             f"{path}.condition",
             "must be one of exists, not_exists, contains, not_contains, regex_match, json_path_match, equals",
         )
-        return
-    has_value, has_path = "value" in c, bool((c.get("json_path") or "").strip())
+    else:
+        _CONDITION_CHECKS[condition](c, condition, path, report)
+
+
+def _has_path(c: dict[str, Any]) -> bool:
+    return bool((c.get("json_path") or "").strip())
+
+
+def _no_json_path(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
+    if _has_path(c):
+        report.add(f"{path}.json_path", f"must be omitted for {condition}")
+
+
+def _existence(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
+    if "value" in c:
+        report.add(f"{path}.value", f"must be omitted for {condition}")
+    _no_json_path(c, condition, path, report)
+
+
+def _containment(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
+    if not isinstance(c.get("value"), str):
+        report.add(f"{path}.value", "must be a string")
+    _no_json_path(c, condition, path, report)
+
+
+def _regex_match(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
     value = c.get("value")
-    if condition in ("exists", "not_exists"):
-        if has_value:
-            report.add(f"{path}.value", f"must be omitted for {condition}")
-        if has_path:
-            report.add(f"{path}.json_path", f"must be omitted for {condition}")
-    elif condition in ("contains", "not_contains"):
-        if not isinstance(value, str):
-            report.add(f"{path}.value", "must be a string")
-        if has_path:
-            report.add(f"{path}.json_path", f"must be omitted for {condition}")
-    elif condition == "regex_match":
-        if not isinstance(value, str):
-            report.add(f"{path}.value", "must be a string regex pattern")
-        else:
-            problem = re2_error(value)
-            if problem:
-                report.add(f"{path}.value", f"must be a valid regex: {problem}")
-    elif condition == "json_path_match":
-        if not has_path:
-            report.add(f"{path}.json_path", "is required")
-        _json_value(c, has_value, path, report)
-    else:  # equals
-        _json_value(c, has_value, path, report)
-        if has_path:
-            report.add(f"{path}.json_path", f"must be omitted for {condition}")
+    if not isinstance(value, str):
+        report.add(f"{path}.value", "must be a string regex pattern")
+        return
+    problem = re2_error(value)
+    if problem:
+        report.add(f"{path}.value", f"must be a valid regex: {problem}")
 
 
-def _json_value(c: dict[str, Any], has_value: bool, path: str, report: Report) -> None:
-    if not has_value:
+def _json_path_match(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
+    if not _has_path(c):
+        report.add(f"{path}.json_path", "is required")
+    _json_value(c, path, report)
+
+
+def _equals(c: dict[str, Any], condition: str, path: str, report: Report) -> None:
+    _json_value(c, path, report)
+    _no_json_path(c, condition, path, report)
+
+
+_CONDITION_CHECKS: dict[str, Callable[[dict[str, Any], str, str, Report], None]] = {
+    "exists": _existence,
+    "not_exists": _existence,
+    "contains": _containment,
+    "not_contains": _containment,
+    "regex_match": _regex_match,
+    "json_path_match": _json_path_match,
+    "equals": _equals,
+}
+
+
+def _json_value(c: dict[str, Any], path: str, report: Report) -> None:
+    if "value" not in c:
         report.add(f"{path}.value", "is required")
         return
     try:

@@ -18,10 +18,18 @@ from engine.modes.case import (
     CaseRequest,
     Limits,
 )
-from engine.modes.simulator import unsupported_simulator_actors
+from engine.modes.simulator import llm_phases, unsupported_simulator_actors, unsupported_simulator_phases
 from engine.types import CancelCheck, EventSink, Provider
 
-__all__ = ["CaseOutcome", "CaseRequest", "Limits", "run_case", "unsupported_simulator_actors"]
+__all__ = [
+    "CaseOutcome",
+    "CaseRequest",
+    "Limits",
+    "llm_phases",
+    "run_case",
+    "unsupported_simulator_actors",
+    "unsupported_simulator_phases",
+]
 
 
 def run_case(
@@ -33,11 +41,13 @@ def run_case(
     cancel_check: CancelCheck,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    simulator: Provider | None = None,
 ) -> CaseOutcome:
     """Run one case in its execution mode. Never raises for provider or tool problems.
 
-    ``toolset`` is unused by ``prompt_eval`` (pass ``None``). An unknown execution mode returns a
-    failed outcome with a ``unsupported_capability`` provider failure.
+    ``toolset`` is unused by ``prompt_eval`` (pass ``None``). ``simulator`` answers ``multi_turn``
+    ``llm`` user-simulator phases (``request.simulator_model`` is its model). An unknown execution
+    mode returns a failed outcome with a ``unsupported_capability`` provider failure.
     """
     mode = (request.execution_mode or NATIVE).strip()
     if mode == NATIVE:
@@ -54,7 +64,14 @@ def run_case(
         from engine.modes.multi_turn import run_multi_turn
 
         return run_multi_turn(
-            request, provider=provider, toolset=toolset, event_sink=event_sink, cancel_check=cancel_check, clock=clock, sleep=sleep
+            request,
+            provider=provider,
+            toolset=toolset,
+            event_sink=event_sink,
+            cancel_check=cancel_check,
+            clock=clock,
+            sleep=sleep,
+            simulator=simulator,
         )
     from engine.events import SOURCE_NATIVE
     from engine.loop import LoopResult, finish, make_emitter

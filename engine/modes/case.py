@@ -47,6 +47,7 @@ class CaseRequest:
     case: dict[str, JSON] = dataclasses.field(default_factory=dict)  # no expectations
     deployment_config: dict[str, JSON] = dataclasses.field(default_factory=dict)
     runtime_profile: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    simulator_model: str = ""  # multi_turn: the model of the llm user-simulator deployment
 
 
 @dataclasses.dataclass(slots=True)

@@ -37,7 +37,8 @@ def strip_hidden(value: JSON) -> JSON:
 
 
 def visible_case(case: dict[str, JSON]) -> dict[str, JSON]:
-    return strip_hidden({key: case[key] for key in _CASE_FIELDS if key in case})
+    visible: dict[str, JSON] = strip_hidden({key: case[key] for key in _CASE_FIELDS if key in case})
+    return visible
 
 
 def system_text(request: CaseRequest, *, with_sandbox_statements: bool = True) -> str:

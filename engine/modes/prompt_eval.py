@@ -10,8 +10,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
-from engine.events import SOURCE_PROMPT_EVAL
+from engine.events import (
+    MODEL_CALL_COMPLETED,
+    MODEL_CALL_STARTED,
+    MODEL_OUTPUT_DELTA,
+    SOURCE_PROMPT_EVAL,
+    SYSTEM_STEP_COMPLETED,
+    SYSTEM_STEP_STARTED,
+)
 from engine.loop import LoopResult, finish, make_emitter, model_call_payload, trace_mode
 from engine.modes import case as c
 from engine.modes.context import render, template_context
@@ -20,8 +28,10 @@ from engine.types import CancelCheck, EventSink, Message, ModelRequest, Provider
 logger = logging.getLogger(__name__)
 
 
-def instructions_for(challenge: dict) -> str:
-    definition = challenge.get("definition") if isinstance(challenge.get("definition"), dict) else {}
+def instructions_for(challenge: dict[str, Any]) -> str:
+    definition = challenge.get("definition")
+    if not isinstance(definition, dict):
+        definition = {}
     return str(challenge.get("instructions") or definition.get("instructions") or "")
 
 
@@ -51,9 +61,9 @@ def run_prompt_eval(
     messages.append(Message(role="user", content=text))
     limits = c.Limits.from_request(request)
     metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key, "step_index": 1}
-    emitter.emit("system.step.started", {"step_index": 1})
+    emitter.emit(SYSTEM_STEP_STARTED, {"step_index": 1})
     emitter.emit(
-        "model.call.started",
+        MODEL_CALL_STARTED,
         {
             "provider_key": provider.provider_key,
             "provider_account_id": str(request.deployment_config.get("provider_account_id") or ""),
@@ -71,7 +81,7 @@ def run_prompt_eval(
         tools=[],
         step_timeout_seconds=limits.step_timeout_seconds,
         metadata=metadata,
-        on_delta=lambda delta: emitter.emit("model.output.delta", delta),
+        on_delta=lambda delta: emitter.emit(MODEL_OUTPUT_DELTA, delta),
     )
     try:
         response = provider.complete(model_request)
@@ -80,14 +90,10 @@ def run_prompt_eval(
         return done(LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure), 1)
     except Exception as exc:
         logger.exception("provider %s raised an unclassified error", provider.provider_key)
-        failure = {
-            "provider_key": provider.provider_key,
-            "code": "unknown",
-            "retryable": False,
-            "message": f"provider raised {type(exc).__name__}",
-        }
-        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=failure["message"], provider_failure=failure), 1)
+        message = f"provider raised {type(exc).__name__}"
+        failure = {"provider_key": provider.provider_key, "code": "unknown", "retryable": False, "message": message}
+        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=failure), 1)
     usage.add(response.usage)
-    emitter.emit("model.call.completed", model_call_payload(response))
-    emitter.emit("system.step.completed", {"step_index": 1})
+    emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
+    emitter.emit(SYSTEM_STEP_COMPLETED, {"step_index": 1})
     return done(LoopResult(c.STOP_COMPLETED, final_output=response.output_text), 1)

@@ -1,6 +1,7 @@
-"""Worker-side network guard for ``http_request``.
+"""Network guard for agent traffic: ``http_request`` and the sandbox egress proxy (``proxy.py``).
 
-Pure classification functions (no I/O) decide which addresses are reachable. ``send`` resolves a
+Pure classification functions (no I/O) decide which addresses are reachable; ``EgressPolicy``
+combines them with the pack allowlist (CIDR or CIDR:port) and the operator's private allowlist. ``send`` resolves a
 host once, checks every address, then connects to the checked address itself (the URL host is
 replaced by the IP; ``Host`` and TLS SNI/certificate checks keep the original name), so a second
 DNS answer can never redirect the connection. Every redirect hop goes through the same gate.
@@ -14,7 +15,6 @@ import re
 import socket
 import ssl
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 
 import httpx
@@ -44,7 +44,15 @@ SENSITIVE_HEADERS = frozenset(
 
 
 class NetworkPolicyError(Exception):
-    """A refusal or failure whose message is safe to show to the model (never exception text)."""
+    """A refusal or failure whose message is safe to show to the model (never exception text).
+
+    ``reason`` is a short machine code for records (``not_allowlisted``, ``loopback``, ``metadata``,
+    ``dns_failed``…); empty when the failure is not a policy decision.
+    """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -135,6 +143,122 @@ def is_blocked_address(address: str | IPAddress, allowlist: Sequence[Network] | 
     return classify_address(address) is not None
 
 
+# ----------------------------------------------------------------------------- sandbox egress policy
+# Cloud metadata endpoints: refused by name before any DNS lookup, and by address whatever an
+# allowlist says (an operator's private allowlist included).
+METADATA_HOSTS = frozenset(
+    """metadata metadata.google.internal metadata.goog metadata.azure.internal metadata.azure.com
+    metadata.oracle.internal metadata.tencentyun.com metadata.packet.net instance-data
+    instance-data.ec2.internal""".split()
+)
+METADATA_NETWORKS: tuple[Network, ...] = tuple(
+    ipaddress.ip_network(n) for n in ("169.254.169.254/32", "169.254.170.2/32", "100.100.100.200/32", "fd00:ec2::254/128")
+)
+# Classes no allowlist can open: 0.0.0.0/:: reach the host itself, multicast is never a peer.
+ALWAYS_REFUSED = frozenset({"unspecified", "multicast"})
+
+
+def _candidates(ip: IPAddress) -> list[IPAddress]:
+    out: list[IPAddress] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        out.append(ip.ipv4_mapped)
+    return out
+
+
+def _parse_port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"invalid port: {text!r}")
+    return int(text)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AllowEntry:
+    """One pack allowlist entry: a network and, optionally, the only port allowed on it."""
+
+    network: Network
+    port: int | None = None
+
+    def covers(self, ip: IPAddress) -> bool:
+        return any(c.version == self.network.version and c in self.network for c in _candidates(ip))
+
+    def __str__(self) -> str:
+        if self.port is None:
+            return str(self.network)
+        return f"[{self.network}]:{self.port}" if self.network.version == 6 else f"{self.network}:{self.port}"
+
+
+def parse_allow_entry(text: str) -> AllowEntry:
+    """``CIDR`` or ``CIDR:port``; IPv6 with a port is bracketed: ``[2001:db8::/32]:443``."""
+    raw = str(text).strip()
+    port: int | None = None
+    if raw.startswith("["):
+        inner, sep, rest = raw[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise ValueError(f"invalid allowlist entry: {text!r}")
+        if rest:
+            port = _parse_port(rest[1:])
+        raw = inner
+    elif raw.count(":") == 1:
+        raw, _, port_text = raw.partition(":")
+        port = _parse_port(port_text)
+    return AllowEntry(ipaddress.ip_network(raw, strict=False), port)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EgressPolicy:
+    """The rule shared by ``http_request`` and the sandbox egress proxy.
+
+    An address is reachable when it is not a metadata endpoint and:
+    - it is public and (the pack allowlist is empty or an entry covers it, port included); or
+    - it is loopback/private/link-local/CGNAT/… *and* an entry of the pack allowlist covers it
+      *and* it lies inside the operator's ``private_allowlist`` (``SANDBOX_PRIVATE_ALLOWLIST``).
+    """
+
+    allowlist: tuple[AllowEntry, ...] = ()
+    private_allowlist: tuple[Network, ...] = ()
+
+    @classmethod
+    def build(cls, allowlist: Iterable[str] = (), private_allowlist: Iterable[str] = ()) -> EgressPolicy:
+        return cls(
+            tuple(parse_allow_entry(e) for e in allowlist),
+            tuple(ipaddress.ip_network(str(n).strip(), strict=False) for n in private_allowlist),
+        )
+
+    def _allowlist_refusal(self, ip: IPAddress, port: int) -> str | None:
+        covering = [e for e in self.allowlist if e.covers(ip)]
+        if not covering:
+            return "not_allowlisted"
+        if all(e.port is not None and e.port != port for e in covering):
+            return "port_not_allowed"
+        return None
+
+    def refusal(self, address: str | IPAddress, port: int) -> str | None:
+        """Why ``address:port`` is refused (a short code), or None when it may be reached."""
+        ip = _as_ip(address)
+        if any(c.version == n.version and c in n for c in _candidates(ip) for n in METADATA_NETWORKS):
+            return "metadata"
+        reason = classify_address(ip)
+        if reason is not None:
+            if reason in ALWAYS_REFUSED or not self.allowlist or not in_allowlist(ip, self.private_allowlist):
+                return reason
+            return self._allowlist_refusal(ip, port)
+        return self._allowlist_refusal(ip, port) if self.allowlist else None
+
+
+AnyAllowlist = Sequence[Network] | Sequence[str] | EgressPolicy
+
+
+def _refusal(ip: IPAddress, port: int, allowlist: AnyAllowlist) -> str | None:
+    if isinstance(allowlist, EgressPolicy):
+        return allowlist.refusal(ip, port)
+    # Legacy rule (operator-configured provider URLs): allowlisted CIDRs are exempt, nothing else.
+    return (classify_address(ip) or "not_allowlisted") if is_blocked_address(ip, allowlist) else None
+
+
+def host_key(host: str) -> str:
+    return host.strip().rstrip(".").lower()
+
+
 def redact_headers(headers: dict[str, str]) -> dict[str, str]:
     return {k: ("[redacted]" if k.lower() in SENSITIVE_HEADERS else v) for k, v in headers.items()}
 
@@ -163,39 +287,54 @@ class Target:
     ip: IPAddress
 
 
-def check_target(url: str | httpx.URL, allowlist: Sequence[Network], resolver: Resolver | None = None) -> Target:
-    try:
-        parsed = httpx.URL(str(url))
-    except Exception as exc:
-        raise NetworkPolicyError("invalid url") from exc
-    if parsed.scheme not in ("http", "https"):
-        raise NetworkPolicyError("unsupported URL scheme")
-    host = parsed.host
-    if not host:
-        raise NetworkPolicyError("url host is required")
-    if parsed.userinfo:
-        raise NetworkPolicyError("credentials in the URL are not allowed; use headers")
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+def resolve_destination(host: str, port: int, allowlist: AnyAllowlist, resolver: Resolver | None = None) -> IPAddress:
+    """Resolve ``host`` once, refuse if ANY answer is refused, and return the address to connect to.
+
+    Raises NetworkPolicyError whose ``reason`` names the refusal (for records).
+    """
+    if isinstance(allowlist, EgressPolicy) and host_key(host) in METADATA_HOSTS:
+        raise NetworkPolicyError("target host is blocked by network policy", "metadata")
     literal = parse_ip_literal(host)
     if literal is not None:
-        if is_blocked_address(literal, allowlist):
-            raise NetworkPolicyError("target host is blocked by network policy")
-        return Target(url=parsed, host=host, ip=literal)
+        reason = _refusal(literal, port, allowlist)
+        if reason is not None:
+            raise NetworkPolicyError("target host is blocked by network policy", reason)
+        return literal
     try:
         addresses = (resolver or system_resolver)(host, port)
     except Exception as exc:
-        raise NetworkPolicyError("dns resolution failed") from exc
+        raise NetworkPolicyError("dns resolution failed", "dns_failed") from exc
     if not addresses:
-        raise NetworkPolicyError("dns resolution failed")
+        raise NetworkPolicyError("dns resolution failed", "dns_failed")
     ips: list[IPAddress] = []
     for addr in addresses:
         try:
             ips.append(_as_ip(addr))
         except ValueError as exc:
-            raise NetworkPolicyError("dns resolution failed") from exc
-    if any(is_blocked_address(ip, allowlist) for ip in ips):
-        raise NetworkPolicyError("target host resolves to a blocked address")
-    return Target(url=parsed, host=host, ip=ips[0])
+            raise NetworkPolicyError("dns resolution failed", "dns_failed") from exc
+    for ip in ips:
+        reason = _refusal(ip, port, allowlist)
+        if reason is not None:
+            raise NetworkPolicyError("target host resolves to a blocked address", reason)
+    return ips[0]
+
+
+def check_target(url: str | httpx.URL, allowlist: AnyAllowlist, resolver: Resolver | None = None) -> Target:
+    """Check a URL. ``allowlist`` is an :class:`EgressPolicy` (agent traffic) or, for
+    operator-configured URLs, a list of CIDRs that are exempt from the address check."""
+    try:
+        parsed = httpx.URL(str(url))
+    except Exception as exc:
+        raise NetworkPolicyError("invalid url", "bad_request") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise NetworkPolicyError("unsupported URL scheme", "bad_request")
+    host = parsed.host
+    if not host:
+        raise NetworkPolicyError("url host is required", "bad_request")
+    if parsed.userinfo:
+        raise NetworkPolicyError("credentials in the URL are not allowed; use headers", "bad_request")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    return Target(url=parsed, host=host, ip=resolve_destination(host, port, allowlist, resolver))
 
 
 @dataclasses.dataclass(slots=True)
@@ -229,12 +368,20 @@ def send(
     headers: dict[str, str] | None = None,
     body: bytes = b"",
     timeout: float = DEFAULT_TIMEOUT,
-    allowlist: Sequence[Network] = (),
+    allowlist: AnyAllowlist = (),
     resolver: Resolver | None = None,
     max_response_bytes: int = MAX_RESPONSE_BODY_BYTES,
     max_redirects: int = MAX_REDIRECTS,
+    secret_headers: Iterable[str] = (),
+    carries_secret: bool = False,
 ) -> Response:
-    """Send one request through the guard. Raises NetworkPolicyError with a generic message."""
+    """Send one request through the guard. Raises NetworkPolicyError with a generic message.
+
+    A redirect to another origin drops the credential headers (``SENSITIVE_HEADERS`` plus
+    ``secret_headers``, the ones a workspace secret was substituted into) and never re-sends a
+    body; a 307/308 to another origin, which would have to re-send it, is refused when the request
+    has a body or ``carries_secret`` (docs/secrets.md).
+    """
     if len(body) > MAX_REQUEST_BODY_BYTES:
         raise NetworkPolicyError("request body exceeds size limit")
     deadline = time.monotonic() + timeout
@@ -250,7 +397,7 @@ def send(
                 pinned = target.url.copy_with(host=str(target.ip))
                 req_headers = {k: v for k, v in headers.items() if k.lower() != "host"}
                 req_headers["Host"] = target.url.netloc.decode("ascii")
-                extensions: dict = {"timeout": httpx.Timeout(remaining).as_dict()}
+                extensions: dict[str, object] = {"timeout": httpx.Timeout(remaining).as_dict()}
                 if target.url.scheme == "https":
                     extensions["sni_hostname"] = target.host
                 request = client.build_request(method, pinned, headers=req_headers, content=body or None, extensions=extensions)
@@ -261,11 +408,22 @@ def send(
                         if hop == max_redirects:
                             raise NetworkPolicyError("too many redirects")
                         nxt = target.url.join(location)
+                        cross_origin = _origin(nxt) != _origin(target.url)
+                        if cross_origin and response.status_code in (307, 308) and (carries_secret or body):
+                            what = "a request carrying a secret" if carries_secret else "a request body"
+                            raise NetworkPolicyError(
+                                f"refused a {response.status_code} redirect to another origin: it would re-send {what}", "redirect_refused"
+                            )
                         if response.status_code == 303 or (response.status_code in (301, 302) and method not in ("GET", "HEAD")):
                             method, body = ("GET" if method != "HEAD" else "HEAD"), b""
                             headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
-                        if _origin(nxt) != _origin(target.url):
-                            headers = {k: v for k, v in headers.items() if k.lower() not in SENSITIVE_HEADERS}
+                        if cross_origin:
+                            dropped = SENSITIVE_HEADERS | {h.lower() for h in secret_headers}
+                            headers = {k: v for k, v in headers.items() if k.lower() not in dropped}
+                            if body:
+                                body = b""
+                                headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
+                            carries_secret, secret_headers = False, ()  # nothing of the secret goes past this hop
                         current = str(nxt)
                         continue
                     chunks: list[bytes] = []
@@ -294,9 +452,3 @@ def send(
     except Exception as exc:  # noqa: BLE001 - never leak exception text to the model
         raise NetworkPolicyError(f"unexpected http_request failure: {type(exc).__name__}") from None
     raise NetworkPolicyError("too many redirects")
-
-
-def describe_url(url: str) -> str:
-    """URL without userinfo/query values, for logs."""
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))

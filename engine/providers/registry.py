@@ -8,6 +8,7 @@ Adapters are imported lazily so the SDKs load only when used.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from engine.providers import errors
 from engine.providers.base import BrokenProvider, ProviderSettings
@@ -75,5 +76,5 @@ def create_provider(
         case_inputs=normalise_case_inputs(case_inputs),
         http_timeout=http_timeout,
     )
-    adapter = getattr(importlib.import_module(module_name), class_name)
+    adapter: Callable[[ProviderSettings], Provider] = getattr(importlib.import_module(module_name), class_name)
     return adapter(settings)

@@ -16,10 +16,27 @@ The provider is stateless: the step index is the number of assistant messages al
 request, so a redelivered case replays the same script. When the script runs out it answers
 with text and no tool call, so the loop's normal limits apply.
 
-Requests without tools (``prompt_eval``, LLM judges): a ``text`` step is the answer and a
-``submit`` step's answer is returned as text. ``deployment_config["judge_responses"]`` (a
-string, or a list indexed like the script) answers requests whose ``metadata["purpose"]`` is
-``"judge"``, and any tool-less request the script has no step for.
+Requests without tools (``prompt_eval``, LLM judges, LLM user simulators) are answered by the
+first of:
+
+1. ``deployment_config["replies"]``: content-dependent answers, first match wins::
+
+       {"about": ["text that identifies the prompt, e.g. a judge's rubric"],   # all of them
+        "when": ["text the rest of the request must contain"],                # all of them
+        "unless": ["text it must not contain"],                               # none of them
+        "purpose": "judge",                                                   # or "user_simulator"
+        "reply": "text" | {JSON}}                                             # objects are sent as JSON
+
+   Every key but ``reply`` is optional (a rule with none is a catch-all). Each of ``about`` /
+   ``when`` / ``unless`` is a string or a list of strings. The request text is every message's
+   content joined by newlines, with runs of whitespace collapsed (the rule's strings too);
+   matching is case-sensitive. The ``about`` strings are removed from the text before ``when``
+   and ``unless`` are checked, so a marker that also appears in a rubric does not match the
+   rubric. ``purpose`` compares with ``metadata["purpose"]`` of the request.
+2. ``deployment_config["judge_responses"]`` (a string, or a list indexed like the script), for
+   requests whose ``metadata["purpose"]`` is ``"judge"`` and any tool-less request the script
+   has no step for;
+3. the script: a ``text`` step is the answer and a ``submit`` step's answer is returned as text.
 
 Usage is counted in words so cost metrics have data: input = words of every message,
 output = words of the produced text and arguments.
@@ -34,6 +51,7 @@ from engine.providers.base import ProviderSettings
 from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+_SPACE = re.compile(r"\s+")
 
 
 def count_words(text: str) -> int:
@@ -46,6 +64,41 @@ def _as_text(value: JSON) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def squash(text: str) -> str:
+    """Whitespace runs collapsed to one space, ends trimmed: how ``replies`` compare text."""
+    return _SPACE.sub(" ", text or "").strip()
+
+
+def _strings(value: JSON) -> list[str]:
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [text for text in (squash(str(item)) for item in items) if text]
+
+
+def matching_reply(replies: JSON, request: ModelRequest) -> tuple[bool, JSON]:
+    """The ``reply`` of the first rule in ``replies`` that matches the request, if any."""
+    if not isinstance(replies, list):
+        return False, None
+    text = squash("\n".join(message.content for message in request.messages))
+    purpose = request.metadata.get("purpose")
+    for rule in replies:
+        if not isinstance(rule, dict) or "reply" not in rule:
+            continue
+        if rule.get("purpose") not in (None, "", purpose):
+            continue
+        about = _strings(rule.get("about"))
+        if not all(marker in text for marker in about):
+            continue
+        rest = text
+        for marker in about:
+            rest = rest.replace(marker, " ")
+        if not all(needle in rest for needle in _strings(rule.get("when"))):
+            continue
+        if any(needle in rest for needle in _strings(rule.get("unless"))):
+            continue
+        return True, rule["reply"]
+    return False, None
+
+
 class ScriptedProvider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.provider_key = settings.provider_key or "scripted"
@@ -55,6 +108,7 @@ class ScriptedProvider:
         steps = cases.get(settings.case_key) if settings.case_key in cases else script.get("default")
         self._steps: list[dict[str, JSON]] = list(steps or [])
         self._judge_responses = config.get("judge_responses")
+        self._replies = config.get("replies")
         self._case_key = settings.case_key
         self._inputs = settings.case_inputs
 
@@ -86,6 +140,9 @@ class ScriptedProvider:
         return self._response(request, "", tool_calls, index)
 
     def _tool_less_answer(self, step: dict[str, JSON] | None, index: int, request: ModelRequest, context: dict[str, JSON]) -> str:
+        found, reply = matching_reply(self._replies, request)
+        if found:
+            return _as_text(reply)
         is_judge = request.metadata.get("purpose") == "judge"
         if self._judge_responses is not None and (is_judge or step is None):
             responses = self._judge_responses

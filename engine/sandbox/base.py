@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import os
-from typing import Any
+from typing import Any, ClassVar
 
+from engine.net.guard import EgressPolicy, parse_allow_entry
 from engine.types import EngineError
 
 WORKSPACE = "/workspace"
@@ -15,7 +15,10 @@ DEFAULT_MEMORY_BYTES = 4 * 1024 * 1024 * 1024
 DEFAULT_MAX_PROCESSES = 128
 DEFAULT_FILE_SIZE_BYTES = 256 * 1024 * 1024
 OUTPUT_CAP_BYTES = 4 * 1024 * 1024
+DEFAULT_WORKSPACE_BYTES = 1024 * 1024 * 1024
+DEFAULT_TMP_BYTES = 256 * 1024 * 1024
 KNOWN_KINDS = ("file", "data", "network", "build", "browser", "terminal")
+NETWORK_MODES = ("allowlist", "off")  # operator setting SANDBOX_NETWORK
 
 
 class WorkspacePathError(ValueError):
@@ -41,6 +44,25 @@ class IsolationUnavailableError(RuntimeError):
 class WorkspaceFullError(OSError):
     def __init__(self) -> None:
         super().__init__("workspace size limit exceeded")
+
+
+class FileTooLargeError(OSError):
+    """A workspace file over the size a caller is willing to read (checked before reading)."""
+
+    def __init__(self, raw: str, size: int, limit: int) -> None:
+        super().__init__(27, "file too large", raw)  # EFBIG
+        self.size = size
+        self.limit = limit
+
+
+class ToolRunError(Exception):
+    """A data tool that ran in the sandbox failed. ``code`` is machine-readable (``not_found``,
+    ``outside``, ``timeout``…); ``message`` is safe to show."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.message = message
 
 
 class SandboxConfigError(EngineError):
@@ -91,13 +113,31 @@ class SandboxConfig:
     file_size_bytes: int = DEFAULT_FILE_SIZE_BYTES
     max_tool_calls: int | None = None
     template_id: str = ""
+    # Operator-only (settings, never the pack or runtime profile): see apply_operator_network.
+    network_mode: str = "allowlist"
+    private_allowlist: tuple[str, ...] = ()
 
     def kind_allowed(self, kind: str) -> bool:
         return not self.allowed_tool_kinds or kind in self.allowed_tool_kinds
 
     @property
-    def allowlist_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-        return [ipaddress.ip_network(entry, strict=False) for entry in self.network_allowlist]
+    def egress_policy(self) -> EgressPolicy:
+        """The rule for ``http_request`` and the sandbox egress proxy."""
+        return EgressPolicy.build(self.network_allowlist, self.private_allowlist)
+
+    def apply_operator_network(self, mode: str = "allowlist", private_allowlist: tuple[str, ...] | list[str] = ()) -> None:
+        """Operator settings (``SANDBOX_NETWORK``, ``SANDBOX_PRIVATE_ALLOWLIST``), passed in as plain
+        values. ``off`` forbids agent network entirely, whatever the pack asks: no proxy for the
+        sandbox and ``http_request`` is refused."""
+        if mode not in NETWORK_MODES:
+            raise SandboxConfigError(f"unknown sandbox network mode {mode!r}")
+        cidrs = tuple(str(c).strip() for c in private_allowlist if str(c).strip())
+        for cidr in cidrs:
+            ipaddress.ip_network(cidr, strict=False)  # ValueError for a bad operator setting
+        self.network_mode = mode
+        self.private_allowlist = cidrs
+        if mode == "off":
+            self.allow_network = False
 
     @classmethod
     def from_manifest(cls, manifest: dict[str, Any], overrides: dict[str, Any] | None = None) -> SandboxConfig:
@@ -130,7 +170,7 @@ class SandboxConfig:
         allowlist = []
         for entry in sandbox.get("network_allowlist") or []:
             try:
-                ipaddress.ip_network(str(entry).strip(), strict=False)
+                parse_allow_entry(str(entry))  # CIDR or CIDR:port
             except ValueError as exc:
                 raise SandboxConfigError(f'network_allowlist entry "{entry}" is not a valid CIDR') from exc
             allowlist.append(str(entry).strip())
@@ -150,5 +190,34 @@ def _apply_filesystem(cfg: SandboxConfig, source: dict[str, Any]) -> None:
         cfg.working_directory = wd.strip()
 
 
-def unisolated_allowed() -> bool:
-    return os.environ.get("SANDBOX_ALLOW_UNISOLATED", "") == "1"
+@dataclasses.dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    """Operator settings for every sandbox of a worker, passed in as plain values.
+
+    The engine reads no environment variables: ``runs`` and the ``try_tool`` command build this
+    from Django settings (``SANDBOX_*``) and hand it to :func:`engine.sandbox.create_sandbox`.
+    """
+
+    allow_unisolated: bool = False  # development only: run commands without bubblewrap
+    cgroup_parent: str = "auto"  # "auto", "off", or a delegated cgroup-v2 directory
+    workspace_tmpfs: bool = True  # a size-capped tmpfs per workspace when the worker may mount
+    default_workspace_bytes: int = DEFAULT_WORKSPACE_BYTES  # when the pack sets no max_workspace_bytes
+    tmp_bytes: int = DEFAULT_TMP_BYTES  # size of /tmp (and /dev/shm) inside the sandbox
+    python: str = "/usr/bin/python3"  # the sandbox's interpreter for the launcher and data tools
+
+    # Django setting name -> field, for from_settings()
+    SETTING_NAMES: ClassVar[dict[str, str]] = {
+        "SANDBOX_ALLOW_UNISOLATED": "allow_unisolated",
+        "SANDBOX_CGROUP_PARENT": "cgroup_parent",
+        "SANDBOX_WORKSPACE_TMPFS": "workspace_tmpfs",
+        "SANDBOX_DEFAULT_WORKSPACE_BYTES": "default_workspace_bytes",
+        "SANDBOX_TMP_BYTES": "tmp_bytes",
+        "SANDBOX_PYTHON": "python",
+    }
+
+    @classmethod
+    def from_settings(cls, source: Any) -> SandboxSettings:
+        """Build from an object with ``SANDBOX_*`` attributes (``django.conf.settings``); missing ones keep
+        their defaults. Values must already be typed (the settings module parses the environment)."""
+        values = {field: getattr(source, name) for name, field in cls.SETTING_NAMES.items() if hasattr(source, name)}
+        return cls(**values)

@@ -1,16 +1,29 @@
-"""Process isolation with bubblewrap and a long-lived in-sandbox launcher.
+"""Process isolation with bubblewrap and a long-lived in-sandbox launcher (host side).
 
-Starting bwrap costs ~10 ms per process, so each sandbox starts ONE bwrap running a tiny
-Python launcher as PID 1 of the new namespaces. Every exec is a request over a SEQPACKET
-socket carrying the stdout/stderr pipe fds (SCM_RIGHTS); the launcher posix_spawns the
-command (rlimits are set once on the launcher and inherited), and reports the exit status. As PID 1 it cannot be killed from inside, reaps orphans,
-and after each command (or on timeout) kills every other process in the namespace with
-kill(-1), so background children never outlive their command.
+Starting bwrap costs ~10 ms per process, so each sandbox starts ONE bwrap running a small
+Python launcher (``engine/sandbox/launcher.py``) as PID 1 of new user, pid, ipc, uts, cgroup and
+network namespaces. Every command is a request over a SEQPACKET socket carrying its
+stdin/stdout/stderr fds (SCM_RIGHTS); the launcher ``posix_spawn``s it (``exec``) or forks a
+data-tool child (``tool``, ``engine/sandbox/toolhost.py``) and reports the exit status.
+
+Layers (docs/engine-safety.md): per-sandbox host uid, user namespace with ``--disable-userns``,
+a seccomp filter (``seccomp.py``), a non-dumpable PID 1, a minimal read-only filesystem with a
+sized ``/tmp``, ``/dev/shm`` and ``/run``, rlimits, a cgroup for whole-sandbox memory and process
+caps (``cgroup.py``, with the launcher's RSS watchdog as fallback), and a wall-clock deadline
+enforced here, on the host: at the deadline (or on :meth:`Launcher.abort`) the launcher is told
+to kill everything; if it does not answer within ``KILL_GRACE`` the whole sandbox is killed.
+
+Extension points: :func:`bwrap_argv` takes the extra binds (``egress_dir``) and the launcher
+takes one extra Python source run at start (``argv[3]``: the egress relay thread).
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
+import dataclasses
+import functools
+import importlib.util
 import json
 import logging
 import os
@@ -23,14 +36,25 @@ import socket
 import subprocess
 import threading
 import time
+from typing import Any
 
-from engine.sandbox.base import OUTPUT_CAP_BYTES, SandboxConfig
+from engine.net.forwarder import forwarder_source
+from engine.net.proxy import SANDBOX_SOCKET, SANDBOX_SOCKET_DIR
+from engine.sandbox import launcher as launcher_module
+from engine.sandbox import seccomp, toolhost
+from engine.sandbox.base import OUTPUT_CAP_BYTES, SandboxConfig, SandboxSettings
+from engine.sandbox.cgroup import SandboxCgroup
 from engine.sandbox.env import SANDBOX_PATH
 from engine.types import EngineError, ExecResult
 
 log = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+SANDBOX_LIB = "/.agentclash/lib"  # read-only: toolhost + jq/re2 bindings (never a writable dir)
+TOOL_MODULES = ("jq", "re2")
+RUN_BYTES = 16 * 1024 * 1024
+KILL_GRACE = 2.0  # seconds the launcher gets to stop a command before the sandbox is killed
+START_TIMEOUT = 10.0
 ETC_FILES = (
     "/etc/alternatives",
     "/etc/ld.so.cache",
@@ -44,117 +68,47 @@ ETC_FILES = (
     "/etc/protocols",
     "/etc/services",
 )
-NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf")
+# No resolv.conf: the sandbox has no route to any DNS server; proxied clients send names to the
+# egress proxy, which resolves them. /etc/hosts is generated (localhost only).
+HOSTS_FILE = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 
-LAUNCHER = r"""
-import os, sys, json, socket, signal, resource, array, select, time
-fd = int(sys.argv[1])
-os.set_inheritable(fd, False)
-sock = socket.socket(fileno=fd)
-def recv():
-    msg, anc, _, _ = sock.recvmsg(1 << 20, socket.CMSG_SPACE(16 * 4))
-    fds = array.array("i")
-    for level, typ, data in anc:
-        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-    for f in fds:
-        os.set_inheritable(f, False)
-    return msg, list(fds)
-def kill_all(main):
-    status = None
-    for _ in range(2000):
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        while True:
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return status
-            if pid == 0:
-                break
-            if pid == main:
-                status = st
-        time.sleep(0.002)
-    return status
-def reply(obj):
-    sock.send(json.dumps(obj).encode())
-CPU_HARD = 86400
-for name, value in json.loads(sys.argv[2]):
-    resource.setrlimit(getattr(resource, name), (value, value))
-resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
-reply({"ready": True})
-while True:
-    msg, fds = recv()
-    if not msg:
-        os._exit(0)
-    req = json.loads(msg)
-    if len(fds) != 2:
-        for f in fds:
-            os.close(f)
-        reply({"error": "bad request"})
-        continue
-    out_fd, err_fd = fds
-    argv, env = req["argv"], req["env"]
-    exe = argv[0]
-    if "/" not in exe:
-        for d in env.get("PATH", "").split(":"):
-            cand = (d or ".") + "/" + exe
-            if os.access(cand, os.X_OK) and not os.path.isdir(cand):
-                exe = cand
-                break
-    cpu = int(sum(os.times()[:2])) + 1 + int(req["cpu_seconds"])
-    null = os.open("/dev/null", os.O_RDONLY)
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, CPU_HARD))
-        os.chdir(req["cwd"])
-        pid = os.posix_spawn(
-            exe, argv, env, setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)],
-        )
-        failure = None
-    except OSError as exc:
-        failure = [type(exc).__name__, exc.errno or 0]
-    finally:
-        os.chdir("/")
-        resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
-        os.close(null)
-        os.close(out_fd)
-        os.close(err_fd)
-    if failure:
-        reply({"exec_error": failure})
-        continue
-    pidfd = os.pidfd_open(pid)
-    status = None
-    killed = False
-    while status is None:
-        ready, _, _ = select.select([sock, pidfd], [], [])
-        if pidfd in ready:
-            _, status = os.waitpid(pid, 0)
-            break
-        m, extra = recv()
-        for f in extra:
-            os.close(f)
-        if not m:
-            kill_all(pid)
-            os._exit(0)
-        killed = True
-        status = kill_all(pid)
-        if status is None:
-            _, status = os.waitpid(pid, 0)
-    os.close(pidfd)
-    kill_all(pid)
-    if os.WIFSIGNALED(status):
-        code = 128 + os.WTERMSIG(status)
-    else:
-        code = os.WEXITSTATUS(status)
-    reply({"exit": code, "killed": killed})
-"""
+
+@functools.cache
+def _source(module: Any) -> str:
+    with open(module.__file__, encoding="utf-8") as fh:
+        return fh.read()
 
 
 def bwrap_path() -> str | None:
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=SANDBOX_PATH)  # never the worker's PATH
+
+
+@functools.cache
+def bwrap_features(path: str) -> frozenset[str]:
+    """The options this bwrap understands (``--disable-userns`` and ``--size`` need ≥ 0.8)."""
+    try:
+        text = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10, env={}, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(word for word in text.split() if word.startswith("--"))
+
+
+@functools.cache
+def tool_module_paths() -> tuple[tuple[str, str], ...]:
+    """(host path, name) of the jq and re2 bindings to bind beside the toolhost."""
+    found = []
+    for name in TOOL_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            path = next(iter(spec.submodule_search_locations))
+        elif spec.origin:
+            path = spec.origin
+        else:
+            continue
+        found.append((path, os.path.basename(path)))
+    return tuple(found)
 
 
 def _sandbox_uid() -> int | None:
@@ -169,102 +123,256 @@ def _sandbox_uid() -> int | None:
             return uid
 
 
-def bwrap_argv(config: SandboxConfig, workspace: str, fds: dict[str, int], fd: int, rlimits: list[tuple[str, int]]) -> list[str]:
-    """``fds``: passwd and group (pipes with the file content)."""
+class _Spawner:
+    """Starts every bwrap from one long-lived thread.
+
+    ``--die-with-parent`` is ``PR_SET_PDEATHSIG``, which fires when the *thread* that forked bwrap
+    exits. Forking from this daemon thread ties a sandbox to the worker process instead of to
+    whichever thread happened to run its first command.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: list[tuple[Any, threading.Event, dict[str, Any]]] = []
+        self.wake = threading.Condition(self.lock)
+        self.thread: threading.Thread | None = None
+
+    def call(self, fn: Any) -> Any:
+        done = threading.Event()
+        box: dict[str, Any] = {}
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, name="sandbox-spawner", daemon=True)
+                self.thread.start()
+            self.jobs.append((fn, done, box))
+            self.wake.notify()
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _loop(self) -> None:
+        while True:
+            with self.lock:
+                while not self.jobs:
+                    self.wake.wait()
+                fn, done, box = self.jobs.pop(0)
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["error"] = exc
+            done.set()
+
+
+_spawner = _Spawner()
+
+
+def _data_fd(data: bytes) -> int:
+    fd = os.memfd_create("agentclash", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bwrap_argv(
+    config: SandboxConfig,
+    workspace: str,
+    fds: dict[str, int],
+    fd: int,
+    launch: dict[str, Any],
+    egress_dir: str | None = None,
+    *,
+    settings: SandboxSettings | None = None,
+) -> list[str]:
+    """``fds``: ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
+    optional ``info``/``block`` (cgroup placement) and ``lib:<name>`` (O_PATH fds of the tool
+    bindings). ``launch``: the launcher's JSON config. ``egress_dir``: the host directory holding
+    this sandbox's egress proxy socket (None: no network at all)."""
+    settings = settings or SandboxSettings()
+    exe = bwrap_path() or "bwrap"
+    features = bwrap_features(exe)
+    sized = "--size" in features
+
+    def tmpfs(dest: str, size: int) -> list[str]:
+        return (["--size", str(size)] if sized else []) + ["--tmpfs", dest]
+
     argv = [
-        bwrap_path() or "bwrap",
+        exe,
         "--unshare-user",
+        *(["--disable-userns"] if "--disable-userns" in features else []),
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
+        "--unshare-net",  # always: only lo inside; egress only through the proxy socket
         "--die-with-parent",
         "--new-session",
         "--as-pid-1",
-        "--hostname",
-        "sandbox",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    if not config.allow_network:
-        argv.append("--unshare-net")
+        "--hostname", "sandbox",
+        "--seccomp", str(fds["seccomp"]),
+    ]  # fmt: skip
+    if "info" in fds:
+        argv += ["--info-fd", str(fds["info"]), "--block-fd", str(fds["block"])]
+    argv += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = "/" + name
         if os.path.islink(path):
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    etc = ETC_FILES + (NETWORK_ETC_FILES if config.allow_network else ())
-    for path in etc:
+    for path in ETC_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
     argv += ["--ro-bind-data", str(fds["passwd"]), "/etc/passwd"]
     argv += ["--ro-bind-data", str(fds["group"]), "/etc/group"]
+    if "hosts" in fds:
+        argv += ["--ro-bind-data", str(fds["hosts"]), "/etc/hosts"]
     argv += [
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",  # noqa: S108 - a private tmpfs inside the sandbox
-        "--tmpfs", "/run",
+        *tmpfs("/dev/shm", settings.tmp_bytes),  # noqa: S108 - the sandbox-private, sized /dev/shm
+        "--remount-ro", "/dev",  # device nodes still work; no files can be created there
+        *tmpfs("/tmp", settings.tmp_bytes),  # noqa: S108 - a private, sized tmpfs inside the sandbox
+        *tmpfs("/run", RUN_BYTES),
         "--bind", workspace, "/workspace",
+        *(["--ro-bind", egress_dir, SANDBOX_SOCKET_DIR] if egress_dir else []),
+        "--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py",
+    ]  # fmt: skip
+    for key, value in fds.items():
+        if key.startswith("lib:"):
+            argv += ["--ro-bind-fd", str(value), f"{SANDBOX_LIB}/{key[4:]}"]
+    argv += [
         "--remount-ro", "/",
         "--chdir", "/workspace",
         "--clearenv",
         "--setenv", "PATH", SANDBOX_PATH,
         "--",
-        SYSTEM_PYTHON, "-I", "-S", "-c", LAUNCHER, str(fd), json.dumps(rlimits),
+        settings.python or SYSTEM_PYTHON, "-I", "-S", "-c", _source(launcher_module), str(fd), json.dumps(launch),
+        *([forwarder_source(SANDBOX_SOCKET)] if egress_dir else []),
     ]  # fmt: skip
     return argv
+
+
+@dataclasses.dataclass(slots=True)
+class Outcome:
+    """What one launcher command produced (bytes; ``LocalSandbox`` turns it into a result)."""
+
+    exit_code: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    cancelled: bool = False
+    out_of_memory: bool = False
+    exec_error: int | None = None  # errno of a failed spawn
+
+    def to_exec_result(self) -> ExecResult:
+        if self.exec_error is not None:
+            exit_code = 126 if self.exec_error in (13, 8) else 127
+            msg = "command not found" if exit_code == 127 else "permission denied"
+            return ExecResult(exit_code=exit_code, stdout="", stderr=f"exec failed: {msg}")
+        stderr = self.stderr.decode("utf-8", "replace")
+        for flag, note, code in (
+            (self.timed_out, "command timed out", 124),
+            (self.cancelled, "command cancelled", 130),
+            (self.out_of_memory, "killed: the sandbox ran out of memory", 137),
+        ):
+            if flag:
+                stderr += ("\n" if stderr else "") + note
+                self.exit_code = code
+        return ExecResult(
+            exit_code=self.exit_code,
+            stdout=self.stdout.decode("utf-8", "replace"),
+            stderr=stderr,
+            timed_out=self.timed_out,
+            stdout_truncated=self.stdout_truncated,
+            stderr_truncated=self.stderr_truncated,
+        )
 
 
 class Launcher:
     """Host side of one sandbox's launcher process."""
 
-    def __init__(self, config: SandboxConfig, workspace: str, private_dir: str, uid: int | None, rlimits: list[tuple[str, int]]):
+    def __init__(
+        self,
+        config: SandboxConfig,
+        workspace: str,
+        private_dir: str,
+        uid: int | None,
+        rlimits: list[tuple[str, int]],
+        *,
+        settings: SandboxSettings | None = None,
+        cgroup: SandboxCgroup | None = None,
+    ):
         self.config = config
         self.rlimits = rlimits
         self.workspace = workspace
         self.private_dir = private_dir
         self.uid = uid
+        self.settings = settings or SandboxSettings()
+        self.cgroup = cgroup
+        self.egress_dir: str | None = None  # set by the sandbox when it runs an egress proxy
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()
+        self.aborted = threading.Event()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.watch: Any = None  # optional callable run every WATCH_INTERVAL during a command
+
+    # ------------------------------------------------------------------ lifecycle
+    def _fds(self) -> dict[str, int]:
+        fds = {}
+        for name in ("passwd", "group"):
+            with open(os.path.join(self.private_dir, name), "rb") as fh:
+                fds[name] = _data_fd(fh.read())
+        fds["hosts"] = _data_fd(HOSTS_FILE.encode())
+        fds["toolhost"] = _data_fd(_source(toolhost).encode())
+        fds["seccomp"] = seccomp.filter_fd()
+        for path, name in tool_module_paths():
+            with contextlib.suppress(OSError):
+                fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        return fds
 
     def _start(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        fds = {}
-        for name in ("passwd", "group"):
-            r, w = os.pipe()
-            with open(os.path.join(self.private_dir, name), "rb") as fh:
-                os.write(w, fh.read())
-            os.close(w)
-            fds[name] = r
-        kwargs: dict = {}
+        fds = self._fds()
+        info_r = block_w = -1
+        if self.cgroup is not None:
+            info_r, fds["info"] = os.pipe()
+            fds["block"], block_w = os.pipe()
+        launch = {"rlimits": self.rlimits, "rss_cap": 0 if self.cgroup is not None else self.config.memory_bytes, "lib": SANDBOX_LIB}
+        kwargs: dict[str, Any] = {}
         if self.uid is not None:
             kwargs.update(user=self.uid, group=self.uid, extra_groups=[])
+        argv = bwrap_argv(self.config, self.workspace, fds, child.fileno(), launch, self.egress_dir, settings=self.settings)
         try:
-            self.proc = subprocess.Popen(
-                bwrap_argv(self.config, self.workspace, fds, child.fileno(), self.rlimits),
-                pass_fds=(child.fileno(), *fds.values()),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"},
-                cwd="/",
-                start_new_session=True,
-                **kwargs,
+            self.proc = _spawner.call(
+                lambda: subprocess.Popen(
+                    argv,
+                    pass_fds=(child.fileno(), *fds.values()),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"},
+                    cwd="/",
+                    start_new_session=True,
+                    **kwargs,
+                )
             )
         finally:
             child.close()
             for f in fds.values():
                 os.close(f)
         self.sock = parent
-        parent.settimeout(10)
         try:
-            ready = parent.recv(4096)
-        except OSError:
-            ready = b""
-        parent.settimeout(None)
+            if self.cgroup is not None:
+                self._enter_cgroup(info_r, block_w)
+            ready = self._recv_ready()
+        finally:
+            for f in (info_r, block_w):
+                if f >= 0:
+                    os.close(f)
         if not ready:
             err = b""
             if self.proc.stderr is not None:
@@ -276,112 +384,196 @@ class Launcher:
         assert self.proc.stderr is not None
         self.proc.stderr.close()
 
+    def _enter_cgroup(self, info_r: int, block_w: int) -> None:
+        """Move the launcher into the sandbox's cgroup before it runs (bwrap waits on ``block``)."""
+        assert self.cgroup is not None
+        data = b""
+        deadline = time.monotonic() + START_TIMEOUT
+        while b"child-pid" not in data or not data.rstrip().endswith(b"}"):
+            ready, _, _ = select.select([info_r], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(info_r, 4096) if ready else b""
+            if not chunk:
+                break
+            data += chunk
+        try:
+            pid = int(json.loads(data)["child-pid"])
+            self.cgroup.add(pid)
+        except (ValueError, KeyError, OSError) as exc:
+            log.error("could not move the sandbox launcher into its cgroup: %s", exc)
+            self.close()
+            raise EngineError("sandbox launcher failed to start") from None
+        os.write(block_w, b"1")
+
+    def _recv_ready(self) -> bool:
+        assert self.sock is not None
+        self.sock.settimeout(START_TIMEOUT)
+        try:
+            return bool(self.sock.recv(4096))
+        except OSError:
+            return False
+        finally:
+            self.sock.settimeout(None)
+
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
         if self.proc is not None:
             if self.proc.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                try:
+                if self.cgroup is not None:
+                    self.cgroup.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
             self.proc = None
 
-    def run(self, argv: list[str], cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
+    def dispose(self) -> None:
+        self.close()
+        for f in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(f)
+        self._wake_r = self._wake_w = -1
+
+    def abort(self) -> None:
+        """Stop the running command now and refuse new ones (thread-safe: the cancel path)."""
+        self.aborted.set()
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    # ------------------------------------------------------------------ commands
+    def run(
+        self,
+        argv: list[str] | None,
+        cwd: str,
+        env: dict[str, str],
+        timeout: float,
+        *,
+        tool: str | None = None,
+        stdin: bytes | None = None,
+        output_cap: int = OUTPUT_CAP_BYTES,
+    ) -> Outcome:
+        """Run ``argv`` (or the data tool ``tool``) and wait for it, at most ``timeout`` seconds."""
         with self.lock:
+            if self.aborted.is_set():
+                return Outcome(exit_code=130, cancelled=True)
             if self.sock is None or self.proc is None or self.proc.poll() is not None:
                 self.close()
                 self._start()
-            return self._run(argv, cwd, env, timeout)
+            assert self.sock is not None
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            in_fd = _data_fd(stdin or b"")
+            request: dict[str, Any] = {"cwd": cwd, "env": env, "cpu_seconds": int(timeout) + 5}
+            request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
+            try:
+                self.sock.sendmsg(
+                    [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))]
+                )
+            except OSError as exc:
+                for f in (out_r, err_r):
+                    os.close(f)
+                self.close()
+                raise EngineError("sandbox launcher is not reachable") from exc
+            finally:
+                for f in (in_fd, out_w, err_w):
+                    os.close(f)
+            return self._collect(out_r, err_r, timeout, output_cap)
 
-    def _run(self, argv: list[str], cwd: str, env: dict[str, str], timeout: float) -> ExecResult:
-        assert self.sock is not None
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        request = json.dumps({"argv": argv, "cwd": cwd, "env": env, "cpu_seconds": int(timeout) + 5}).encode()
+    def _collect(self, out_r: int, err_r: int, timeout: float, output_cap: int) -> Outcome:
+        sock = self.sock
+        assert sock is not None
+        sock_fd = sock.fileno()
+        buffers = {out_r: bytearray(), err_r: bytearray()}
+        truncated = {out_r: False, err_r: False}
+        open_fds = {out_r, err_r}
+        deadline = time.monotonic() + timeout
+        reply: dict[str, Any] | None = None
+        stop: str | None = None  # "timeout" | "cancel" | "watch"
+        backstop: float | None = None
+        oom_before = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        next_watch = time.monotonic() + WATCH_INTERVAL
         try:
-            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out_w, err_w]))])
-        except OSError as exc:
-            for f in (out_r, out_w, err_r, err_w):
-                os.close(f)
-            self.close()
-            raise EngineError("sandbox launcher is not reachable") from exc
+            while open_fds or reply is None:
+                now = time.monotonic()
+                if stop is None and reply is None:
+                    if self.aborted.is_set():
+                        stop = "cancel"
+                    elif now >= deadline:
+                        stop = "timeout"
+                    elif self.watch is not None and now >= next_watch:
+                        next_watch = now + WATCH_INTERVAL
+                        if self.watch():
+                            stop = "watch"
+                    if stop is not None:
+                        sock.send(b'{"kill": true}')
+                        backstop = now + KILL_GRACE
+                if backstop is not None and reply is None and now >= backstop:
+                    self.close()  # the launcher did not stop it: kill the whole sandbox
+                    if stop == "cancel":
+                        return Outcome(exit_code=130, cancelled=True)
+                    raise EngineError("sandbox launcher did not stop a command; the sandbox was killed")
+                if reply is None:
+                    wait = (backstop if backstop is not None else deadline) - now
+                    if self.watch is not None and stop is None:
+                        wait = min(wait, next_watch - now)
+                    wait = max(0.0, wait)
+                else:
+                    wait = 1.0
+                watch = list(open_fds) + ([sock_fd, self._wake_r] if reply is None else [])
+                ready, _, _ = select.select(watch, [], [], wait)
+                if not ready and reply is not None:
+                    break  # pipes held open past the command's end: give up on them
+                for item in ready:
+                    if item == sock_fd:
+                        data = sock.recv(1 << 16)
+                        if not data:
+                            self.close()
+                            if self.cgroup is not None and self.cgroup.oom_kills() > oom_before:
+                                return Outcome(exit_code=137, out_of_memory=True)
+                            raise EngineError("sandbox launcher exited unexpectedly")
+                        reply = json.loads(data)
+                        continue
+                    if item == self._wake_r:
+                        with contextlib.suppress(BlockingIOError):
+                            os.read(self._wake_r, 64)
+                        continue
+                    chunk = os.read(item, 1 << 16)
+                    if not chunk:
+                        open_fds.discard(item)
+                        continue
+                    buf = buffers[item]
+                    room = output_cap - len(buf)
+                    if room > 0:
+                        buf += chunk[:room]
+                    if len(chunk) > room:
+                        truncated[item] = True
         finally:
-            pass
-        os.close(out_w)
-        os.close(err_w)
-        return collect(self.sock, out_r, err_r, timeout, self)
+            os.close(out_r)
+            os.close(err_r)
+        assert reply is not None
+        if "exec_error" in reply:
+            return Outcome(exit_code=127, exec_error=int(reply["exec_error"][1]))
+        oom = bool(reply.get("oom")) or (self.cgroup is not None and self.cgroup.oom_kills() > oom_before)
+        return Outcome(
+            exit_code=int(reply["exit"]),
+            stdout=bytes(buffers[out_r]),
+            stderr=bytes(buffers[err_r]),
+            stdout_truncated=truncated[out_r],
+            stderr_truncated=truncated[err_r],
+            timed_out=stop == "timeout",
+            cancelled=stop == "cancel",
+            out_of_memory=oom,
+        )
 
 
-def collect(sock: socket.socket, out_r: int, err_r: int, timeout: float, launcher: Launcher) -> ExecResult:
-    buffers = {out_r: bytearray(), err_r: bytearray()}
-    truncated = {out_r: False, err_r: False}
-    open_fds = {out_r, err_r}
-    deadline = time.monotonic() + timeout
-    reply: dict | None = None
-    timed_out = False
-    backstop = None
-    try:
-        while open_fds or reply is None:
-            now = time.monotonic()
-            if not timed_out and now >= deadline and reply is None:
-                timed_out = True
-                sock.send(b'{"kill": true}')
-                backstop = now + 10
-            if backstop is not None and now >= backstop:
-                launcher.close()
-                raise EngineError("sandbox launcher did not stop a timed-out command")
-            wait = max(0.0, (backstop or deadline) - now) if reply is None else 5.0
-            watch = list(open_fds) + ([sock] if reply is None else [])
-            ready, _, _ = select.select(watch, [], [], wait)
-            if not ready and reply is not None:
-                break  # pipes held open past the command's end: give up on them
-            for item in ready:
-                if item is sock:
-                    data = sock.recv(1 << 16)
-                    if not data:
-                        launcher.close()
-                        raise EngineError("sandbox launcher exited unexpectedly")
-                    reply = json.loads(data)
-                    continue
-                chunk = os.read(item, 1 << 16)
-                if not chunk:
-                    open_fds.discard(item)
-                    continue
-                buf = buffers[item]
-                room = OUTPUT_CAP_BYTES - len(buf)
-                if room > 0:
-                    buf += chunk[:room]
-                if len(chunk) > room:
-                    truncated[item] = True
-    finally:
-        os.close(out_r)
-        os.close(err_r)
-    assert reply is not None
-    stderr = buffers[err_r]
-    if "exec_error" in reply:
-        name, code = reply["exec_error"]
-        exit_code = 126 if code in (13, 8) else 127
-        msg = "command not found" if exit_code == 127 else "permission denied"
-        return ExecResult(exit_code=exit_code, stdout="", stderr=f"exec failed: {msg}")
-    exit_code = 124 if timed_out else int(reply["exit"])
-    return ExecResult(
-        exit_code=exit_code,
-        stdout=buffers[out_r].decode("utf-8", "replace"),
-        stderr=stderr.decode("utf-8", "replace") + ("\ncommand timed out" if timed_out else ""),
-        timed_out=timed_out,
-        stdout_truncated=truncated[out_r],
-        stderr_truncated=truncated[err_r],
-    )
+WATCH_INTERVAL = 0.25
 
 
-def run_unisolated(argv: list[str], cwd: str, env: dict[str, str], timeout: float, rlimits: list[tuple[str, int]]) -> ExecResult:
-    """Dev-only fallback (SANDBOX_ALLOW_UNISOLATED=1): rlimits and a process group, no namespaces."""
+def run_unisolated(
+    argv: list[str], cwd: str, env: dict[str, str], timeout: float, rlimits: list[tuple[str, int]], stdin: bytes | None = None
+) -> Outcome:
+    """Development only (``SandboxSettings.allow_unisolated``): rlimits and a process group, no namespaces."""
     import resource
 
     def preexec() -> None:
@@ -390,25 +582,25 @@ def run_unisolated(argv: list[str], cwd: str, env: dict[str, str], timeout: floa
 
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec,
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec,
         )  # fmt: skip
     except FileNotFoundError:
-        return ExecResult(exit_code=127, stderr="exec failed: command not found")
+        return Outcome(exit_code=127, exec_error=2)
     except PermissionError:
-        return ExecResult(exit_code=126, stderr="exec failed: permission denied")
+        return Outcome(exit_code=126, exec_error=13)
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input=stdin, timeout=timeout)
         code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         timed_out = False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         code, timed_out = 124, True
-    return ExecResult(
+    return Outcome(
         exit_code=code,
-        stdout=out[:OUTPUT_CAP_BYTES].decode("utf-8", "replace"),
-        stderr=err[:OUTPUT_CAP_BYTES].decode("utf-8", "replace"),
+        stdout=out[:OUTPUT_CAP_BYTES],
+        stderr=err[:OUTPUT_CAP_BYTES],
         timed_out=timed_out,
         stdout_truncated=len(out) > OUTPUT_CAP_BYTES,
         stderr_truncated=len(err) > OUTPUT_CAP_BYTES,

@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import logging
 import os
-import shutil
 import stat
-import tempfile
+import sys
 import threading
 import uuid
+from collections.abc import Callable
+from typing import Any
 
-from engine.sandbox import fs
+from engine.net.guard import Resolver
+from engine.net.proxy import EgressAttempt, EgressProxy, proxy_env
+from engine.sandbox import fs, mounts, stale, toolhost
 from engine.sandbox.base import (
     WORKSPACE,
+    FileTooLargeError,
     IsolationUnavailableError,
     SandboxConfig,
+    SandboxSettings,
     ShellNotAllowedError,
+    ToolRunError,
     WorkspaceFullError,
     WorkspacePathError,
-    unisolated_allowed,
 )
-from engine.sandbox.bwrap import Launcher, _sandbox_uid, bwrap_path, run_unisolated
+from engine.sandbox.bwrap import Launcher, Outcome, _sandbox_uid, bwrap_path, run_unisolated
+from engine.sandbox.cgroup import SandboxCgroup, open_cgroup
 from engine.sandbox.env import build_env, invokes_shell
 from engine.types import EngineError, ExecResult, FileEntry
 
@@ -29,16 +37,20 @@ log = logging.getLogger(__name__)
 _warned_unisolated = False
 _warn_lock = threading.Lock()
 
+DEFAULT_READ_LIMIT = 64 * 1024 * 1024  # the most a host-side read ever loads into the worker
+TOOL_OUTPUT_CAP = toolhost.MAX_OUTPUT_BYTES + 1024 * 1024
+
 
 def default_base_dir() -> str:
-    return os.path.join(tempfile.gettempdir(), "agentclash-sandboxes")
+    return "/tmp/agentclash-sandboxes"  # noqa: S108 - the default SANDBOX_ROOT; TMPDIR is not read
 
 
 class LocalSandbox:
     """Implements ``engine.types.Sandbox`` on the local filesystem plus bubblewrap."""
 
-    def __init__(self, config: SandboxConfig, *, base_dir: str | None = None):
+    def __init__(self, config: SandboxConfig, *, base_dir: str | None = None, settings: SandboxSettings | None = None):
         self.config = config
+        self.settings = settings or SandboxSettings()
         self.id = "sbx-" + uuid.uuid4().hex[:16]
         self.allow_network = config.allow_network
         self.destroyed = False
@@ -54,10 +66,14 @@ class LocalSandbox:
             os.chmod(base, 0o711)  # noqa: S103 - traversable by the per-sandbox uid, not listable
         self.dir = os.path.join(base, self.id)
         os.mkdir(self.dir, 0o711)
+        stale.write_owner(self.dir)  # lets a later worker remove this sandbox if we die
         self.root = os.path.join(self.dir, "workspace")
         self.private = os.path.join(self.dir, "private")
         os.mkdir(self.root, 0o700)
         os.mkdir(self.private, 0o755)
+        self.workspace_cap = config.max_workspace_bytes or self.settings.default_workspace_bytes
+        # A tmpfs of the cap's size makes the kernel enforce it for commands too (ENOSPC).
+        self.capped_fs = self.settings.workspace_tmpfs and mounts.mount_workspace(self.root, self.workspace_cap, self.uid)
         if self.uid is not None:
             os.chown(self.root, self.uid, self.uid)
         with open(os.path.join(self.private, "passwd"), "w") as fh:
@@ -67,89 +83,105 @@ class LocalSandbox:
             gid = self.uid if self.uid is not None else os.getgid()
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
+        self.cgroup: SandboxCgroup | None = None
+        self._aborted = threading.Event()
+        self._usage_before = 0
         self._root_fd = fs.open_root(self.root)
         self.isolated = bwrap_path() is not None
+        # Egress (engine/net/proxy.py): a proxy per sandbox when the pack allows network and the
+        # operator did not turn it off. Attempts are queued by proxy threads and handed to
+        # ``egress_listener`` on the calling thread after each exec (the event sink is not
+        # thread-safe).
+        self.egress_enabled = config.allow_network and config.network_mode != "off"
+        self.egress_listener: Callable[[EgressAttempt], None] | None = None
+        self.egress_resolver: Resolver | None = None  # DNS override for the proxy (tests)
+        self._proxy: EgressProxy | None = None
+        self._egress: list[EgressAttempt] = []
+        self._egress_lock = threading.Lock()
 
     # ------------------------------------------------------------------ files
     def _check_live(self) -> None:
         if self.destroyed:
             raise EngineError("sandbox was destroyed")
 
-    def _chown(self, fd: int) -> None:
-        if self.uid is not None:
-            os.fchown(fd, self.uid, self.uid)
-
     def workspace_bytes(self) -> int:
-        total = 0
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            for name in filenames + dirnames:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-                except OSError:
-                    pass
-        return total
+        if self.capped_fs:
+            st = os.fstatvfs(self._root_fd)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize
+        return fs.tree_bytes(self._root_fd)
 
     def _check_quota(self, incoming: int, replacing: int = 0) -> None:
-        cap = self.config.max_workspace_bytes
-        if cap is not None and self.workspace_bytes() - replacing + incoming > cap:
+        if self.workspace_bytes() - replacing + incoming > self.workspace_cap:
             raise WorkspaceFullError()
 
     def host_path(self, path: str) -> str:
+        """The host path of a workspace file, for tests and staging; tools never open it by name."""
         self._check_live()
-        return fs.host_path(self.root, path)
+        return fs.host_path(self.root, self._root_fd, path)
+
+    def resolve_path(self, raw: str) -> str:
+        """The contained, symlink-free agent path of ``raw`` (the tail may not exist)."""
+        self._check_live()
+        return fs.agent_path(fs.resolve(self._root_fd, raw))
 
     def stage_files(self, files: dict[str, bytes]) -> None:
         for path, data in files.items():
             self.write_file(path, data)
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> bytes:
+        """Read a regular workspace file; FileTooLargeError over ``limit`` (checked before reading)."""
         self._check_live()
-        fd, _ = fs.open_file(self.root, path, os.O_RDONLY, root_fd=self._root_fd)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
-            chunks = []
-            want = st.st_size + 1
-            while True:
-                chunk = os.read(fd, max(want, 65536))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            return b"".join(chunks)
+            fd, _ = fs.open_file(self._root_fd, path, os.O_RDONLY)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket
+                raise IsADirectoryError(errno.EISDIR, "not a regular file", path) from None
+            raise
+        try:
+            return fs.read_regular(fd, path, limit)
         finally:
             os.close(fd)
 
     def write_file(self, path: str, data: bytes) -> None:
         self._check_live()
-        parts = fs.resolve(self.root, path)
-        existing = 0
+        fd: int | None
         try:
-            existing = os.lstat(os.path.join(self.root, *parts)).st_blocks * 512 if parts else 0
-        except OSError:
-            pass
-        self._check_quota(len(data), existing)
-        fd, _ = fs.open_file(self.root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, create_parents=True, root_fd=self._root_fd)
+            fd, _ = fs.open_file(self._root_fd, path, os.O_WRONLY)
+        except FileNotFoundError:
+            fd = None
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads, or a socket
+                raise IsADirectoryError(errno.EISDIR, "not a regular file", path) from None
+            raise
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
-            self._chown(fd)
+            existing = 0
+            if fd is not None:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
+                existing = st.st_blocks * 512
+            self._check_quota(len(data), existing)
+            if fd is None:
+                fd, _ = fs.open_file(self._root_fd, path, os.O_WRONLY | os.O_CREAT, 0o644, make_parents=self.uid)
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
+                if self.uid is not None:
+                    os.fchown(fd, self.uid, self.uid)
+            os.ftruncate(fd, 0)
             view = memoryview(data)
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise WorkspaceFullError() from None
+            raise
         finally:
-            os.close(fd)
-        if self.uid is not None and len(parts) > 1:
-            for i in range(1, len(parts)):
-                d = os.path.join(self.root, *parts[:i])
-                st = os.lstat(d)
-                if st.st_uid != self.uid and stat.S_ISDIR(st.st_mode):
-                    os.lchown(d, self.uid, self.uid)
+            if fd is not None:
+                os.close(fd)
 
     def list_files(self, prefix: str = WORKSPACE) -> list[FileEntry]:
         self._check_live()
-        fd, parts = fs.open_dir(self.root, prefix)
+        fd, parts = fs.open_dir(self._root_fd, prefix)
         entries: list[FileEntry] = []
         try:
             self._walk(fd, fs.agent_path(parts), entries)
@@ -164,7 +196,10 @@ class LocalSandbox:
         with os.scandir(dfd) as it:
             items = list(it)
         for entry in items:
-            st = entry.stat(follow_symlinks=False)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
             path = agent_dir.rstrip("/") + "/" + entry.name
             if stat.S_ISREG(st.st_mode):
                 out.append(FileEntry(path=path, size=st.st_size))
@@ -180,9 +215,7 @@ class LocalSandbox:
 
     # ------------------------------------------------------------------ exec
     def _rlimits(self, timeout: float | None = None) -> list[tuple[str, int]]:
-        fsize = self.config.file_size_bytes
-        if self.config.max_workspace_bytes:
-            fsize = min(fsize, self.config.max_workspace_bytes)
+        fsize = min(self.config.file_size_bytes, self.workspace_cap)
         cpu = [("RLIMIT_CPU", int(timeout) + 5)] if timeout is not None else []
         return cpu + [
             ("RLIMIT_AS", self.config.memory_bytes),
@@ -191,6 +224,36 @@ class LocalSandbox:
             ("RLIMIT_NOFILE", 1024),
             ("RLIMIT_CORE", 0),
         ]
+
+    def _contained_dir(self, cwd: str) -> str:
+        fd, parts = fs.open_dir(self._root_fd, cwd or WORKSPACE)
+        os.close(fd)
+        return fs.agent_path(parts)
+
+    def _launcher_for_run(self) -> Launcher:
+        if self._launcher is None:
+            self.cgroup = open_cgroup(
+                self.id, memory_bytes=self.config.memory_bytes, max_processes=self.config.max_processes, parent=self.settings.cgroup_parent
+            )
+            launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits(), settings=self.settings, cgroup=self.cgroup)
+            launcher.egress_dir = self._start_egress()
+            if not self.capped_fs:
+                launcher.watch = self._workspace_overflowing
+            if self._aborted.is_set():
+                launcher.abort()
+            self._launcher = launcher
+        return self._launcher
+
+    def _workspace_overflowing(self) -> bool:
+        """Fallback cap without a sized filesystem: stop a command that grows the workspace past it."""
+        return self.workspace_bytes() > max(self.workspace_cap, self._usage_before)
+
+    def _require_isolation(self) -> None:
+        if self.isolated:
+            return
+        if not self.settings.allow_unisolated:
+            raise IsolationUnavailableError()
+        _warn_unisolated()
 
     def exec(
         self,
@@ -207,33 +270,101 @@ class LocalSandbox:
             raise ValueError("command must be a non-empty list of strings")
         if not self.config.allow_shell and invokes_shell(argv):
             raise ShellNotAllowedError()
-        parts = fs.resolve(self.root, cwd or WORKSPACE)
-        if not os.path.isdir(os.path.join(self.root, *parts)):
-            raise NotADirectoryError(errno.ENOTDIR, "working directory does not exist", cwd)
+        try:
+            agent_cwd = self._contained_dir(cwd)
+        except FileNotFoundError:
+            raise NotADirectoryError(errno.ENOTDIR, "working directory does not exist", cwd) from None
         timeout = max(0.1, float(timeout))
-        full_env = build_env(self.config.env_vars, env)
+        self._require_isolation()
+        egress_env = proxy_env() if self.isolated and self.egress_enabled else {}
+        full_env = build_env({**egress_env, **self.config.env_vars}, env)
+        self._usage_before = 0 if self.capped_fs else self.workspace_bytes()
         if self.isolated:
-            if self._launcher is None:
-                self._launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits())
-            return self._launcher.run(argv, fs.agent_path(parts), full_env, timeout)
-        if not unisolated_allowed():
-            raise IsolationUnavailableError()
-        _warn_unisolated()
-        full_env["HOME"] = self.root
-        return run_unisolated(argv, os.path.join(self.root, *parts), full_env, timeout, self._rlimits(timeout))
+            outcome = self._launcher_for_run().run(argv, agent_cwd, full_env, timeout)
+            self.deliver_egress()
+        else:
+            full_env["HOME"] = self.root
+            host_cwd = os.path.join(self.root, *fs.agent_components(agent_cwd))
+            outcome = run_unisolated(argv, host_cwd, full_env, timeout, self._rlimits(timeout))
+        result = outcome.to_exec_result()
+        if not self.capped_fs and outcome.exec_error is None:
+            usage = self.workspace_bytes()
+            if usage > self.workspace_cap and usage > self._usage_before:
+                result.stderr += ("\n" if result.stderr else "") + "workspace size limit exceeded"
+                result.exit_code = result.exit_code or 1
+        return result
+
+    def run_tool(self, name: str, args: dict[str, Any], *, timeout: float) -> Any:
+        """Run a data tool (``toolhost.TOOLS``) inside the sandbox and return its value.
+
+        Raises ToolRunError (``timeout``, ``cancelled``, ``memory``, ``crashed`` or the tool's own
+        code such as ``not_found``/``outside``/``jq``), IsolationUnavailableError, EngineError.
+        """
+        self._check_live()
+        self._require_isolation()
+        timeout = max(0.1, float(timeout))
+        env = build_env(self.config.env_vars)
+        if self.isolated:
+            request = json.dumps({"root": WORKSPACE, "args": args}).encode()
+            outcome = self._launcher_for_run().run(None, WORKSPACE, env, timeout, tool=name, stdin=request, output_cap=TOOL_OUTPUT_CAP)
+        else:
+            request = json.dumps({"root": self.root, "args": args}).encode()
+            script = toolhost.__file__
+            outcome = run_unisolated([sys.executable, "-I", script, name], self.root, env, timeout, self._rlimits(timeout), stdin=request)
+        return _tool_value(outcome)
+
+    def abort(self) -> None:
+        """Stop the running command or tool within ~2 s and refuse new ones (thread-safe: cancel)."""
+        self._aborted.set()
+        launcher = self._launcher
+        if launcher is not None:
+            launcher.abort()
+
+    # ------------------------------------------------------------------ egress
+    def _start_egress(self) -> str | None:
+        if not self.egress_enabled:
+            return None
+        if self._proxy is None:
+            self._proxy = EgressProxy(
+                os.path.join(self.dir, "egress"), self.config.egress_policy, self._note_egress, uid=self.uid, resolver=self.egress_resolver
+            ).start()
+        return self._proxy.socket_dir
+
+    def _note_egress(self, attempt: EgressAttempt) -> None:  # proxy threads
+        with self._egress_lock:
+            self._egress.append(attempt)
+
+    def deliver_egress(self) -> None:
+        """Hand queued egress attempts to ``egress_listener`` (on the calling thread)."""
+        if self._proxy is not None:
+            self._proxy.settle()
+        with self._egress_lock:
+            attempts, self._egress = self._egress, []
+        listener = self.egress_listener
+        if listener is not None:
+            for attempt in attempts:
+                listener(attempt)
 
     def destroy(self) -> None:
         if self.destroyed:
             return
         self.destroyed = True
-        try:
+        if self._proxy is not None:
+            self._proxy.close()
+            try:
+                self.deliver_egress()
+            except Exception:
+                log.exception("delivering the last egress attempts of sandbox %s failed", self.id)
+            self._proxy = None
+        with contextlib.suppress(OSError):
             os.close(self._root_fd)
-        except OSError:
-            pass
         if self._launcher is not None:
-            self._launcher.close()
+            self._launcher.dispose()
             self._launcher = None
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        stale.remove_sandbox_dir(self.dir)
 
     def __enter__(self) -> LocalSandbox:
         return self
@@ -245,8 +376,40 @@ class LocalSandbox:
         try:
             if self._launcher is not None:
                 self._launcher.close()
+            if self._proxy is not None:
+                self._proxy.close()
         except Exception:  # noqa: BLE001, S110 - best effort in __del__
             pass
+
+
+_TOOL_MESSAGES = {
+    "memory": "the sandbox ran out of memory",
+    "too_large_output": "result too large",
+    "too_deep": "input is nested too deeply",
+}
+
+
+def _tool_value(outcome: Outcome) -> Any:
+    if outcome.cancelled:
+        raise ToolRunError("cancelled", "cancelled")
+    if outcome.timed_out:
+        raise ToolRunError("timeout", "timed out")
+    if outcome.out_of_memory:
+        raise ToolRunError("memory", _TOOL_MESSAGES["memory"])
+    if outcome.exec_error is not None or outcome.stdout_truncated:
+        raise ToolRunError("crashed" if not outcome.stdout_truncated else "too_large_output", "failed")
+    try:
+        answer = json.loads(outcome.stdout)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        if outcome.exit_code in (137, 128 + 9) or "MemoryError" in outcome.stderr.decode("utf-8", "replace"):
+            raise ToolRunError("memory", _TOOL_MESSAGES["memory"])
+        raise ToolRunError("crashed", "failed")
+    if "error" in answer:
+        code = str(answer["error"])
+        raise ToolRunError(code, str(answer.get("message") or _TOOL_MESSAGES.get(code, "")))
+    return answer.get("ok")
 
 
 def _traversable(path: str) -> bool:
@@ -265,10 +428,34 @@ def _warn_unisolated() -> None:
     with _warn_lock:
         if not _warned_unisolated:
             log.warning(
-                "SANDBOX_ALLOW_UNISOLATED=1: running agent commands WITHOUT bubblewrap isolation. "
+                "SANDBOX_ALLOW_UNISOLATED: running agent commands WITHOUT bubblewrap isolation. "
                 "Development only — never enable this on a worker that runs untrusted packs."
             )
             _warned_unisolated = True
 
 
-__all__ = ["LocalSandbox", "WorkspacePathError"]
+def read_limited(sandbox: Any, path: str, limit: int) -> bytes:
+    """``sandbox.read_file`` with a size limit checked before reading (any ``Sandbox``)."""
+    if isinstance(sandbox, LocalSandbox):
+        return sandbox.read_file(path, limit)
+    data: bytes = sandbox.read_file(path)
+    if len(data) > limit:
+        raise FileTooLargeError(path, len(data), limit)
+    return data
+
+
+def run_tool(sandbox: Any, name: str, args: dict[str, Any], *, timeout: float) -> Any:
+    """Run data tool ``name`` inside ``sandbox`` (see :meth:`LocalSandbox.run_tool`)."""
+    if not isinstance(sandbox, LocalSandbox):
+        raise ToolRunError("unavailable", "this sandbox cannot run data tools")
+    return sandbox.run_tool(name, args, timeout=timeout)
+
+
+def contained_path(sandbox: Any, raw: str) -> str:
+    """The symlink-free agent path (``/workspace/...``) of ``raw``; WorkspacePathError if it escapes."""
+    if not isinstance(sandbox, LocalSandbox):
+        raise ToolRunError("unavailable", "this sandbox cannot run data tools")
+    return sandbox.resolve_path(raw)
+
+
+__all__ = ["LocalSandbox", "WorkspacePathError", "contained_path", "read_limited", "run_tool"]

@@ -46,49 +46,119 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
     refs.setdefault("evaluation_spec_fingerprint", spec_fingerprint(spec))
     refs.setdefault("evaluation_spec_name", spec.get("name"))
     refs.setdefault("evaluation_spec_version", spec.get("version_number"))
-
-    dim_keys: list[str] = []
-    for case in cases:
-        dim_keys += [k for k in case.get("dimensions", {}) if k not in dim_keys]
-    dimensions = {}
-    for key in dim_keys:
-        entries = [c.get("dimensions", {}).get(key) for c in cases]
-        scores = [e["score"] for e in entries if e and e.get("state") == "available" and e.get("score") is not None]
-        states = [e.get("state") if e else "unavailable" for e in entries]
-        state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
-        first = next((e for e in entries if e), {})
-        dimensions[key] = {
-            "mean": _mean(scores),
-            "state": state,
-            "available_count": len(scores),
-            "case_count": len(cases),
-            "better_direction": "higher",
-            "declared_direction": first.get("declared_direction"),
-            "source": first.get("source"),
-        }
-
-    validity, validity_reason = "valid", ""
-    for wanted in ("invalid", "degraded"):
-        offender = next((c for c in cases if c.get("validity") == wanted), None)
-        if offender is not None:
-            validity = wanted
-            validity_reason = f"case {offender.get('case_key')!r}: {offender.get('validity_reason', '')}"
-            break
-    if not cases:
-        validity, validity_reason = "invalid", "no cases were scored"
-
+    status, failure_reason = _lane_status(cases, refs)
+    validity, validity_reason = _lane_validity(cases)
     passed_flags = [c.get("passed") for c in cases]
     costs = [c.get("cost_usd") for c in cases]
     latencies = [float(c["latency_ms"]) for c in cases if c.get("latency_ms") is not None]
+    return {
+        "schema": LANE_SCHEMA,
+        "refs": refs,
+        "status": status,
+        "failure_reason": failure_reason,
+        "strategy": (spec.get("scorecard") or {}).get("strategy") or "weighted",
+        "overall_score": _mean([c["overall_score"] for c in cases if c.get("overall_score") is not None]),
+        "passed": _lane_passed(passed_flags),
+        "pass_rate": (sum(p is True for p in passed_flags) / len(cases)) if cases else None,
+        "validity": validity,
+        "validity_reason": validity_reason,
+        "case_counts": _case_counts(cases, passed_flags),
+        "dimensions": {key: _dimension_rollup(key, cases) for key in _dimension_keys(cases)},
+        "cost_usd": sum(c for c in costs if c is not None) if cases else None,
+        "cost_complete": all(c is not None for c in costs),
+        "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "mean": _mean(latencies)},
+        "tokens": {
+            k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases) for k in ("input_tokens", "output_tokens", "total_tokens")
+        },
+        "cases": [_case_row(c) for c in cases],
+        "regression_cases": _regression_cases(cases),
+        "warnings": sorted({w for c in cases for w in c.get("warnings", [])}),
+    }
+
+
+def _dimension_keys(cases: list[dict[str, JSON]]) -> list[str]:
+    """Every dimension key of every case, in first-seen order."""
+    keys: list[str] = []
+    for case in cases:
+        keys += [k for k in case.get("dimensions", {}) if k not in keys]
+    return keys
+
+
+def _dimension_rollup(key: str, cases: list[dict[str, JSON]]) -> dict[str, JSON]:
+    entries = [c.get("dimensions", {}).get(key) for c in cases]
+    scores = [e["score"] for e in entries if e and e.get("state") == "available" and e.get("score") is not None]
+    # Cases the dimension does not apply to are left out; it is not_applicable only if it applies to none.
+    states = [s for s in (e.get("state") if e else "unavailable" for e in entries) if s != "not_applicable"]
+    if entries and not states:
+        state = "not_applicable"
+    else:
+        state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
+    first: dict[str, JSON] = next((e for e in entries if e), {})
+    return {
+        "mean": _mean(scores),
+        "state": state,
+        "available_count": len(scores),
+        "case_count": len(cases),
+        "better_direction": "higher",
+        "declared_direction": first.get("declared_direction"),
+        "source": first.get("source"),
+    }
+
+
+def _lane_validity(cases: list[dict[str, JSON]]) -> tuple[str, str]:
+    """The worst case validity, naming the first case that has it."""
+    if not cases:
+        return "invalid", "no cases were scored"
+    for wanted in ("invalid", "degraded"):
+        offender = next((c for c in cases if c.get("validity") == wanted), None)
+        if offender is not None:
+            return wanted, f"case {offender.get('case_key')!r}: {offender.get('validity_reason', '')}"
+    return "valid", ""
+
+
+def _lane_status(cases: list[dict[str, JSON]], refs: dict[str, JSON]) -> tuple[str, str | None]:
     failed_runs = [c for c in cases if c.get("run_status") in ("failed", "cancelled")]
     status = refs.get("status") or ("failed" if cases and len(failed_runs) == len(cases) else "completed")
     failure_reason = refs.get("failure_reason") or next((c.get("stop_reason") for c in failed_runs), None)
-    overall_scores = [c["overall_score"] for c in cases if c.get("overall_score") is not None]
-    if not cases or any(p is False for p in passed_flags):
-        lane_passed = False if cases else None
-    else:
-        lane_passed = None if any(p is None for p in passed_flags) else True
+    return status, failure_reason
 
+
+def _lane_passed(passed_flags: list[bool | None]) -> bool | None:
+    """False if any case failed (or there are none), None if any is unknown, else True."""
+    if not passed_flags:
+        return None
+    if any(p is False for p in passed_flags):
+        return False
+    return None if any(p is None for p in passed_flags) else True
+
+
+def _case_counts(cases: list[dict[str, JSON]], passed_flags: list[bool | None]) -> dict[str, int]:
+    return {
+        "total": len(cases),
+        "passed": sum(p is True for p in passed_flags),
+        "failed": sum(p is False for p in passed_flags),
+        "unknown": sum(p is None for p in passed_flags),
+        "run_completed": sum(c.get("run_status") == "completed" for c in cases),
+        "run_failed": sum(c.get("run_status") == "failed" for c in cases),
+        "run_cancelled": sum(c.get("run_status") == "cancelled" for c in cases),
+    }
+
+
+def _case_row(case: dict[str, JSON]) -> dict[str, JSON]:
+    return {
+        "case_key": case.get("case_key"),
+        "overall_score": case.get("overall_score"),
+        "passed": case.get("passed"),
+        "validity": case.get("validity"),
+        "run_status": case.get("run_status"),
+        "stop_reason": case.get("stop_reason"),
+        "status": case.get("status"),
+        "overall_reason": case.get("overall_reason"),
+        "dimensions": {k: v.get("score") for k, v in (case.get("dimensions") or {}).items()},
+    }
+
+
+def _regression_cases(cases: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
     regression_cases = []
     for case in cases:
         for detail in case.get("validator_details", []):
@@ -96,65 +166,22 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
             if tag:
                 failed = detail.get("state") != "available" or detail.get("verdict") != "pass"
                 regression_cases.append({**tag, "case_key": case.get("case_key"), "failed": failed})
-
-    return {
-        "schema": LANE_SCHEMA,
-        "refs": refs,
-        "status": status,
-        "failure_reason": failure_reason,
-        "strategy": (spec.get("scorecard") or {}).get("strategy") or "weighted",
-        "overall_score": _mean(overall_scores),
-        "passed": lane_passed,
-        "pass_rate": (sum(p is True for p in passed_flags) / len(cases)) if cases else None,
-        "validity": validity,
-        "validity_reason": validity_reason,
-        "case_counts": {
-            "total": len(cases),
-            "passed": sum(p is True for p in passed_flags),
-            "failed": sum(p is False for p in passed_flags),
-            "unknown": sum(p is None for p in passed_flags),
-            "run_completed": sum(c.get("run_status") == "completed" for c in cases),
-            "run_failed": sum(c.get("run_status") == "failed" for c in cases),
-            "run_cancelled": sum(c.get("run_status") == "cancelled" for c in cases),
-        },
-        "dimensions": dimensions,
-        "cost_usd": sum(c for c in costs if c is not None) if cases else None,
-        "cost_complete": all(c is not None for c in costs),
-        "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "mean": _mean(latencies)},
-        "tokens": {
-            k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases) for k in ("input_tokens", "output_tokens", "total_tokens")
-        },
-        "cases": [
-            {
-                "case_key": c.get("case_key"),
-                "overall_score": c.get("overall_score"),
-                "passed": c.get("passed"),
-                "validity": c.get("validity"),
-                "run_status": c.get("run_status"),
-                "stop_reason": c.get("stop_reason"),
-                "status": c.get("status"),
-                "overall_reason": c.get("overall_reason"),
-                "dimensions": {k: v.get("score") for k, v in (c.get("dimensions") or {}).items()},
-            }
-            for c in cases
-        ],
-        "regression_cases": regression_cases,
-        "warnings": sorted({w for c in cases for w in c.get("warnings", [])}),
-    }
+    return regression_cases
 
 
 def _dimension_mean(card: dict[str, JSON], key: str) -> float:
-    value = ((card.get("dimensions") or {}).get(key) or {}).get("mean")
+    value: float | None = ((card.get("dimensions") or {}).get(key) or {}).get("mean")
     return value if value is not None else -1.0
 
 
 def _rank_key(card: dict[str, JSON]) -> tuple[float, float, float, float]:
     score = card.get("overall_score")
+    pass_rate = card.get("pass_rate")
     return (
         score if score is not None else -1.0,
         _dimension_mean(card, "correctness"),
         _dimension_mean(card, "reliability"),
-        card.get("pass_rate") if card.get("pass_rate") is not None else -1.0,
+        pass_rate if pass_rate is not None else -1.0,
     )
 
 
@@ -165,39 +192,51 @@ def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
     rank is shared, or no lane has an overall score, there is no winner. A single lane wins trivially.
     """
     ordered = sorted(lane_scorecards.items(), key=lambda item: (tuple(-v for v in _rank_key(item[1])), str(item[0])))
-    ranking, previous_key, rank = [], None, 0
+    ranking: list[dict[str, JSON]] = []
+    previous_key: tuple[float, float, float, float] | None = None
+    rank = 0
     for position, (lane_id, card) in enumerate(ordered, 1):
         key = _rank_key(card)
         if key != previous_key:
             rank, previous_key = position, key
-        ranking.append(
-            {
-                "lane_id": lane_id,
-                "rank": rank,
-                "overall_score": card.get("overall_score"),
-                "pass_rate": card.get("pass_rate"),
-                "passed": card.get("passed"),
-                "validity": card.get("validity"),
-                "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
-                "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean"),
-            }
-        )
-    winner, reason = None, "no lanes"
-    if len(ranking) == 1:
-        winner, reason = ranking[0]["lane_id"], "single lane"
-    elif ranking:
-        top = [r for r in ranking if r["rank"] == 1]
-        if ranking[0]["overall_score"] is None:
-            reason = "no lane has an overall score"
-        elif len(top) > 1:
-            reason = "tie for first place"
-        else:
-            winner, reason = top[0]["lane_id"], "highest overall score"
-    deltas = {}
-    if len(ordered) >= 2:
-        first, second = ordered[0][1], ordered[1][1]
-        for key in sorted(set(first.get("dimensions", {})) | set(second.get("dimensions", {}))):
-            a = (first.get("dimensions", {}).get(key) or {}).get("mean")
-            b = (second.get("dimensions", {}).get(key) or {}).get("mean")
-            deltas[key] = None if a is None or b is None else a - b
+        ranking.append(_ranking_row(lane_id, rank, card))
+    winner, reason = _winner(ranking)
+    deltas = _winner_deltas(ordered[0][1], ordered[1][1]) if len(ordered) >= 2 else {}
     return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason, "dimension_deltas_winner_vs_runner_up": deltas}
+
+
+def _ranking_row(lane_id: str, rank: int, card: dict[str, JSON]) -> dict[str, JSON]:
+    return {
+        "lane_id": lane_id,
+        "rank": rank,
+        "overall_score": card.get("overall_score"),
+        "pass_rate": card.get("pass_rate"),
+        "passed": card.get("passed"),
+        "validity": card.get("validity"),
+        "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
+        "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean"),
+    }
+
+
+def _winner(ranking: list[dict[str, JSON]]) -> tuple[str | None, str]:
+    """The winning lane (or None) and why."""
+    if not ranking:
+        return None, "no lanes"
+    if len(ranking) == 1:
+        return ranking[0]["lane_id"], "single lane"
+    if ranking[0]["overall_score"] is None:
+        return None, "no lane has an overall score"
+    top = [r for r in ranking if r["rank"] == 1]
+    if len(top) > 1:
+        return None, "tie for first place"
+    return top[0]["lane_id"], "highest overall score"
+
+
+def _winner_deltas(first: dict[str, JSON], second: dict[str, JSON]) -> dict[str, float | None]:
+    """Per dimension, the first lane's mean minus the second's (None when either has none)."""
+    deltas: dict[str, float | None] = {}
+    for key in sorted(set(first.get("dimensions", {})) | set(second.get("dimensions", {}))):
+        a = (first.get("dimensions", {}).get(key) or {}).get("mean")
+        b = (second.get("dimensions", {}).get(key) or {}).get("mean")
+        deltas[key] = None if a is None or b is None else a - b
+    return deltas

@@ -9,7 +9,7 @@ copied; see docs/comparisons.md.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, TypeGuard
 
 from engine.scoring.evidence import canonical_json
 
@@ -65,7 +65,7 @@ def not_comparable(reason_code: str, reason: str, baseline: JSON = None, candida
     }
 
 
-def _is_scorecard(card: JSON) -> bool:
+def _is_scorecard(card: JSON) -> TypeGuard[dict[str, JSON]]:
     return isinstance(card, dict) and isinstance(card.get("dimensions"), dict) and "cases" in card
 
 
@@ -84,11 +84,15 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
             state = "missing_candidate"
         elif "error" in (b.get("state"), c.get("state")):
             state = "error"
+        elif b.get("state") == c.get("state") == "not_applicable":
+            state = "not_applicable"  # applies to neither lane: nothing to compare, nothing missing
         elif b.get("state") != "available" or c.get("state") != "available" or None in (b.get("mean"), c.get("mean")):
             state = "unavailable"
         else:
             state = "available"
-        b_value, c_value = (b or {}).get("mean"), (c or {}).get("mean")
+        # Both are numbers whenever state is "available" (checked above).
+        b_value: Any = (b or {}).get("mean")
+        c_value: Any = (c or {}).get("mean")
         out[key] = {
             "baseline_value": b_value,
             "candidate_value": c_value,
@@ -97,7 +101,7 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
             "declared_direction": (c or b or {}).get("declared_direction"),
             "state": state,
         }
-        if state != "available":
+        if state not in ("available", "not_applicable"):
             missing.append(f"dimension_deltas.{key}")
     return out
 

@@ -38,7 +38,7 @@ class DimensionSpec:
 class DimensionScore:
     key: str
     source: str
-    state: str  # available | unavailable | error
+    state: str  # available | unavailable | not_applicable | error
     score: float | None
     reason: str
     weight: float
@@ -62,7 +62,7 @@ def expand(evaluation_spec: dict[str, JSON]) -> list[DimensionSpec]:
     limits = evaluation_spec.get("runtime_limits") or {}
     out: list[DimensionSpec] = []
     for raw in scorecard.get("dimensions") or []:
-        decl = {"key": raw} if isinstance(raw, str) else (raw if isinstance(raw, dict) else {})
+        decl: dict[str, JSON] = {"key": raw} if isinstance(raw, str) else (raw if isinstance(raw, dict) else {})
         key = str(decl.get("key") or "")
         source = decl.get("source") or LEGACY.get(key, ("", ""))[0]
         direction = decl.get("better_direction") or (
@@ -95,6 +95,10 @@ def expand(evaluation_spec: dict[str, JSON]) -> list[DimensionSpec]:
 
 class DimensionError(Exception):
     pass
+
+
+class NotApplicable(Exception):
+    """The dimension does not apply to this case (a judge of a mismatch that never happened)."""
 
 
 def normalise(value: float, direction: str, normalization: dict[str, JSON] | None) -> float:
@@ -216,6 +220,8 @@ def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs
             judge = inputs.judge_results.get(dim.judge_key or "")
             if judge is None:
                 raise MetricUnavailable(f"judge {dim.judge_key!r} has no result")
+            if judge.get("state") == "not_applicable":
+                raise NotApplicable(f"judge {dim.judge_key!r} {judge.get('reason', 'does not apply')}")
             if judge.get("normalized_score") is None:
                 raise MetricUnavailable(f"judge {dim.judge_key!r} has no score: {judge.get('reason', '')}")
             score, reason = float(judge["normalized_score"]), f"judge {dim.judge_key} ({judge.get('confidence')})"
@@ -227,6 +233,9 @@ def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs
             raise DimensionError(f"dimension {dim.key!r} has no supported source")
     except MetricUnavailable as exc:
         result.state, result.reason = "unavailable", str(exc)
+        return result
+    except NotApplicable as exc:
+        result.state, result.reason = "not_applicable", str(exc)
         return result
     except DimensionError as exc:
         result.reason = str(exc)

@@ -10,8 +10,33 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
+
+from engine.events import (
+    GRADER_CODE_EXECUTED,
+    GRADER_DIRECTORY_LISTED,
+    GRADER_FILE_CAPTURED,
+    MODEL_CALL_COMPLETED,
+    MODEL_CALL_STARTED,
+    MODEL_OUTPUT_DELTA,
+    RACE_STANDINGS_INJECTED,
+    SANDBOX_COMMAND_FAILED,
+    SYSTEM_OUTPUT_FINALIZED,
+    SYSTEM_RUN_COMPLETED,
+    SYSTEM_RUN_FAILED,
+    SYSTEM_RUN_STARTED,
+    SYSTEM_STEP_COMPLETED,
+    SYSTEM_STEP_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_FAILED,
+    TURN_ASSISTANT_MESSAGE,
+    TURN_COMPLETED,
+    TURN_STATE_CAPTURED,
+    TURN_USER_MESSAGE,
+    TURN_USER_SIMULATED,
+)
 
 JSON = Any
 
@@ -58,8 +83,9 @@ class Turn:
     content: str
     actor: str | None
     phase: str | None
-    mismatch: bool
+    mismatch: bool  # on the assistant message whose reply failed the turn's `expects`
     event_id: str | None
+    turn_index: int | None = None
 
 
 @dataclasses.dataclass
@@ -120,11 +146,13 @@ def parse_time(value: JSON) -> datetime | None:
 def ordered_events(events: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
     """Sequence order; unsequenced events last, then by time and type (§5.2)."""
 
-    def sort_key(item: tuple[int, dict[str, JSON]]) -> tuple:
+    def sort_key(item: tuple[int, dict[str, JSON]]) -> tuple[int, int, str, str, int]:
         index, event = item
         seq = event.get("sequence_number")
-        has_seq = isinstance(seq, int) and not isinstance(seq, bool)
-        return (0 if has_seq else 1, seq if has_seq else 0, str(event.get("occurred_at") or ""), str(event.get("event_type") or ""), index)
+        rest = (str(event.get("occurred_at") or ""), str(event.get("event_type") or ""), index)
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            return (0, seq, *rest)
+        return (1, 0, *rest)
 
     return [e for _, e in sorted(enumerate(e for e in events if isinstance(e, dict)), key=sort_key)]
 
@@ -134,8 +162,9 @@ def loose_string(value: JSON) -> str | None:
         return value
     if isinstance(value, dict):
         for key in ("value", "content", "text", "answer"):
-            if isinstance(value.get(key), str):
-                return value[key]
+            text = value.get(key)
+            if isinstance(text, str):
+                return text
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
         return value[0]
     return None
@@ -171,123 +200,236 @@ def _tool_error(content: JSON) -> str | None:
             parsed = json.loads(content)
         except ValueError:
             return None
-        if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
-            return parsed["error"]
+        error = parsed.get("error") if isinstance(parsed, dict) else None
+        return error if isinstance(error, str) else None
     return None
 
 
 def extract(evidence: CaseEvidence) -> Extracted:
-    out = Extracted()
-    step_starts: dict[JSON, datetime] = {}
-    for event in ordered_events(evidence.events):
-        etype = str(event.get("event_type") or "")
-        payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
-        at = parse_time(event.get("occurred_at"))
-        event_id = event.get("event_id")
-        if etype == "system.run.started":
-            if out.start_at is None:
-                out.start_at = parse_time(payload.get("started_at")) or at
-        elif etype == "system.step.started":
-            if at is not None:
-                step_starts[payload.get("step_index")] = at
-        elif etype == "system.step.completed":
-            started = step_starts.pop(payload.get("step_index"), None)
-            if started is not None and at is not None:
-                out.step_durations_ms.append((at - started).total_seconds() * 1000)
-        elif etype == "model.output.delta":
-            if out.first_output_at is None:
-                out.first_output_at = at
-        elif etype == "system.output.finalized":
-            if out.first_output_at is None:
-                out.first_output_at = at
-            if out.final_output is None:
-                text = payload.get("final_output")
-                out.final_output = text if isinstance(text, str) else loose_string(payload.get("output"))
-                out.final_output_event_id = event_id
-        elif etype == "system.run.completed":
-            out.terminal_at = at
-            out.completed = True
-            if isinstance(payload.get("final_output"), str):
-                out.final_output = payload["final_output"]
-                out.final_output_event_id = out.final_output_event_id or event_id
-            out.input_tokens = _int(payload.get("input_tokens")) or out.input_tokens
-            out.output_tokens = _int(payload.get("output_tokens")) or out.output_tokens
-            out.total_tokens = _int(payload.get("total_tokens")) or out.total_tokens
-            out.tool_call_count = _int(payload.get("tool_call_count")) or out.tool_call_count
-            latency = payload.get("latency_ms")
-            if isinstance(latency, (int, float)) and out.start_at is not None:
-                from datetime import timedelta
-
-                out.terminal_at = out.start_at + timedelta(milliseconds=float(latency))
-        elif etype == "system.run.failed":
-            out.terminal_at = at
-            out.completed = False
-            out.failure_count += 1
-        elif etype in ("tool.call.completed", "tool.call.failed"):
-            result = payload.get("result") if isinstance(payload.get("result"), dict) else {}
-            failed = etype == "tool.call.failed" or bool(result.get("is_error"))
-            arguments = normalise_arguments(payload.get("arguments"))
-            out.tool_trace.append(
-                ToolTraceEntry(
-                    tool_name=str(payload.get("tool_name") or ""),
-                    arguments=arguments,
-                    arguments_key=canonical_json(arguments),
-                    failed=failed,
-                    failure_origin=payload.get("failure_origin"),
-                    error=_tool_error(result.get("content")),
-                    event_id=event_id,
-                )
-            )
-            if failed:
-                out.failure_count += 1
-        elif etype == "sandbox.command.failed":
-            out.failure_count += 1
-        elif etype in ("model.call.completed", "model.call.started"):
-            provider = str(payload.get("provider_key") or "")
-            model = str(payload.get("provider_model_id") or payload.get("model") or "")
-            if model:
-                entry = out.models.setdefault((provider, model), ModelUsage(provider, model))
-                usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-                if etype == "model.call.completed":
-                    entry.input_tokens += _int(usage.get("input_tokens"))
-                    entry.output_tokens += _int(usage.get("output_tokens"))
-                    entry.total_tokens += _int(usage.get("total_tokens")) or (
-                        _int(usage.get("input_tokens")) + _int(usage.get("output_tokens"))
-                    )
-        elif etype == "race.standings.injected":
-            out.race_context_tokens += _int(payload.get("tokens") or payload.get("token_count"))
-        elif etype.startswith("grader.verification."):
-            _absorb_verification(out, etype, payload, event_id)
-        elif etype.startswith("turn.") and etype in ("turn.user.message", "turn.user.simulated", "turn.assistant.message"):
-            out.turns.append(
-                Turn(
-                    role="assistant" if etype == "turn.assistant.message" else "user",
-                    content=loose_string(payload) or loose_string(payload.get("message")) or "",
-                    actor=payload.get("actor"),
-                    phase=payload.get("phase_id") or payload.get("phase"),
-                    mismatch=bool(payload.get("mismatch")),
-                    event_id=event_id,
-                )
-            )
-            if "expectations" in payload:
-                out.turn_expectations.append(payload["expectations"])
-        elif etype == "turn.state.captured" and "expectations" in payload:
-            out.turn_expectations.append(payload["expectations"])
-
-    _merge_explicit(out, evidence)
-    return out
+    scan = _Scan()
+    for raw in ordered_events(evidence.events):
+        event = _Event(
+            etype=str(raw.get("event_type") or ""),
+            payload=_as_dict(raw.get("payload")),
+            at=parse_time(raw.get("occurred_at")),
+            event_id=raw.get("event_id"),
+        )
+        handler = _HANDLERS.get(event.etype)
+        if handler is not None:
+            handler(scan, event)
+    _merge_explicit(scan.out, evidence)
+    return scan.out
 
 
-def _absorb_verification(out: Extracted, etype: str, payload: dict[str, JSON], event_id: JSON) -> None:
-    if etype.endswith("file_captured") and payload.get("key"):
-        out.captured_files.setdefault(payload["key"], payload)
-        out.verification_event_ids.setdefault("file:" + payload["key"], event_id)
-    elif etype.endswith("directory_listed") and payload.get("key"):
-        out.directory_listings.setdefault(payload["key"], payload)
-        out.verification_event_ids.setdefault("file:" + payload["key"], event_id)
-    elif etype.endswith("code_executed") and payload.get("validator_key"):
-        out.code_executions.setdefault(payload["validator_key"], payload)
-        out.verification_event_ids.setdefault("code:" + payload["validator_key"], event_id)
+@dataclasses.dataclass(slots=True)
+class _Event:
+    etype: str
+    payload: dict[str, JSON]
+    at: datetime | None
+    event_id: JSON
+
+
+@dataclasses.dataclass(slots=True)
+class _Scan:
+    """One pass over a case's events: the facts so far, and steps started but not completed."""
+
+    out: Extracted = dataclasses.field(default_factory=Extracted)
+    step_starts: dict[JSON, datetime] = dataclasses.field(default_factory=dict)
+
+
+def _as_dict(value: JSON) -> dict[str, JSON]:
+    return value if isinstance(value, dict) else {}
+
+
+def _run_started(scan: _Scan, event: _Event) -> None:
+    if scan.out.start_at is None:
+        scan.out.start_at = parse_time(event.payload.get("started_at")) or event.at
+
+
+def _step_started(scan: _Scan, event: _Event) -> None:
+    if event.at is not None:
+        scan.step_starts[event.payload.get("step_index")] = event.at
+
+
+def _step_completed(scan: _Scan, event: _Event) -> None:
+    started = scan.step_starts.pop(event.payload.get("step_index"), None)
+    if started is not None and event.at is not None:
+        scan.out.step_durations_ms.append((event.at - started).total_seconds() * 1000)
+
+
+def _output_delta(scan: _Scan, event: _Event) -> None:
+    if scan.out.first_output_at is None:
+        scan.out.first_output_at = event.at
+
+
+def _output_finalized(scan: _Scan, event: _Event) -> None:
+    out = scan.out
+    if out.first_output_at is None:
+        out.first_output_at = event.at
+    if out.final_output is None:
+        text = event.payload.get("final_output")
+        out.final_output = text if isinstance(text, str) else loose_string(event.payload.get("output"))
+        out.final_output_event_id = event.event_id
+
+
+def _run_completed(scan: _Scan, event: _Event) -> None:
+    out, payload = scan.out, event.payload
+    out.terminal_at = event.at
+    out.completed = True
+    if isinstance(payload.get("final_output"), str):
+        out.final_output = payload["final_output"]
+        out.final_output_event_id = out.final_output_event_id or event.event_id
+    out.input_tokens = _int(payload.get("input_tokens")) or out.input_tokens
+    out.output_tokens = _int(payload.get("output_tokens")) or out.output_tokens
+    out.total_tokens = _int(payload.get("total_tokens")) or out.total_tokens
+    out.tool_call_count = _int(payload.get("tool_call_count")) or out.tool_call_count
+    latency = payload.get("latency_ms")
+    # The run's own latency is more precise than the gap between event timestamps.
+    if isinstance(latency, (int, float)) and out.start_at is not None:
+        out.terminal_at = out.start_at + timedelta(milliseconds=float(latency))
+
+
+def _run_failed(scan: _Scan, event: _Event) -> None:
+    scan.out.terminal_at = event.at
+    scan.out.completed = False
+    scan.out.failure_count += 1
+
+
+def _tool_call(scan: _Scan, event: _Event) -> None:
+    payload = event.payload
+    result = _as_dict(payload.get("result"))
+    failed = event.etype == TOOL_CALL_FAILED or bool(result.get("is_error"))
+    arguments = normalise_arguments(payload.get("arguments"))
+    scan.out.tool_trace.append(
+        ToolTraceEntry(
+            tool_name=str(payload.get("tool_name") or ""),
+            arguments=arguments,
+            arguments_key=canonical_json(arguments),
+            failed=failed,
+            failure_origin=payload.get("failure_origin"),
+            error=_tool_error(result.get("content")),
+            event_id=event.event_id,
+        )
+    )
+    if failed:
+        scan.out.failure_count += 1
+
+
+def _sandbox_command_failed(scan: _Scan, event: _Event) -> None:
+    scan.out.failure_count += 1
+
+
+def _model_usage(scan: _Scan, event: _Event) -> ModelUsage | None:
+    """The usage entry of the event's model, created on first sight; None when no model is named."""
+    provider = str(event.payload.get("provider_key") or "")
+    model = str(event.payload.get("provider_model_id") or event.payload.get("model") or "")
+    if not model:
+        return None
+    return scan.out.models.setdefault((provider, model), ModelUsage(provider, model))
+
+
+def _model_call_started(scan: _Scan, event: _Event) -> None:
+    _model_usage(scan, event)
+
+
+def _model_call_completed(scan: _Scan, event: _Event) -> None:
+    entry = _model_usage(scan, event)
+    if entry is None:
+        return
+    usage = _as_dict(event.payload.get("usage"))
+    entry.input_tokens += _int(usage.get("input_tokens"))
+    entry.output_tokens += _int(usage.get("output_tokens"))
+    entry.total_tokens += _int(usage.get("total_tokens")) or (_int(usage.get("input_tokens")) + _int(usage.get("output_tokens")))
+
+
+def _race_standings(scan: _Scan, event: _Event) -> None:
+    scan.out.race_context_tokens += _int(event.payload.get("tokens") or event.payload.get("token_count"))
+
+
+def _file_captured(scan: _Scan, event: _Event) -> None:
+    key = event.payload.get("key")
+    if key:
+        scan.out.captured_files.setdefault(key, event.payload)
+        scan.out.verification_event_ids.setdefault("file:" + key, event.event_id)
+
+
+def _directory_listed(scan: _Scan, event: _Event) -> None:
+    key = event.payload.get("key")
+    if key:
+        scan.out.directory_listings.setdefault(key, event.payload)
+        scan.out.verification_event_ids.setdefault("file:" + key, event.event_id)
+
+
+def _code_executed(scan: _Scan, event: _Event) -> None:
+    key = event.payload.get("validator_key")
+    if key:
+        scan.out.code_executions.setdefault(key, event.payload)
+        scan.out.verification_event_ids.setdefault("code:" + key, event.event_id)
+
+
+def _turn(scan: _Scan, event: _Event) -> None:
+    payload = event.payload
+    index = payload.get("turn_index")
+    scan.out.turns.append(
+        Turn(
+            role="assistant" if event.etype == TURN_ASSISTANT_MESSAGE else "user",
+            content=loose_string(payload) or loose_string(payload.get("message")) or "",
+            actor=payload.get("actor"),
+            phase=payload.get("phase_id") or payload.get("phase"),
+            mismatch=bool(payload.get("mismatch")),
+            event_id=event.event_id,
+            turn_index=index if isinstance(index, int) and not isinstance(index, bool) else None,
+        )
+    )
+    _turn_state(scan, event)
+
+
+def _user_simulated(scan: _Scan, event: _Event) -> None:
+    """``turn.user.simulated`` describes the simulator call; the message itself is ``turn.user.message``."""
+    if loose_string(event.payload) or loose_string(event.payload.get("message")):
+        _turn(scan, event)
+
+
+def _turn_completed(scan: _Scan, event: _Event) -> None:
+    """The engine decides a turn's mismatch after the reply: mark that turn's assistant message."""
+    if not event.payload.get("mismatch"):
+        return
+    index = event.payload.get("turn_index")
+    for turn in reversed(scan.out.turns):
+        if turn.role == "assistant" and (turn.turn_index is None or index is None or turn.turn_index == index):
+            turn.mismatch = True
+            return
+
+
+def _turn_state(scan: _Scan, event: _Event) -> None:
+    if "expectations" in event.payload:
+        scan.out.turn_expectations.append(event.payload["expectations"])
+
+
+# What each event type contributes; types not listed carry nothing scoring reads.
+_HANDLERS: dict[str, Callable[[_Scan, _Event], None]] = {
+    SYSTEM_RUN_STARTED: _run_started,
+    SYSTEM_STEP_STARTED: _step_started,
+    SYSTEM_STEP_COMPLETED: _step_completed,
+    MODEL_OUTPUT_DELTA: _output_delta,
+    SYSTEM_OUTPUT_FINALIZED: _output_finalized,
+    SYSTEM_RUN_COMPLETED: _run_completed,
+    SYSTEM_RUN_FAILED: _run_failed,
+    TOOL_CALL_COMPLETED: _tool_call,
+    TOOL_CALL_FAILED: _tool_call,
+    SANDBOX_COMMAND_FAILED: _sandbox_command_failed,
+    MODEL_CALL_STARTED: _model_call_started,
+    MODEL_CALL_COMPLETED: _model_call_completed,
+    RACE_STANDINGS_INJECTED: _race_standings,
+    GRADER_FILE_CAPTURED: _file_captured,
+    GRADER_DIRECTORY_LISTED: _directory_listed,
+    GRADER_CODE_EXECUTED: _code_executed,
+    TURN_USER_MESSAGE: _turn,
+    TURN_USER_SIMULATED: _user_simulated,
+    TURN_ASSISTANT_MESSAGE: _turn,
+    TURN_COMPLETED: _turn_completed,
+    TURN_STATE_CAPTURED: _turn_state,
+}
 
 
 def _merge_explicit(out: Extracted, evidence: CaseEvidence) -> None:
@@ -297,8 +439,17 @@ def _merge_explicit(out: Extracted, evidence: CaseEvidence) -> None:
         out.completed = evidence.status == "completed"
     elif evidence.status in ("failed", "cancelled"):
         out.completed = False
+    _merge_tokens(out, evidence.usage or {})
+    if evidence.tool_call_count is not None:
+        out.tool_call_count = evidence.tool_call_count
+    elif not out.tool_call_count:
+        out.tool_call_count = len(out.tool_trace)
+    _merge_verification(out, evidence)
+
+
+def _merge_tokens(out: Extracted, usage: dict[str, int]) -> None:
+    """Token totals: the run's own, else the caller's usage, else the sum over model calls."""
     if not out.total_tokens:
-        usage = evidence.usage or {}
         out.input_tokens = out.input_tokens or _int(usage.get("input_tokens"))
         out.output_tokens = out.output_tokens or _int(usage.get("output_tokens"))
         out.total_tokens = _int(usage.get("total_tokens"))
@@ -308,12 +459,10 @@ def _merge_explicit(out: Extracted, evidence: CaseEvidence) -> None:
         out.total_tokens = sum(m.total_tokens for m in out.models.values())
     if not out.total_tokens:
         out.total_tokens = out.input_tokens + out.output_tokens
-    if evidence.tool_call_count is not None:
-        out.tool_call_count = evidence.tool_call_count
-    elif not out.tool_call_count:
-        out.tool_call_count = len(out.tool_trace)
-    for key, value in evidence.captured_files.items():
-        out.captured_files[key] = value
+
+
+def _merge_verification(out: Extracted, evidence: CaseEvidence) -> None:
+    out.captured_files.update(evidence.captured_files)
     for key, entries in evidence.directory_listings.items():
         if isinstance(entries, dict):
             out.directory_listings[key] = entries
@@ -321,5 +470,4 @@ def _merge_explicit(out: Extracted, evidence: CaseEvidence) -> None:
             # A bare entry list: keep the root recorded by the listing event when there is one.
             root = (out.directory_listings.get(key) or {}).get("path")
             out.directory_listings[key] = {"key": key, "path": root, "entries": entries}
-    for key, value in evidence.code_executions.items():
-        out.code_executions[key] = value
+    out.code_executions.update(evidence.code_executions)

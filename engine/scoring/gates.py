@@ -271,6 +271,9 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
     # 4. required dimensions
     for key in policy.get("required_dimensions") or []:
         state = (deltas[key] or {}).get("state", "unavailable") if key in deltas else "missing"
+        if state == "not_applicable":  # applies to neither lane (e.g. no mismatch to recover from)
+            dims[key] = {"state": state, "outcome": "not_applicable"}
+            continue
         if state != "available":
             dims[key] = {"state": state, "outcome": "unavailable"}
             return done("insufficient_evidence", "required_dimension_unavailable", f"required dimension {key!r} is {state}")

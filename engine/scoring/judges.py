@@ -1,8 +1,15 @@
 """LLM judges (runtime.md §5.8): rubric, assertion, reference and n-wise.
 
 The judge itself is a callable ``judge(model, messages) -> ModelResponse`` supplied by the
-caller, so this module never talks to a provider. Every failure becomes a recorded call
-error or an unavailable result; nothing here raises.
+caller, so this module never talks to a provider. It may also have ``target(model) ->
+JudgeTarget | None`` naming the provider, model and deployment that answer a judge model
+(None: nothing does), and raises :class:`JudgeNotConfigured` for such a model; each call record
+names the provider actually called. Every failure becomes a recorded call error or an
+unavailable result; nothing here raises.
+
+A judge whose context is ``not_applicable`` (``transcript.from_mismatch`` of a conversation
+without a mismatch) makes no call and gets the state ``not_applicable``: its dimension drops out
+of the case's score instead of making the case "degraded".
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from engine.types import Message, ModelResponse
 
 JSON = Any
 JudgeFn = Callable[[str, list[Message]], ModelResponse]
+NO_JUDGE = "no judge configured"
 CONFIDENCE_WORDS = ("low", "medium", "high")
 DEFAULT_SAMPLES = 3
 MAX_SAMPLES = 10
@@ -47,6 +55,27 @@ PROVIDER_PREFIXES = (
     ("mistral-", "mistral"),
 )
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+class JudgeNotConfigured(Exception):
+    """Raised by a judge callable for a judge model that no deployment answers."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeTarget:
+    """What answers a judge model: the provider and model actually called, and the deployment."""
+
+    provider_key: str
+    model: str
+    deployment: str = ""
+
+
+def judge_target(judge: JudgeFn | None, model: str) -> JudgeTarget | None:
+    target = getattr(judge, "target", None)
+    if not callable(target):
+        return None
+    found = target(model)
+    return found if isinstance(found, JudgeTarget) else None
 
 
 def infer_provider(model: str) -> str | None:
@@ -93,10 +122,8 @@ class JudgeBudget:
             value = limits.get(name)
             return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
-        samples = positive("max_samples_per_judge")
-        return cls(
-            int(samples) if samples else None, positive("max_calls_usd"), int(positive("max_tokens")) if positive("max_tokens") else None
-        )
+        samples, max_tokens = positive("max_samples_per_judge"), positive("max_tokens")
+        return cls(int(samples) if samples else None, positive("max_calls_usd"), int(max_tokens) if max_tokens else None)
 
     def exhausted(self) -> str | None:
         if self.max_tokens is not None and self.tokens_used >= self.max_tokens:
@@ -134,9 +161,13 @@ class JudgeRunner:
         return (float(lo), float(hi)) if float(lo) < float(hi) else (1.0, 5.0)
 
     def call(self, decl: dict[str, JSON], model: str, sample: int, prompt: str) -> tuple[dict[str, JSON], JSON]:
+        target = judge_target(self.judge, model)
         record: dict[str, JSON] = {
             "model": model,
-            "provider_key": infer_provider(model),
+            # Who is called, as the caller resolved it; the response's provider overrides it below.
+            "provider_key": target.provider_key if target else None,
+            "called_model": target.model if target else None,
+            "deployment": target.deployment if target else None,
             "sample_index": sample,
             "score": None,
             "confidence": None,
@@ -150,17 +181,27 @@ class JudgeRunner:
                 self.warnings.append(stop)
             return record, None
         if self.judge is None:
-            record["error"] = "no judge configured"
+            record["error"] = NO_JUDGE
             return record, None
         try:
             response = self.judge(model, [Message(role="user", content=redact(prompt, self.secret_values))])
-        except Exception as exc:  # noqa: BLE001 — scoring never raises
-            record["error"] = f"{type(exc).__name__}: {getattr(exc, 'code', '') or exc}"
+        except JudgeNotConfigured:
+            record["error"] = NO_JUDGE
             return record, None
+        except Exception as exc:  # noqa: BLE001 — scoring never raises
+            provider = record["provider_key"] or getattr(exc, "provider_key", None) or "unknown provider"
+            detail = getattr(exc, "message", None) or exc
+            code = getattr(exc, "code", "")
+            record["error"] = redact(f"{provider}: {type(exc).__name__}: {f'{code}: ' if code else ''}{detail}", self.secret_values)[:500]
+            return record, None
+        record["provider_key"] = getattr(response, "provider_key", None) or record["provider_key"]
+        record["called_model"] = getattr(response, "provider_model_id", None) or record["called_model"]
         usage = getattr(response, "usage", None)
         tokens = (usage.total_tokens or usage.input_tokens + usage.output_tokens) if usage else 0
         self.budget.tokens_used += tokens
-        row = find_price(self.evaluation_spec, infer_provider(model) or "", model)
+        row = find_price(self.evaluation_spec, str(record["provider_key"] or ""), str(record["called_model"] or model)) or find_price(
+            self.evaluation_spec, str(record["provider_key"] or ""), model
+        )
         if row and usage:
             self.budget.usd_used += price(row, usage.input_tokens, usage.output_tokens)
         text = getattr(response, "output_text", "") or ""
@@ -256,7 +297,10 @@ class JudgeRunner:
         }
         if not model_scores:
             errors = [c["error"] for c in calls if c.get("error")]
-            result["reason"] = "all judge calls failed" + (f": {errors[0]}" if errors else "")
+            if errors and all(error == NO_JUDGE for error in errors):
+                result["reason"] = NO_JUDGE
+            else:
+                result["reason"] = "all judge calls failed" + (f": {next(e for e in errors if e != NO_JUDGE)}" if errors else "")
             return result
         consensus = decl.get("consensus") or {}
         aggregation = consensus.get("aggregation") or ("majority_vote" if mode == "assertion" else "mean")
@@ -290,10 +334,15 @@ class JudgeRunner:
         return result
 
     def run_single(self, decl: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted) -> dict[str, JSON]:
-        entries, missing = [], []
+        entries, missing, not_applicable = [], [], []
         for ref in decl.get("context_from") or []:
             resolved = resolve(ref, evidence, extracted)
-            (entries.append(f"{ref}:\n{resolved.value}") if resolved.ok else missing.append(f"{ref}: {resolved.reason}"))
+            if resolved.ok:
+                entries.append(f"{ref}:\n{resolved.value}")
+            elif resolved.state == "not_applicable":
+                not_applicable.append(f"{ref}: {resolved.reason}")
+            else:
+                missing.append(f"{ref}: {resolved.reason}")
         if decl.get("mode") == "reference":
             resolved = resolve(str(decl.get("reference_from") or ""), evidence, extracted)
             (
@@ -303,9 +352,12 @@ class JudgeRunner:
             )
         if missing:
             return self.finish(decl, [], {}, []) | {"reason": "context unavailable: " + "; ".join(missing)}
+        if not_applicable:
+            return self.finish(decl, [], {}, []) | {"state": "not_applicable", "reason": "not applicable: " + "; ".join(not_applicable)}
         body = self.instruction(decl) + ["Evaluation context:\n\n" + "\n\n".join(entries)]
         prompt = self.prompt(decl, body)
-        calls, per_model = [], {}
+        calls: list[dict[str, JSON]] = []
+        per_model: dict[str, list[float]] = {}
         for model in self.models(decl):
             per_model[model] = []
             for sample in range(self.samples(decl)):

@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.scoring import signals
 from engine.scoring.evidence import CaseEvidence, Extracted
-from engine.scoring.pricing import model_cost
+from engine.scoring.pricing import CostResult, model_cost
 from engine.scoring.validators import ValidatorResult
 
 JSON = Any
@@ -24,6 +24,7 @@ class MetricContext:
     evidence: CaseEvidence
     extracted: Extracted
     validators: list[ValidatorResult]
+    workspace_prices: list[dict[str, JSON]] = dataclasses.field(default_factory=list)  # operator price rows
 
     def latency_ms(self) -> float:
         latency = self.extracted.latency_ms
@@ -33,8 +34,11 @@ class MetricContext:
             raise MetricUnavailable("run start or terminal time is missing")
         return float(latency)
 
+    def cost(self) -> CostResult:
+        return model_cost(self.spec, self.extracted, self.evidence.model, workspace_prices=self.workspace_prices)
+
     def cost_usd(self) -> float:
-        result = model_cost(self.spec, self.extracted, self.evidence.model)
+        result = self.cost()
         if result.cost_usd is None:
             raise MetricUnavailable(result.reason)
         return result.cost_usd

@@ -1,7 +1,10 @@
 """Evidence references (runtime.md §5.3): turn ``final_output``, ``file:k``, ``case.*``… into values.
 
 ``resolve`` never raises: it returns a ``Resolved`` whose state is ``ok``, ``unavailable``
-(the data is missing for this run) or ``error`` (the reference itself is not understood).
+(the data is missing for this run), ``not_applicable`` (the data cannot exist for this run,
+e.g. ``transcript.from_mismatch`` of a conversation without a mismatch) or ``error`` (the
+reference itself is not understood). Readers that do not know ``not_applicable`` treat it as
+unavailable; judges skip (runtime.md §5.8 deviation, docs/scoring.md).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from engine.scoring.evidence import CaseEvidence, Extracted, canonical_json, loose_string
+from engine.scoring.evidence import CaseEvidence, Extracted, Turn, canonical_json, loose_string
 
 JSON = Any
 MAX_INDIRECTION_HOPS = 8
@@ -19,7 +22,7 @@ MAX_INDIRECTION_HOPS = 8
 
 @dataclasses.dataclass
 class Resolved:
-    state: str  # ok | unavailable | error
+    state: str  # ok | unavailable | not_applicable | error
     value: str | None = None  # stringified value
     raw: JSON = None  # the value before stringification
     reason: str = ""
@@ -36,6 +39,10 @@ def ok(raw: JSON, event_id: str | None = None) -> Resolved:
 
 def unavailable(reason: str) -> Resolved:
     return Resolved("unavailable", reason=reason)
+
+
+def not_applicable(reason: str) -> Resolved:
+    return Resolved("not_applicable", reason=reason)
 
 
 def error(reason: str) -> Resolved:
@@ -86,7 +93,7 @@ def _entries(container: JSON) -> dict[str, JSON]:
 
 
 def _is_item(value: JSON) -> bool:
-    return isinstance(value, dict) and "key" in value and ({"value", "source", "artifact_key", "path", "kind"} & value.keys())
+    return isinstance(value, dict) and "key" in value and bool({"value", "source", "artifact_key", "path", "kind"} & value.keys())
 
 
 class _Resolver:
@@ -176,7 +183,7 @@ class _Resolver:
         text = loose_string(payload)
         return ok(text if text is not None else canonical_json(payload))
 
-    def transcript(self, turns: list) -> str:
+    def transcript(self, turns: list[Turn]) -> str:
         return "\n".join(f"{t.role}: {t.content}" for t in turns)
 
     def resolve(self, ref: str) -> Resolved:
@@ -215,7 +222,8 @@ class _Resolver:
         if ref == "transcript.from_mismatch":
             start = next((i for i, t in enumerate(ex.turns) if t.mismatch), None)
             if start is None:
-                return unavailable("no mismatch turn in the transcript")
+                # A conversation without a mismatch has nothing to recover from: not missing data.
+                return not_applicable("no mismatch in the conversation") if ex.turns else unavailable("no transcript turns")
             return ok(self.transcript(ex.turns[start:]))
         if ref.startswith("transcript.last_n:"):
             raw = ref[len("transcript.last_n:") :].strip()

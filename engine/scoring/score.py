@@ -11,7 +11,6 @@ from engine.scoring import signals
 from engine.scoring.evidence import CaseEvidence, extract
 from engine.scoring.judges import JudgeFn, run_judges
 from engine.scoring.metrics import MetricContext, MetricResult, collect_all
-from engine.scoring.pricing import model_cost
 from engine.scoring.strategies import overall
 from engine.scoring.validators import ValidatorResult, run_validator
 
@@ -41,6 +40,7 @@ class CaseScore:
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
+    cost_detail: dict[str, JSON] = dataclasses.field(default_factory=dict)  # {state, reason, per_model[{…, source}]}
 
     def as_dict(self) -> dict[str, JSON]:
         validators = [v.as_dict() for v in self.validators]
@@ -66,6 +66,7 @@ class CaseScore:
             "llm_judge_details": list(self.judge_results),
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "total_tokens": self.total_tokens},
             "cost_usd": self.cost_usd,
+            "cost_detail": dict(self.cost_detail),
             "latency_ms": self.latency_ms,
             "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None else None},
         }
@@ -109,19 +110,17 @@ def score_case(
 
     ``judge_results`` supplies precomputed judge results by key (n_wise judges, or judges run
     elsewhere); ``human_preferences`` maps a human_preference dimension key to a 0..1 score;
-    ``fallback_pricing`` adds platform price rows (same shape as ``pricing.models``) that the
-    spec's own rows take precedence over.
+    ``fallback_pricing`` adds operator price rows (the workspace's overrides, same shape as
+    ``pricing.models``): the spec's own rows win over them, and they win over the price library
+    (engine/scoring/pricing.py).
     """
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
-    if fallback_pricing:
-        own = ((spec.get("pricing") or {}).get("models") or []) if isinstance(spec.get("pricing"), dict) else []
-        spec = {**spec, "pricing": {"models": [*own, *fallback_pricing]}}
     if isinstance(evidence, dict):
         evidence = CaseEvidence.from_dict(evidence)
     warnings: list[str] = []
     extracted = extract(evidence)
     validators = [run_validator(v, evidence, extracted) for v in spec.get("validators") or []]
-    ctx = MetricContext(spec, evidence, extracted, validators)
+    ctx = MetricContext(spec, evidence, extracted, validators, list(fallback_pricing or []))
     metrics = collect_all(ctx)
 
     judges: list[dict[str, JSON]] = []
@@ -141,7 +140,7 @@ def score_case(
     behavioral = []
     block = spec.get("behavioral") or {}
     for signal in (block.get("signals") if isinstance(block, dict) else None) or []:
-        fn = signals.SIGNALS.get(signal.get("key")) if isinstance(signal, dict) else None
+        fn = signals.SIGNALS.get(str(signal.get("key"))) if isinstance(signal, dict) else None
         if fn is not None:
             score = fn(extracted)
             threshold = signal.get("pass_threshold")
@@ -159,9 +158,9 @@ def score_case(
     strategy = str(scorecard.get("strategy") or "weighted")
     threshold = scorecard.get("pass_threshold")
     result = overall(strategy, dimension_scores, float(threshold) if isinstance(threshold, (int, float)) else None)
-    status = "complete" if dimension_scores and all(d.state == "available" for d in dimension_scores) else "partial"
+    status = "complete" if dimension_scores and all(d.state in ("available", "not_applicable") for d in dimension_scores) else "partial"
     validity, validity_reason = _validity(validators, metrics, dimension_scores)
-    cost = model_cost(spec, extracted, evidence.model).cost_usd
+    cost_result = ctx.cost()
     latency = extracted.latency_ms if extracted.latency_ms is not None else evidence.duration_ms
     return CaseScore(
         case_key=evidence.case_key,
@@ -179,7 +178,12 @@ def score_case(
         behavioral_signals=behavioral,
         judge_results=judges,
         warnings=warnings,
-        cost_usd=cost,
+        cost_usd=cost_result.cost_usd,
+        cost_detail={
+            "state": "available" if cost_result.cost_usd is not None else "unavailable",
+            "reason": cost_result.reason,
+            "per_model": cost_result.per_model,
+        },
         latency_ms=latency,
         total_tokens=extracted.total_tokens,
         input_tokens=extracted.input_tokens,

@@ -11,8 +11,9 @@ def recovery(ex: Extracted) -> float:
     """Share of failed calls after which the next call was different (name or arguments).
 
     A failure that is the last call has no "next call" and is not counted as an attempt.
-    Multi-turn runs without tool failures use user-simulator mismatches: an assistant turn
-    that differs from the one before the mismatch counts as adaptive.
+    Multi-turn runs without tool failures use user-simulator mismatches instead: after an
+    assistant reply that failed its turn's ``expects``, the next reply counts as adaptive when it
+    differs from the one that missed (a mismatch in the last turn has no next reply).
     """
     trace = ex.tool_trace
     attempts = adaptive = 0
@@ -23,12 +24,11 @@ def recovery(ex: Extracted) -> float:
                 adaptive += 1
     if attempts == 0 and ex.turns:
         for index, turn in enumerate(ex.turns):
-            if turn.mismatch:
-                before = [t.content for t in ex.turns[:index] if t.role == "assistant"]
+            if turn.mismatch and turn.role == "assistant":
                 after = [t.content for t in ex.turns[index + 1 :] if t.role == "assistant"]
                 if after:
                     attempts += 1
-                    adaptive += int(not before or after[0] != before[-1])
+                    adaptive += int(after[0].strip() != turn.content.strip())
     return 1.0 if attempts == 0 else adaptive / attempts
 
 

@@ -47,6 +47,7 @@ def weighted(dims: list[DimensionScore], pass_threshold: float | None) -> Overal
         gate_missing = any(g.state != "available" for g in gates)
         return Overall(None, False if gate_missing else None, "no dimension could be scored")
     score = weighted_mean(available)
+    assert score is not None  # available is not empty
     problem = _gate_problem(gates)
     if problem:
         return Overall(score, False, problem)
@@ -81,6 +82,7 @@ def hybrid(dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
     if not available:
         return Overall(None, False, "no non-gate dimension could be scored")
     score = weighted_mean(available)
+    assert score is not None  # available is not empty
     if pass_threshold is not None and score < pass_threshold:
         return Overall(score, False, f"score {score:.3f} is below the pass threshold {pass_threshold:g}")
     return Overall(score, True, "passed")
@@ -94,6 +96,9 @@ STRATEGIES: dict[str, Callable[[list[DimensionScore], float | None], Overall]] =
 
 
 def overall(strategy: str, dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
+    # A dimension that does not apply to the case (state not_applicable) takes no part at all:
+    # not in the mean, not as a gate, not as a missing required dimension.
+    dims = [d for d in dims if d.state != "not_applicable"]
     if strategy == "binary":
         # Binary treats every dimension as required; a scorecard-level threshold is not allowed.
         pass_threshold = None

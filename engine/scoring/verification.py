@@ -12,6 +12,7 @@ import re
 import time
 from typing import Any
 
+from engine.events import GRADER_CODE_EXECUTED, GRADER_DIRECTORY_LISTED, GRADER_FILE_CAPTURED
 from engine.scoring.references import stringify
 from engine.scoring.validators.code import DEFAULT_TIMEOUT_MS, parse_test_counts
 from engine.types import Sandbox
@@ -49,7 +50,9 @@ def working_directory(path: str) -> str:
 
 
 def _code_execution(validator: dict[str, JSON], check: dict[str, JSON], sandbox: Sandbox, context: dict[str, str]) -> dict[str, JSON]:
-    config = validator.get("config") if isinstance(validator.get("config"), dict) else {}
+    config = validator.get("config")
+    if not isinstance(config, dict):
+        config = {}
     timeout_ms = config.get("timeout_ms") or DEFAULT_TIMEOUT_MS
     command = render(str(config.get("test_command") or ""), context)
     result: dict[str, JSON] = {
@@ -158,15 +161,15 @@ def run_post_execution(evaluation_spec: dict[str, JSON], sandbox: Sandbox, case:
             continue
         result = _code_execution(validator, check, sandbox, context)
         out["code_executions"][str(validator.get("key"))] = result
-        out["events"].append({"event_type": "grader.verification.code_executed", "payload": result})
+        out["events"].append({"event_type": GRADER_CODE_EXECUTED, "payload": result})
     budget = [MAX_TOTAL_BYTES]
     for key, check in checks.items():
         if check.get("type") == "file_capture":
             result = _capture(check, sandbox, budget)
             out["captured_files"][key] = result
-            out["events"].append({"event_type": "grader.verification.file_captured", "payload": result})
+            out["events"].append({"event_type": GRADER_FILE_CAPTURED, "payload": result})
         elif check.get("type") == "directory_listing":
             result = _listing(check, sandbox)
             out["directory_listings"][key] = result["entries"]
-            out["events"].append({"event_type": "grader.verification.directory_listed", "payload": result})
+            out["events"].append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
     return out

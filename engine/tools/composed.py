@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -19,6 +20,24 @@ class ToolsetError(Exception):
     """The tool registry cannot be built; the message says what is wrong (no secret values)."""
 
 
+class SecretArgs(dict[str, Any]):
+    """Resolved ``http_request`` arguments into which ``${secrets.*}`` were substituted.
+
+    Only :func:`resolve_args` builds one (arguments parsed from a model's JSON are plain dicts), so
+    ``http_request`` can trust what it says: which secrets the request carries (to check the
+    destination against each one's allowed hosts), which headers carry one and whether the body
+    does (to drop them on a cross-origin redirect).
+    """
+
+    __slots__ = ("secret_body", "secret_headers", "secret_keys")
+
+    def __init__(self, resolved: Mapping[str, Any], *, keys: frozenset[str], headers: frozenset[str], body: bool) -> None:
+        super().__init__(resolved)
+        self.secret_keys = keys
+        self.secret_headers = headers  # lower-case header names
+        self.secret_body = body
+
+
 @dataclasses.dataclass(slots=True)
 class CustomTool:
     name: str
@@ -29,10 +48,18 @@ class CustomTool:
     args_template: Any = None
     secret_keys: set[str] = dataclasses.field(default_factory=set)
     mock: MockTool | None = None
+    secret_headers: frozenset[str] = frozenset()  # lower-case names of headers whose template uses a secret
+    secret_body: bool = False
 
 
-def parse_custom(items: Any, primitive_names: set[str], secrets: dict[str, str]) -> tuple[list[CustomTool], list[str]]:
-    """Validate ``tools.custom[]``; returns (tools, warnings). Raises ToolsetError."""
+def parse_custom(
+    items: Any, primitive_names: set[str], secrets: Mapping[str, str], secret_hosts: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[CustomTool], list[str]]:
+    """Validate ``tools.custom[]``; returns (tools, warnings). Raises ToolsetError.
+
+    ``secret_hosts`` (each secret's allowed hosts), when given, adds a warning for a tool that uses
+    a secret no admin bound to hosts yet: the tool stays visible, and each call fails saying why.
+    """
     tools: list[CustomTool] = []
     warnings: list[str] = []
     seen: set[str] = set()
@@ -87,8 +114,35 @@ def parse_custom(items: Any, primitive_names: set[str], secrets: dict[str, str])
             if missing:
                 warnings.append(f'tool "{name}" disabled: secret "{missing[0]}" is not set')
                 continue
-        tools.append(CustomTool(name, description, parameters, declared, delegate, template, secret_keys))
+            if secret_hosts is not None:
+                unbound = sorted(k for k in secret_keys if not secret_hosts.get(k))
+                if unbound:
+                    warnings.append(
+                        f'tool "{name}": secret "{unbound[0]}" has no allowed hosts; its calls fail until a workspace admin sets them'
+                    )
+        headers = template.get("headers")
+        secret_headers = frozenset(
+            str(k).lower() for k, v in (headers.items() if isinstance(headers, dict) else ()) if templates.secret_keys(v)
+        )
+        tools.append(
+            CustomTool(
+                name, description, parameters, declared, delegate, template, secret_keys,
+                secret_headers=secret_headers, secret_body=bool(templates.secret_keys(template.get("body"))),
+            )
+        )  # fmt: skip
     return tools, warnings
+
+
+def secret_keys_used(manifest: Mapping[str, Any]) -> set[str]:
+    """The secret keys the pack's composed tools reference (to skip reading allowed hosts when none)."""
+    tools = manifest.get("tools") if isinstance(manifest, Mapping) else None
+    custom = tools.get("custom") if isinstance(tools, Mapping) else None
+    keys: set[str] = set()
+    for item in custom if isinstance(custom, list) else []:
+        implementation = item.get("implementation") if isinstance(item, Mapping) else None
+        if isinstance(implementation, Mapping):
+            keys |= templates.secret_keys(implementation.get("args"))
+    return keys
 
 
 def prune(tools: list[CustomTool], available_primitives: set[str]) -> list[CustomTool]:
@@ -121,8 +175,11 @@ def check_chains(tools: list[CustomTool]) -> None:
             current = by_name[current.delegate]
 
 
-def resolve_args(tool: CustomTool, args: dict[str, Any], secrets: dict[str, str]) -> Any:
-    return templates.resolve(tool.args_template, args, tool.declared, secrets)
+def resolve_args(tool: CustomTool, args: dict[str, Any], secrets: Mapping[str, str]) -> Any:
+    resolved = templates.resolve(tool.args_template, args, tool.declared, secrets)
+    if tool.secret_keys and isinstance(resolved, dict):
+        return SecretArgs(resolved, keys=frozenset(tool.secret_keys), headers=tool.secret_headers, body=tool.secret_body)
+    return resolved
 
 
 def dumps(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from engine.net.guard import Network, Resolver
+from engine.net.guard import AnyAllowlist, EgressPolicy, Resolver
 from engine.redact import Redactor
 from engine.sandbox.base import SandboxConfig
 from engine.types import CancelCheck, EventSink, Sandbox
@@ -22,8 +22,10 @@ class ToolContext:
     run_id: str = ""
     lane_id: str = ""
     case_key: str = ""
-    allowlist: list[Network] = dataclasses.field(default_factory=list)
+    allowlist: AnyAllowlist = dataclasses.field(default_factory=EgressPolicy)  # SandboxConfig.egress_policy
     resolver: Resolver | None = None  # DNS override (tests); None = system resolver
+    # Each secret's allowed hosts (canonical engine.tools.secret_hosts patterns); none = never sent.
+    secret_hosts: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def kind_allowed(self, kind: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
@@ -65,6 +66,17 @@ def check(template: Any, declared: set[str]) -> tuple[list[str], set[str]]:
     return problems, secrets
 
 
+def secret_keys(template: Any) -> set[str]:
+    """The keys of every ``${secrets.KEY}`` (in any mode) in a template's strings."""
+    keys: set[str] = set()
+    for _, text in strings(template):
+        for match in PLACEHOLDER.finditer(text):
+            _, ref = split_expr(match.group(1))
+            if ref.startswith("secrets."):
+                keys.add(ref[len("secrets.") :])
+    return keys
+
+
 def _lookup(args: dict[str, Any], ref: str, declared: set[str]) -> tuple[bool, Any]:
     parts = ref.split(".")
     if parts[0] not in declared:
@@ -91,7 +103,7 @@ def _encode(mode: str, value: Any) -> str:
     return _text(value)
 
 
-def resolve(template: Any, args: dict[str, Any], declared: set[str], secrets: dict[str, str], *, strict: bool = True) -> Any:
+def resolve(template: Any, args: dict[str, Any], declared: set[str], secrets: Mapping[str, str], *, strict: bool = True) -> Any:
     """Single pass: substituted values (incl. secrets) are never expanded again."""
     if isinstance(template, dict):
         return {k: resolve(v, args, declared, secrets, strict=strict) for k, v in template.items()}

@@ -7,9 +7,11 @@ import datetime
 import json
 import logging
 import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.net.guard import parse_allowlist
+from engine.events import TOOL_REGISTRY_WARNING
+from engine.net.proxy import egress_listener
 from engine.redact import Redactor
 from engine.sandbox.base import SandboxConfig
 from engine.tools import policy, registry
@@ -165,21 +167,28 @@ def build_toolset(
     lane_id: str = "",
     case_key: str = "",
     resolver: Any = None,
+    secret_hosts: Mapping[str, Iterable[str]] | None = None,
 ) -> ToolSet:
-    """Build the visible tool set (runtime.md §2.1). Raises ToolsetError for registry errors."""
+    """Build the visible tool set (runtime.md §2.1). Raises ToolsetError for registry errors.
+
+    ``secret_hosts``: each secret's allowed hosts (``engine.tools.secret_hosts`` patterns). A
+    secret without any cannot be sent by a composed tool (docs/secrets.md).
+    """
     manifest = manifest or {}
     secrets = {k: v for k, v in (secrets or {}).items() if isinstance(v, str)}
+    hosts = {k: (v,) if isinstance(v, str) else tuple(str(p) for p in v) for k, v in (secret_hosts or {}).items() if v}
     redactor = Redactor(secrets.values())
     try:
         config = SandboxConfig.from_manifest(manifest, policy.sandbox_overrides(deployment_config))
     except EngineError as exc:
         raise ToolsetError(str(exc)) from None
-    if sandbox is not None and isinstance(getattr(sandbox, "config", None), SandboxConfig):
-        config = sandbox.config  # the sandbox is the source of truth for what it allows
+    sandbox_config = getattr(sandbox, "config", None)
+    if isinstance(sandbox_config, SandboxConfig):
+        config = sandbox_config  # the sandbox is the source of truth for what it allows
     ctx = ToolContext(
         sandbox=sandbox, config=config, secrets=secrets, redactor=redactor, event_sink=event_sink,
         cancel_check=cancel_check, run_id=run_id, lane_id=lane_id, case_key=case_key,
-        allowlist=parse_allowlist(config.network_allowlist), resolver=resolver,
+        allowlist=config.egress_policy, resolver=resolver, secret_hosts=hosts,
     )  # fmt: skip
     specs = registry.load()
     available = policy.available_primitives(specs, config)
@@ -188,7 +197,7 @@ def build_toolset(
     if not isinstance(tools_block, dict):
         raise ToolsetError("tools must be an object")
     visible = policy.filter_primitives(available, tools_block)
-    custom_list, warnings = parse_custom(tools_block.get("custom"), available, secrets)
+    custom_list, warnings = parse_custom(tools_block.get("custom"), available, secrets, hosts)
     custom_list = prune(custom_list, available)
     check_chains(custom_list)
     custom = {t.name: t for t in custom_list}
@@ -196,13 +205,16 @@ def build_toolset(
     visible -= policy.deployment_denied(deployment_config)
     visible.add("submit")
     toolset = ToolSet(ctx, primitives, custom, visible, warnings)
+    if event_sink is not None and hasattr(sandbox, "egress_listener"):
+        # Sandbox egress attempts (engine/net/proxy.py) become sandbox.egress.* events.
+        sandbox.egress_listener = egress_listener(event_sink, lane_id=lane_id, case_key=case_key, redact=redactor.text)  # type: ignore[union-attr]
     for message in warnings:
         log.warning("%s", message)
         if event_sink is not None:
             event_sink(
                 Event(
                     event_id=f"native:{lane_id}:tool.registry.warning:{uuid.uuid4().hex[:12]}",
-                    event_type="tool.registry.warning",
+                    event_type=TOOL_REGISTRY_WARNING,
                     source="native_engine",
                     occurred_at=datetime.datetime.now(datetime.UTC).isoformat(),
                     payload={"message": redactor.text(message)},

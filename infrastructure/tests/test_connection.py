@@ -51,7 +51,8 @@ class FakeProvider(BaseHTTPRequestHandler):
 def fake_provider():
     FakeProvider.seen = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProvider)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits up to one interval (0.5 s by default) per test.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

@@ -30,7 +30,7 @@ def test_it_seeds_a_scripted_account_two_profiles_and_four_deployments_once(work
     assert seed(workspace=workspace, user=admin) == []
     assert ProviderAccount.objects.get(workspace=workspace).provider_key == "scripted"
     assert set(RuntimeProfile.objects.values_list("execution_target", flat=True)) == {"native", "prompt_eval"}
-    by_target = {}
+    by_target: dict[str, list[str]] = {}
     for deployment in AgentDeployment.objects.select_related("runtime_profile"):
         by_target.setdefault(deployment.runtime_profile.execution_target, []).append(deployment.name)
     assert sorted(by_target["native"]) == ["Good agent", "Sloppy agent"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def infra(workspace, admin):
 
 
 def valid_post(collection: str, infra: dict) -> dict:
-    return {
+    payloads: dict[str, dict[str, Any]] = {
         "provider-accounts": {"name": "Second", "provider_key": "scripted", "status": "active"},
         "runtime-profiles": {
             "name": "Eval",
@@ -67,10 +68,11 @@ def valid_post(collection: str, infra: dict) -> dict:
             "definition": "{}",
             "lifecycle_status": "active",
         },
-    }[collection]
+    }
+    return payloads[collection]
 
 
-MODELS = {
+MODELS: dict[str, type[Any]] = {
     "provider-accounts": ProviderAccount,
     "runtime-profiles": RuntimeProfile,
     "deployments": AgentDeployment,

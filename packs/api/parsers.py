@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.parsers import BaseParser
@@ -20,7 +21,8 @@ class YamlTextParser(BaseParser):
 
     media_type = "text/yaml"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> str:
+    # Returns a str; DRF's stubs declare parsers as returning mappings, hence Any.
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         if stream is None:
             return ""
         raw = stream.read(MAX_BUNDLE_BYTES + 1)

@@ -33,7 +33,7 @@ class BundleInputSerializer(serializers.Serializer):
 
 class InvalidBundleOutputSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
-    errors = ErrorItemSerializer(many=True)
+    errors = ErrorItemSerializer(many=True)  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
 
 def _bundle_source(request: Request) -> str:

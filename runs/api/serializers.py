@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
-from runs.models import CaseRun, Run, RunEvent
-from runs.selectors import CASE_STATUSES
+from runs.models import Run, RunEvent
+from runs.selectors import CASE_STATUSES, case_counts
 
 
 class LaneOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     lane_index = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
     deployment_id = serializers.IntegerField(allow_null=True)
-    deployment_name = serializers.SerializerMethodField()
-    model = serializers.SerializerMethodField()
+    deployment_name = serializers.CharField()
+    model = serializers.CharField(source="model_name")
     status = serializers.CharField()
     failure_reason = serializers.CharField()
-
-    def get_deployment_name(self, lane: Any) -> str:
-        return ((lane.snapshot or {}).get("deployment") or {}).get("name") or lane.label
-
-    def get_model(self, lane: Any) -> str:
-        return (lane.snapshot or {}).get("model") or ""
-
-
-class CaseCountsSerializer(serializers.Serializer):
-    total = serializers.IntegerField()
-    queued = serializers.IntegerField()
-    running = serializers.IntegerField()
-    completed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    cancelled = serializers.IntegerField()
 
 
 class RunOutputSerializer(serializers.Serializer):
@@ -58,8 +41,6 @@ class RunOutputSerializer(serializers.Serializer):
             counts = {s: getattr(run, f"cases_{s}") for s in CASE_STATUSES}
             counts["total"] = run.cases_total
             return counts
-        from runs.selectors import case_counts
-
         return case_counts(run=run)
 
 
@@ -92,13 +73,9 @@ class EventOutputSerializer(serializers.Serializer):
     attempt = serializers.IntegerField()
     sequence_number = serializers.IntegerField()
     event_type = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
     occurred_at = serializers.DateTimeField()
     payload = serializers.JSONField()
 
     def get_schema_version(self, event: RunEvent) -> str:
         return (event.payload or {}).get("schema_version", "2026-03-15") if isinstance(event.payload, dict) else "2026-03-15"
-
-
-def case_run_dict(case_run: CaseRun) -> dict[str, Any]:
-    return dict(CaseRunOutputSerializer(case_run).data)

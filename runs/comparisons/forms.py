@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
+from core.forms import choice_queryset, model_choice
 from runs.models import Lane, Run
 from workspaces.models import Workspace
 
@@ -14,28 +17,33 @@ def run_label(run: Run) -> str:
     return f"#{run.pk} {run.name} ({run.get_status_display().lower()})"
 
 
-class ComparisonForm(forms.Form):
-    baseline_run = forms.ModelChoiceField(queryset=Run.objects.none(), label="Baseline run")
-    baseline_lane = forms.ModelChoiceField(queryset=Lane.objects.none(), required=False, label="Baseline lane")
-    candidate_run = forms.ModelChoiceField(queryset=Run.objects.none(), label="Candidate run")
-    candidate_lane = forms.ModelChoiceField(queryset=Lane.objects.none(), required=False, label="Candidate lane")
+class RunChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Run) -> str:
+        return run_label(obj)
 
-    def __init__(self, *args: object, workspace: Workspace, **kwargs: object) -> None:
+
+class LaneChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Lane) -> str:
+        return f"{obj.label} (lane {obj.lane_index + 1})"
+
+
+class ComparisonForm(forms.Form):
+    baseline_run = RunChoiceField(queryset=Run.objects.none(), label="Baseline run", empty_label="Pick a run…")
+    baseline_lane = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Baseline lane", empty_label="Its only lane")
+    candidate_run = RunChoiceField(queryset=Run.objects.none(), label="Candidate run", empty_label="Pick a run…")
+    candidate_lane = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Candidate lane", empty_label="Its only lane")
+
+    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         runs = Run.objects.filter(workspace=workspace).order_by("-created_at", "-id")
         lanes = Lane.objects.filter(workspace=workspace)
         for side in ("baseline", "candidate"):
-            field = self.fields[f"{side}_run"]
-            field.queryset = runs
-            field.label_from_instance = run_label
-            field.empty_label = "Pick a run…"
-            self.fields[f"{side}_lane"].queryset = lanes
-            self.fields[f"{side}_lane"].empty_label = "Its only lane"
-            self.fields[f"{side}_lane"].label_from_instance = lambda lane: f"{lane.label} (lane {lane.lane_index + 1})"
+            model_choice(self, f"{side}_run").queryset = runs
+            model_choice(self, f"{side}_lane").queryset = lanes
 
     def run_choices(self) -> list[Run]:
         """The picker's runs, newest first, each with its lanes (the picker names the agents of each run)."""
-        return list(self.fields["baseline_run"].queryset.prefetch_related("lanes")[:PICKER_LIMIT])
+        return list(choice_queryset(self, "baseline_run").prefetch_related("lanes")[:PICKER_LIMIT])
 
 
 class GateForm(forms.Form):

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs.comparisons import selectors, services
 from runs.comparisons.forms import ComparisonForm, GateForm
 from runs.models import Comparison, Lane, Run
-from workspaces.access import can, object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
 from workspaces.models import Role
 
 
 @workspace_view()
 @require_http_methods(["GET", "POST"])
-def comparisons(request: HttpRequest) -> HttpResponse:
+def comparisons(request: WorkspaceRequest) -> HttpResponse:
     workspace = request.workspace
     if request.method == "POST":
         if not can(request.membership, Role.MEMBER):
@@ -57,7 +57,7 @@ def comparisons(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/comparisons.html", context)
 
 
-def _lanes_for(workspace, run_id) -> list[Lane]:  # type: ignore[no-untyped-def]
+def _lanes_for(workspace, run_id) -> list[Lane]:
     if not run_id or not str(run_id).isdigit():
         return []
     return list(Lane.objects.filter(workspace=workspace, run_id=int(run_id)).order_by("lane_index"))
@@ -65,7 +65,7 @@ def _lanes_for(workspace, run_id) -> list[Lane]:  # type: ignore[no-untyped-def]
 
 @workspace_view()
 @require_GET
-def comparison_lanes(request: HttpRequest) -> HttpResponse:
+def comparison_lanes(request: WorkspaceRequest) -> HttpResponse:
     """The lane picker for one side, swapped in by htmx when its run changes."""
     side = "candidate" if request.GET.get("side") == "candidate" else "baseline"
     run_id = request.GET.get(f"{side}_run") or request.GET.get("run")
@@ -73,7 +73,7 @@ def comparison_lanes(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/comparisons.html#lane-picker", {"side": side, "lanes": lanes, "selected": None})
 
 
-def _comparison(request: HttpRequest, comparison_id: int) -> Comparison:
+def _comparison(request: WorkspaceRequest, comparison_id: int) -> Comparison:
     return object_get_for_workspace(
         Comparison.objects.select_related("baseline_run", "candidate_run", "baseline_lane", "candidate_lane"),
         workspace=request.workspace,
@@ -81,7 +81,7 @@ def _comparison(request: HttpRequest, comparison_id: int) -> Comparison:
     )
 
 
-def _detail_context(request: HttpRequest, comparison: Comparison, gate_form: GateForm) -> dict:
+def _detail_context(request: WorkspaceRequest, comparison: Comparison, gate_form: GateForm) -> dict:
     summary = comparison.summary or {}
     deltas = []
     for key, entry in (summary.get("dimension_deltas") or {}).items():
@@ -136,14 +136,14 @@ def _detail_context(request: HttpRequest, comparison: Comparison, gate_form: Gat
 
 @workspace_view()
 @require_GET
-def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
+def comparison_detail(request: WorkspaceRequest, comparison_id: int) -> HttpResponse:
     comparison = _comparison(request, comparison_id)
     return render(request, "runs/comparison_detail.html", _detail_context(request, comparison, GateForm()))
 
 
 @workspace_view(role=Role.MEMBER)
 @require_POST
-def comparison_gate(request: HttpRequest, comparison_id: int) -> HttpResponse:
+def comparison_gate(request: WorkspaceRequest, comparison_id: int) -> HttpResponse:
     comparison = _comparison(request, comparison_id)
     form = GateForm(request.POST)
     if form.is_valid():
@@ -160,5 +160,5 @@ def comparison_gate(request: HttpRequest, comparison_id: int) -> HttpResponse:
 
 @workspace_view()
 @require_GET
-def gates(request: HttpRequest) -> HttpResponse:
+def gates(request: WorkspaceRequest) -> HttpResponse:
     return render(request, "runs/gates.html", {"gates": selectors.gate_list(workspace=request.workspace)[:200]})

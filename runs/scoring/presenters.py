@@ -21,18 +21,6 @@ def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: 
     return f"{url}#event-{event_id}" if event_id else url
 
 
-def deployment_name(lane: Lane) -> str:
-    snapshot = lane.snapshot if isinstance(lane.snapshot, dict) else {}
-    deployment = snapshot.get("deployment") if isinstance(snapshot.get("deployment"), dict) else snapshot
-    return str(deployment.get("name") or lane.label)
-
-
-def lane_model(lane: Lane) -> str:
-    snapshot = lane.snapshot if isinstance(lane.snapshot, dict) else {}
-    deployment = snapshot.get("deployment") if isinstance(snapshot.get("deployment"), dict) else snapshot
-    return str(deployment.get("model") or snapshot.get("model") or "")
-
-
 def run_scorecard_rows(run: Run) -> dict[str, JSON]:
     """Lanes ranked, with every dimension, for the run page table and the API."""
     card = RunScorecard.objects.filter(run=run).first()
@@ -40,8 +28,8 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
     lane_cards = {c.lane_id: c for c in LaneScorecard.objects.filter(lane__run=run)}
     ranking = (card.document.get("ranking") if card and isinstance(card.document, dict) else None) or []
     dimension_keys: list[str] = []
-    for lane_card in lane_cards.values():
-        dimension_keys += [k for k in (lane_card.document.get("dimensions") or {}) if k not in dimension_keys]
+    for card_of_lane in lane_cards.values():
+        dimension_keys += [k for k in (card_of_lane.document.get("dimensions") or {}) if k not in dimension_keys]
     rows = []
     for entry in ranking:
         lane = lanes.get(int(entry["lane_id"]))
@@ -55,8 +43,8 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
                 "rank": entry.get("rank"),
                 "lane_id": lane.pk,
                 "label": lane.label,
-                "deployment": deployment_name(lane),
-                "model": lane_model(lane),
+                "deployment": lane.deployment_name,
+                "model": lane.model_name,
                 "overall_score": document.get("overall_score"),
                 "pass_rate": document.get("pass_rate"),
                 "passed": document.get("passed"),
@@ -143,8 +131,8 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         cases = [c for c in cases if c["passed"] is not True]
     return {
         "lane": lane,
-        "deployment": deployment_name(lane),
-        "model": lane_model(lane),
+        "deployment": lane.deployment_name,
+        "model": lane.model_name,
         "scorecard": card,
         "document": document,
         "dimension_deck": _dimension_deck(lane, document),
@@ -198,7 +186,8 @@ def _dimension_deck(lane: Lane, document: dict[str, JSON]) -> list[dict[str, JSO
     deck = []
     for key, entry in dims.items():
         spec = declared.get(key) or {}
-        weight = float(spec.get("weight") if spec.get("weight") is not None else 1.0)
+        declared_weight = spec.get("weight")
+        weight = float(declared_weight if declared_weight is not None else 1.0)
         mean = entry.get("mean")
         threshold = spec.get("pass_threshold")
         deck.append(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs.models import Lane, Run
 from runs.scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
-from workspaces.access import object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 
 BAR_WIDTH = 64
 
@@ -38,7 +38,7 @@ def _run_scorecard_context(run: Run) -> dict:
 
 @workspace_view()
 @require_GET
-def run_scorecard(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_scorecard(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     """The run's ranking table; the run page loads it with htmx and it polls while pending."""
     run = object_get_for_workspace(Run.objects.all(), workspace=request.workspace, pk=run_id)
     context = _run_scorecard_context(run)
@@ -48,14 +48,14 @@ def run_scorecard(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/scorecard_run.html", context)
 
 
-def _lane(request: HttpRequest, run_id: int, lane_id: int) -> Lane:
+def _lane(request: WorkspaceRequest, run_id: int, lane_id: int) -> Lane:
     run = object_get_for_workspace(Run.objects.all(), workspace=request.workspace, pk=run_id)
     return object_get_for_workspace(Lane.objects.select_related("run"), workspace=request.workspace, pk=lane_id, run=run)
 
 
 @workspace_view()
 @require_GET
-def lane_scorecard(request: HttpRequest, run_id: int, lane_id: int) -> HttpResponse:
+def lane_scorecard(request: WorkspaceRequest, run_id: int, lane_id: int) -> HttpResponse:
     lane = _lane(request, run_id, lane_id)
     view = lane_scorecard_view(lane, workspace_slug=request.workspace.slug, failures_only=request.GET.get("failures") == "1")
     view["markdown"] = lane_scorecard_markdown(view) if view["scorecard"] else ""
@@ -65,7 +65,7 @@ def lane_scorecard(request: HttpRequest, run_id: int, lane_id: int) -> HttpRespo
 
 @workspace_view()
 @require_GET
-def lane_scorecard_json(request: HttpRequest, run_id: int, lane_id: int) -> HttpResponse:
+def lane_scorecard_json(request: WorkspaceRequest, run_id: int, lane_id: int) -> HttpResponse:
     lane = _lane(request, run_id, lane_id)
     view = lane_scorecard_view(lane, workspace_slug=request.workspace.slug)
     body = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runs.services.create import RunCreateError, deployment_snapshot, run_create
 from runs.services.events import RunEventSink, payload_hydrate, run_events_append
-from runs.services.execute import case_run_execute, credential_resolve
+from runs.services.execute import case_run_execute
 from runs.services.orchestrate import (
     RunNotCancellable,
     case_run_finalize,
@@ -22,7 +22,6 @@ __all__ = [
     "RunNotCancellable",
     "case_run_execute",
     "case_run_finalize",
-    "credential_resolve",
     "deployment_snapshot",
     "lane_advance",
     "lane_dispatch_next",

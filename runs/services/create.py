@@ -16,6 +16,7 @@ from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
 from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
+from runs.services.staging import engine_case
 from workspaces.models import Workspace
 
 SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn"})
@@ -168,7 +169,7 @@ def run_create(
     RunStatusHistory.objects.create(
         run=run, from_status=RunStatus.DRAFT, to_status=RunStatus.QUEUED, reason="run created", changed_by=run.created_by
     )
-    case_rows = []
+    case_rows: list[CaseRun] = []
     for index, deployment in enumerate(deployments):
         snapshot = deployment_snapshot(deployment)
         if pack_limit is not None:
@@ -192,6 +193,4 @@ def run_create(
 
 
 def _engine_case(version: PackVersion, input_set: InputSet, case: Case) -> dict[str, Any]:
-    from runs.services.staging import engine_case
-
     return engine_case(version.manifest or {}, input_set.key, case)

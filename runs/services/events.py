@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +18,7 @@ from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.utils import timezone
 
-from engine.redact import Redactor
+from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
 from runs.models import RunEvent
 
@@ -209,11 +211,14 @@ def _insert(rows: list[tuple[Any, ...]]) -> None:
 
 
 class RunEventSink:
-    """The engine's event sink for one case attempt: buffers, then flushes in batches.
+    """The engine's event sink for one case attempt: redacts, buffers, then flushes in batches.
 
-    Flushes when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last
-    flush, and always at the end of the case (:meth:`flush`). ``on_event`` sees every event as it
-    arrives (the live "current activity" of the lane comes from the persisted events instead).
+    Each event is redacted as it arrives, in order, by a :class:`StreamRedactor` (which also masks
+    a secret split across consecutive events) and written with this attempt's number. Flushes
+    when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last flush,
+    and always at the end of the case (:meth:`flush`). After :meth:`start`, a background thread
+    also flushes every ``interval`` seconds, so what the engine emitted before a long tool or
+    model call is stored while the call runs and survives the worker being killed.
     """
 
     def __init__(
@@ -231,6 +236,7 @@ class RunEventSink:
     ) -> None:
         self.run_id, self.lane_id, self.case_run_id, self.attempt = run_id, lane_id, case_run_id, attempt
         self.redactor = redactor
+        self.stream = StreamRedactor(redactor) if redactor else None
         self.interval = interval
         self.max_buffer = max_buffer
         self.clock = clock
@@ -238,24 +244,69 @@ class RunEventSink:
         self.last_flush = clock()
         self.count = 0
         self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
+        self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
 
     def __call__(self, event: Event) -> None:
-        self.buffer.append(event)
-        self.count += 1
-        if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
-            self.flush()
+        if self.stream is not None:
+            event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload))
+        with self._lock:
+            self.buffer.append(event)
+            self.count += 1
+            if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
+                self.flush()
 
     def flush(self) -> None:
-        self.last_flush = self.clock()
-        if not self.buffer:
-            return
-        batch, self.buffer = self.buffer, []
-        run_events_append(
-            run_id=self.run_id,
-            lane_id=self.lane_id,
-            case_run_id=self.case_run_id,
-            attempt=self.attempt,
-            events=batch,
-            redactor=self.redactor,
-            stored=self.stored,
-        )
+        with self._lock:
+            self.last_flush = self.clock()
+            if not self.buffer:
+                return
+            batch, self.buffer = self.buffer, []
+            try:
+                run_events_append(
+                    run_id=self.run_id,
+                    lane_id=self.lane_id,
+                    case_run_id=self.case_run_id,
+                    attempt=self.attempt,
+                    events=batch,
+                    redactor=None,  # redacted on arrival (__call__), in order
+                    stored=self.stored,
+                )
+            except BaseException:
+                self.buffer[:0] = batch  # written by the next flush (event ids make it idempotent)
+                raise
+
+    def flush_due(self) -> None:
+        """Flush if events have waited ``interval`` seconds (the background thread's tick)."""
+        with self._lock:
+            if self.buffer and self.clock() - self.last_flush >= self.interval:
+                self.flush()
+
+    def start(self) -> RunEventSink:
+        """Flush on time from a background thread too, until :meth:`stop`.
+
+        Not inside a transaction (tests): the thread's own connection would wait on this
+        connection's locks and could not see its uncommitted rows.
+        """
+        if self._timer is None and self.interval > 0 and not connection.in_atomic_block:
+            self._timer = threading.Thread(target=self._tick, daemon=True, name=f"event-flush-{self.case_run_id}")
+            self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the background thread (events still buffered are written by the next :meth:`flush`)."""
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(timeout=10)
+            self._timer = None
+
+    def _tick(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.flush_due()
+                except Exception:  # the main thread's next flush writes them
+                    logger.exception("background flush of case run %s events failed", self.case_run_id)
+        finally:
+            connection.close()

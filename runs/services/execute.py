@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 import threading
 import time
 from typing import Any
@@ -14,24 +13,23 @@ from django.db import connection
 from django.utils import timezone
 
 from engine.events import EventEmitter
-from engine.modes import CaseOutcome, CaseRequest, run_case
+from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
+from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
 from engine.types import Usage
 from runs.lifecycle import case_claim, case_finish
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.queue import enqueue_on_commit
+from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix
 from runs.services.events import RunEventSink
-from runs.services.staging import challenge_for, engine_case, staged_files
+from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish
+from secrets_app.services import secrets_resolve_for_run
+from workspaces.models import Workspace
 
 logger = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 3
-# Pack versions are immutable, so a worker keeps their manifests (and a case index) in memory.
-_manifests: dict[tuple[int, str | None], tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]] = {}
-
-
-def _setting(name: str, default: float) -> float:
-    return float(getattr(settings, name, default))
+WORKER_EVENT_SOURCE = "agent_harness_worker"
+ERROR_MAX_CHARS = 5000
 
 
 class CancelCheck:
@@ -75,183 +73,23 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def credential_resolve(reference: str, secrets: dict[str, str]) -> tuple[str | None, str | None]:
-    """(api key, error) for a provider account's ``credential_reference`` (spec runtime.md §7.5).
-
-    Only ``workspace-secret://KEY`` is honoured. The reference's ``env://`` and ``secret://``
-    forms would let anyone who can edit a provider account read the worker's environment, so
-    they are refused here as they are when an account is saved (docs/secrets.md).
-    """
-    reference = (reference or "").strip()
-    if not reference:
-        return None, None
-    if reference.startswith("workspace-secret://"):
-        key = reference.removeprefix("workspace-secret://").strip()
-        value = secrets.get(key)
-        return (value, None) if value else (None, f'workspace secret "{key}" not found')
-    return None, "unsupported credential reference: use workspace-secret://KEY"
-
-
-def _manifest(run: Run, checksum: str | None = None) -> tuple[dict[str, Any], dict[tuple[str, str], dict[str, Any]]]:
-    from packs.models import PackVersion
-
-    # Versions are immutable, but a primary key can come back after a database is recreated
-    # (tests, a reset dev database), so the checksum is part of the cache key.
-    if checksum is not None:  # the claim reads it
-        pass
-    elif Run.pack_version.is_cached(run):
-        checksum = run.pack_version.manifest_checksum
-    else:
-        checksum = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest_checksum", flat=True).first()
-    cache_key = (run.pack_version_id, checksum)
-    cached = _manifests.get(cache_key)
-    if cached is None:
-        manifest = PackVersion.objects.filter(pk=run.pack_version_id).values_list("manifest", flat=True).first() or {}
-        index = {}
-        for input_set in manifest.get("input_sets") or []:
-            for case in (input_set or {}).get("cases") or []:
-                if isinstance(case, dict):
-                    index[(input_set.get("key"), case.get("case_key") or case.get("item_key"))] = case
-        if len(_manifests) > 32:
-            _manifests.clear()
-        cached = _manifests[cache_key] = (manifest, index)
-    return cached
-
-
-def _load_secrets(case_run: CaseRun) -> dict[str, str]:
-    from secrets_app.services import secrets_resolve_for_run
-    from workspaces.models import Workspace
-
-    run = case_run.run
+def _workspace_of(run: Run) -> Workspace:
     # Only the workspace's id is needed; the claim does not load the workspace row.
-    return secrets_resolve_for_run(workspace=run.workspace if Run.workspace.is_cached(run) else Workspace(pk=run.workspace_id))
+    return run.workspace if Run.workspace.is_cached(run) else Workspace(pk=run.workspace_id)
 
 
-def _failed(stop_reason: str, error: str, *, retryable: bool = False, code: str | None = None, provider_key: str = "") -> CaseOutcome:
-    failure = {"provider_key": provider_key, "code": code, "retryable": retryable, "message": error} if code else None
-    outcome = CaseOutcome(status="failed", stop_reason=stop_reason, error=error, provider_failure=failure)
-    outcome.transcript = [{"retryable": retryable}]  # internal marker, never stored
-    return outcome
-
-
-def _run_engine(
-    case_run: CaseRun, sink: RunEventSink, cancel: CancelCheck, secrets: dict[str, str], emitter: EventEmitter
-) -> tuple[CaseOutcome, dict[str, Any]]:
-    from engine.providers import create_provider
-    from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, create_sandbox
-    from engine.tools import ToolsetError, build_toolset
-
-    run, lane = case_run.run, case_run.lane
-    snapshot = lane.snapshot or {}
-    deployment = snapshot.get("deployment") or {}
-    account = snapshot.get("provider_account") or {}
-    profile = snapshot.get("runtime_profile") or {}
-    manifest, index = _manifest(run, getattr(case_run, "pack_checksum", None))
-    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
-    case = engine_case(manifest, input_set_key, case_run.case, found=index.get((input_set_key, case_run.case_key)))
-    challenge = challenge_for(manifest, case.get("challenge_key") or case_run.case.challenge_key)
-    deployment_config = dict(deployment.get("deployment_config") or {})
-    api_key, credential_error = credential_resolve(account.get("credential_reference") or "", secrets)
-    if credential_error:
-        return _failed(
-            "provider_error", credential_error, code="credential_unavailable", provider_key=account.get("provider_key") or ""
-        ), {}
-    provider = create_provider(
-        account.get("provider_key") or "",
-        api_key=api_key,
-        base_url=account.get("base_url") or None,
-        deployment_config=deployment_config,
-        case_key=case_run.case_key,
-        case_inputs=case.get("inputs"),
-    )
-    sandbox = None
-    toolset = None
-    mode = run.execution_mode or "native"
+def _secrets_load(case_run: CaseRun, workspace: Workspace) -> tuple[dict[str, str], str | None]:
+    """(the workspace's secrets, in memory; an error when they could not be read)."""
     try:
-        if mode != "prompt_eval":
-            try:
-                config = SandboxConfig.from_manifest(manifest, profile.get("sandbox") or None)
-                os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
-                sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT))
-                run_context = {
-                    "run_id": run.pk,
-                    "run_agent_id": lane.pk,
-                    "run_name": run.name,
-                    "case_key": case_run.case_key,
-                    "deployment_config": {k: v for k, v in deployment_config.items() if k not in ("script", "judge_responses")},
-                    "runtime_profile": profile,
-                }
-                sandbox.stage_files(staged_files(manifest=manifest, challenge=challenge, case=case, run_context=run_context))
-            except (SandboxConfigError, IsolationUnavailableError) as exc:
-                return _failed("sandbox_error", f"sandbox unavailable: {exc}"), {}
-            except Exception as exc:  # noqa: BLE001 - any staging failure is a (retryable) sandbox error
-                logger.warning("sandbox setup failed for case run %s: %s", case_run.pk, exc)
-                return _failed("sandbox_error", f"sandbox setup failed: {type(exc).__name__}", retryable=True), {}
-            try:
-                toolset = build_toolset(
-                    manifest,
-                    sandbox=sandbox,
-                    secrets=secrets,
-                    deployment_config=deployment_config,
-                    event_sink=sink,
-                    cancel_check=cancel,
-                    run_id=str(run.pk),
-                    lane_id=str(lane.pk),
-                    case_key=case_run.case_key,
-                )
-            except ToolsetError as exc:
-                return _failed("sandbox_error", f"tool registry: {exc}"), {}
-        request = CaseRequest(
-            execution_mode=mode, run_id=str(run.pk), lane_id=str(lane.pk), case_key=case_run.case_key,
-            event_id_prefix=emitter_prefix(case_run), model=deployment.get("model") or snapshot.get("model") or "",
-            system_prompt=deployment.get("system_prompt") or "", output_schema=deployment.get("output_schema") or None,
-            manifest=manifest, challenge=challenge, case=case, deployment_config=deployment_config,
-            runtime_profile={k: profile.get(k) for k in ("max_iterations", "max_tool_calls", "step_timeout_seconds", "run_timeout_seconds")},
-        )  # fmt: skip
-        outcome = run_case(request, provider=provider, toolset=toolset, event_sink=sink, cancel_check=cancel)
-        verification: dict[str, Any] = {}
-        spec = manifest.get("evaluation_spec") or {}
-        if outcome.status == "completed" and sandbox is not None and isinstance(spec, dict):
-            verification = _verify(spec, sandbox, case, emitter)
-        return outcome, verification
-    finally:
-        if sandbox is not None:
-            try:
-                sandbox.destroy()
-            except Exception:
-                logger.exception("destroying the sandbox of case run %s failed", case_run.pk)
+        return secrets_resolve_for_run(workspace=workspace), None
+    except Exception as exc:
+        logger.exception("loading secrets for case run %s failed", case_run.pk)
+        return {}, f"could not load workspace secrets: {type(exc).__name__}"
 
 
-def _verify(spec: dict[str, Any], sandbox: Any, case: dict[str, Any], emitter: EventEmitter) -> dict[str, Any]:
-    from engine.scoring.verification import run_post_execution
-
-    if not spec.get("post_execution_checks") and not any(
-        isinstance(v, dict) and v.get("type") == "code_execution" for v in spec.get("validators") or []
-    ):
-        return {}
-    try:
-        result = run_post_execution(spec, sandbox, case)
-    except Exception:
-        logger.exception("post-execution verification failed")
-        return {}
-    for event in result.pop("events", []) or []:
-        emitter.emit(event["event_type"], event.get("payload") or {})
-    return result
-
-
-def emitter_prefix(case_run: CaseRun) -> str:
-    return f"{case_run.run.execution_mode or 'native'}:{case_run.lane_id}:{case_run.pk}:{case_run.attempt}"
-
-
-def _is_retryable(outcome: CaseOutcome) -> bool:
-    if outcome.status != "failed":
-        return False
-    marker = outcome.transcript[0] if outcome.transcript and "retryable" in outcome.transcript[0] else None
-    if marker is not None:
-        return bool(marker["retryable"])
-    if outcome.stop_reason == "sandbox_error":
-        return True
-    return outcome.stop_reason == "provider_error" and bool((outcome.provider_failure or {}).get("retryable"))
+def _claim(case_run_id: int, retry_of: int | None, stale_seconds: float | None) -> CaseRun | None:
+    stale_before = timezone.now() - dt.timedelta(seconds=stale_seconds) if stale_seconds else None
+    return case_claim(case_run_id=case_run_id, stale_before=stale_before, retry_of=retry_of)
 
 
 def case_run_execute(
@@ -263,27 +101,17 @@ def case_run_execute(
     enqueueing ``runs.case_run_finalize`` (the worker task does; it saves a task round trip and
     reading the case back). A case left unscored by a dying worker is re-finalized by the reaper.
     """
-    stale_before = timezone.now() - dt.timedelta(seconds=stale_seconds) if stale_seconds else None
-    case_run = case_claim(case_run_id=case_run_id, stale_before=stale_before, retry_of=retry_of)
+    case_run = _claim(case_run_id, retry_of, stale_seconds)
     if case_run is None:
         logger.info("case run %s: already claimed or finished", case_run_id)
         return "skipped"
     if case_run.run.status != RunStatus.RUNNING:
-        case_finish(
-            case_run_id=case_run.pk,
-            attempt=case_run.attempt,
-            status=CaseStatus.CANCELLED,
-            fields={"stop_reason": "cancelled", "error": f"the run is {case_run.run.status}"},
-        )
+        fields = {"stop_reason": "cancelled", "error": f"the run is {case_run.run.status}"}
+        case_finish(case_run_id=case_run.pk, attempt=case_run.attempt, status=CaseStatus.CANCELLED, fields=fields)
         return "cancelled"
     attempt = case_run.attempt
-    try:
-        secrets = _load_secrets(case_run)
-    except Exception as exc:
-        logger.exception("loading secrets for case run %s failed", case_run.pk)
-        secrets, secrets_error = {}, f"could not load workspace secrets: {type(exc).__name__}"
-    else:
-        secrets_error = None
+    workspace = _workspace_of(case_run.run)
+    secrets, secrets_error = _secrets_load(case_run, workspace)
     redactor = Redactor(secrets.values())
     sink = RunEventSink(
         run_id=case_run.run_id,
@@ -291,68 +119,79 @@ def case_run_execute(
         case_run_id=case_run.pk,
         attempt=attempt,
         redactor=redactor,
-        interval=_setting("RUNS_EVENT_FLUSH_SECONDS", 0.5),
+        interval=settings.RUNS_EVENT_FLUSH_SECONDS,
         keep=score_inline and attempt == 1,
     )  # later attempts: the evidence spans every attempt
-    emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source="agent_harness_worker", case_key=case_run.case_key)
-    cancel = CancelCheck(case_run.pk, attempt)
-    heartbeat = Heartbeat(case_run.pk, attempt, _setting("RUNS_HEARTBEAT_SECONDS", 5.0))
+    emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source=WORKER_EVENT_SOURCE, case_key=case_run.case_key)
+    heartbeat = Heartbeat(case_run.pk, attempt, settings.RUNS_HEARTBEAT_SECONDS)
+    sink.start()  # flushes on time too: a long tool call's events are stored while it runs
     heartbeat.start()
-    verification: dict[str, Any] = {}
     try:
         if secrets_error:
-            outcome = _failed("provider_error", secrets_error, code="credential_unavailable")
+            result = attempt_failed(emitter, STOP_PROVIDER_ERROR, secrets_error, code=CREDENTIAL_UNAVAILABLE)
         else:
-            outcome, verification = _run_engine(case_run, sink, cancel, secrets, emitter)
-        if outcome.status == "failed" and outcome.step_count == 0 and outcome.transcript[:1] and "retryable" in outcome.transcript[0]:
-            emitter.emit(
-                "system.run.failed",
-                {
-                    "error": outcome.error,
-                    "stop_reason": outcome.stop_reason,
-                    "step_index": 0,
-                    **({"provider_failure": outcome.provider_failure} if outcome.provider_failure else {}),
-                },
-            )
-    except Exception as exc:
-        logger.exception("case run %s crashed", case_run.pk)
-        outcome = _failed("sandbox_error", f"worker error: {type(exc).__name__}", retryable=True)
-        emitter.emit("system.run.failed", {"error": outcome.error, "stop_reason": "sandbox_error", "step_index": 0})
+            result = _attempt(case_run, workspace=workspace, secrets=secrets, sink=sink, emitter=emitter)
     finally:
         heartbeat.stop()
+        sink.stop()
     sink.flush()
-    return _record(case_run, attempt, outcome, verification, redactor, score_inline=score_inline, events=sink.stored)
+    if result.retryable and attempt < MAX_ATTEMPTS:
+        _retry_later(case_run, attempt, result, redactor)
+        return "retrying"
+    return _record(case_run, attempt, result, redactor, score_inline=score_inline, events=sink.stored)
+
+
+def _attempt(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str], sink: RunEventSink, emitter: EventEmitter) -> CaseAttempt:
+    cancel = CancelCheck(case_run.pk, case_run.attempt)
+    try:
+        return case_attempt_run(case_run, workspace=workspace, secrets=secrets, sink=sink, cancel=cancel, emitter=emitter)
+    except Exception as exc:
+        logger.exception("case run %s crashed", case_run.pk)
+        return attempt_failed(emitter, STOP_SANDBOX_ERROR, f"worker error: {type(exc).__name__}", retryable=True)
+
+
+def _retry_later(case_run: CaseRun, attempt: int, result: CaseAttempt, redactor: Redactor) -> None:
+    """Keep the claim, note the error and enqueue the next attempt after an exponential backoff."""
+    delay = float(settings.RUNS_RETRY_BACKOFF_SECONDS) * (2 ** (attempt - 1))
+    CaseRun.objects.filter(pk=case_run.pk, attempt=attempt, status=CaseStatus.RUNNING).update(
+        error=redactor.text(result.outcome.error or "")[:ERROR_MAX_CHARS], heartbeat_at=timezone.now() + dt.timedelta(seconds=delay)
+    )
+    enqueue_on_commit("runs.case_run_execute", case_run.pk, attempt, countdown=min(delay, 120.0))
+    logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, result.outcome.stop_reason, delay)
+
+
+def _result_fields(result: CaseAttempt, redactor: Redactor) -> tuple[str, dict[str, Any]]:
+    """The case's final status and the fields that record it, redacted."""
+    outcome, verification = result.outcome, result.verification
+    usage = outcome.usage or Usage()
+    status = {COMPLETED: CaseStatus.COMPLETED, CANCELLED: CaseStatus.CANCELLED}.get(outcome.status, CaseStatus.FAILED)
+    fields = {
+        "stop_reason": outcome.stop_reason or "",
+        "final_output": redactor.text(outcome.final_output) if outcome.final_output is not None else None,
+        "error": redactor.text(outcome.error or "")[:ERROR_MAX_CHARS],
+        "step_count": outcome.step_count,
+        "tool_call_count": outcome.tool_call_count,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "duration_ms": outcome.duration_ms,
+        "verification": redactor.json(verification) if verification else {},
+        "provider_failure": redactor.json(outcome.provider_failure) if outcome.provider_failure else None,
+    }
+    return status, fields
 
 
 def _record(
     case_run: CaseRun,
     attempt: int,
-    outcome: CaseOutcome,
-    verification: dict[str, Any],
+    result: CaseAttempt,
     redactor: Redactor,
     *,
     score_inline: bool = False,
     events: list[dict[str, Any]] | None = None,
 ) -> str:
-    from runs.services.orchestrate import case_after_finish
-
-    if _is_retryable(outcome) and attempt < MAX_ATTEMPTS and outcome.status == "failed":
-        delay = _setting("RUNS_RETRY_BACKOFF_SECONDS", 10.0) * (2 ** (attempt - 1))
-        CaseRun.objects.filter(pk=case_run.pk, attempt=attempt, status=CaseStatus.RUNNING).update(
-            error=redactor.text(outcome.error or "")[:5000], heartbeat_at=timezone.now() + dt.timedelta(seconds=delay)
-        )
-        enqueue_on_commit("runs.case_run_execute", case_run.pk, attempt, countdown=min(delay, 120.0))
-        logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, outcome.stop_reason, delay)
-        return "retrying"
-    usage = outcome.usage or Usage()
-    status = {"completed": CaseStatus.COMPLETED, "cancelled": CaseStatus.CANCELLED}.get(outcome.status, CaseStatus.FAILED)
-    fields = {
-        "stop_reason": outcome.stop_reason or "", "final_output": redactor.text(outcome.final_output) if outcome.final_output is not None else None,
-        "error": redactor.text(outcome.error or "")[:5000], "step_count": outcome.step_count, "tool_call_count": outcome.tool_call_count,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "total_tokens": usage.total_tokens,
-        "duration_ms": outcome.duration_ms, "verification": redactor.json(verification) if verification else {},
-        "provider_failure": redactor.json(outcome.provider_failure) if outcome.provider_failure else None,
-    }  # fmt: skip
+    """Finish the case with its result (if this attempt still holds the claim), then move the lane on."""
+    status, fields = _result_fields(result, redactor)
     if not case_finish(case_run_id=case_run.pk, attempt=attempt, status=status, fields=fields):
         logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, attempt)
         return "superseded"

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from runs.lifecycle import InvalidTransition, cases_cancel_open, lane_transition, run_transition
+from runs.lifecycle import InvalidTransition, case_finish, cases_cancel_open, lane_transition, run_transition
 from runs.models import (
     LANE_TERMINAL,
     CaseRun,
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 ORPHAN_AFTER = dt.timedelta(minutes=15)
 STALE_AFTER = dt.timedelta(seconds=60)
 LOST_DISPATCH_AFTER = dt.timedelta(minutes=10)
+MAX_ATTEMPTS = 3  # attempts per case, worker deaths included (execute.py retries up to it too)
 
 
 class RunNotCancellable(Exception):
@@ -95,8 +96,8 @@ def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
     if row is None:
         return None
     if limit is None:  # another database: read the snapshot
-        snapshot = Lane.objects.filter(pk=lane_id).values_list("snapshot", flat=True).first() or {}
-        value = (snapshot.get("runtime_profile") or {}).get("max_in_flight_cases")
+        lane = Lane.objects.only("snapshot").filter(pk=lane_id).first()
+        value = lane.runtime_profile_snapshot.get("max_in_flight_cases") if lane else None
     else:
         value = row[2]
     try:
@@ -292,7 +293,7 @@ def run_reap(
 ) -> dict[str, int]:
     """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
     now = now or timezone.now()
-    report = {"orphaned": 0, "requeued": 0, "redispatched": 0, "rescored": 0, "advanced": 0}
+    report = {"orphaned": 0, "requeued": 0, "abandoned": 0, "redispatched": 0, "rescored": 0, "advanced": 0}
     orphans = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.PROVISIONING], created_at__lt=now - orphan_after)
     for run_id, status in orphans.values_list("pk", "status")[:500]:
         if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status, reason="orphaned run reaper: not started within 15 minutes"):
@@ -302,7 +303,15 @@ def run_reap(
     stale = CaseRun.objects.filter(run__in=running, status=CaseStatus.RUNNING).filter(
         Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True)
     )
-    for case_run_id in stale.values_list("pk", flat=True)[:500]:
+    for case_run_id, attempt, lane_id, run_id in stale.values_list("pk", "attempt", "lane_id", "run_id")[:500]:
+        if attempt >= MAX_ATTEMPTS:  # its workers keep dying (a case that kills them): stop here
+            error = f"the worker running this case stopped responding ({attempt} attempts)"
+            fields = {"stop_reason": "sandbox_error", "error": error}
+            with transaction.atomic():
+                if case_finish(case_run_id=case_run_id, attempt=attempt, status=CaseStatus.FAILED, fields=fields):
+                    case_after_finish(case_run_id=case_run_id, lane_id=lane_id, run_id=run_id, status=CaseStatus.FAILED)
+                    report["abandoned"] += 1
+            continue
         enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
         report["requeued"] += 1
     lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - lost_after)

@@ -54,7 +54,9 @@ def sanitised_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def _fixture_files(case: dict[str, Any]) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    payload = case.get("payload") if isinstance(case.get("payload"), dict) else {}
+    payload = case.get("payload")
+    if not isinstance(payload, dict):
+        payload = {}
     candidates: list[Any] = list(payload.get("workspace_files") or [])
     for item in case.get("inputs") or []:
         if isinstance(item, dict) and item.get("kind") == "workspace" and isinstance(item.get("value"), list):

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from engine.events import MODEL_CALL_COMPLETED, SYSTEM_RUN_COMPLETED, SYSTEM_RUN_STARTED
 from packs.models import Case, InputSet, Pack, PackVersion
 from runs.models import CaseRun, Lane, Run, RunEvent, RunStatus
 from runs.scoring import services as scoring
@@ -131,9 +132,9 @@ def make_run(
             )
             for offset, (etype, payload) in enumerate(
                 [
-                    ("system.run.started", {}),
+                    (SYSTEM_RUN_STARTED, {}),
                     (
-                        "model.call.completed",
+                        MODEL_CALL_COMPLETED,
                         {
                             "provider_key": "scripted",
                             "provider_model_id": "scripted-1",
@@ -141,7 +142,7 @@ def make_run(
                         },
                     ),
                     (
-                        "system.run.completed",
+                        SYSTEM_RUN_COMPLETED,
                         {"final_output": output, "input_tokens": 100, "output_tokens": 20, "total_tokens": 120, "tool_call_count": 0},
                     ),
                 ]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from runs import services
-from runs.models import CaseRun, RunStatus
+from runs.models import CaseRun, Lane, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 BASE = "/api/v1/workspaces/acme/runs"
@@ -168,3 +168,18 @@ def test_run_list_api_has_a_fixed_number_of_queries(
         services.run_create(workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[deployment.pk])
     with django_assert_max_num_queries(len(few.captured_queries)):
         client.get(BASE)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "snapshot, shown",
+    [
+        ({"deployment": {"name": "reader-v2", "model": "gpt-4.1"}, "model": "gpt-4.1"}, ("reader-v2", "gpt-4.1")),
+        ({"name": "old-reader", "model": "gpt-old", "provider_key": "openai"}, ("old-reader", "gpt-old")),  # before the split
+        ({}, ("reader", "")),  # nothing recorded: the lane's label
+    ],
+)
+def test_lanes_show_the_deployment_they_snapshotted(api_client_for, viewer, finished_run, snapshot, shown):
+    Lane.objects.filter(run=finished_run).update(snapshot=snapshot, label="reader")
+    lane = api_client_for(viewer).get(f"{BASE}/{finished_run.pk}").json()["lanes"][0]
+    assert (lane["deployment_name"], lane["model"]) == shown

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import pytest
 
+from engine.events import MODEL_CALL_COMPLETED, SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED, SYSTEM_STEP_STARTED
+from engine.sandbox import IsolationUnavailableError
+from engine.types import ProviderError
 from runs import services
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
+from runs.services import attempt
 from runs.tests.factories import make_deployment
 
 
@@ -44,7 +48,7 @@ def test_running_every_task_twice_changes_nothing(run_of, deployment, tasks):
     assert list(CaseRun.objects.filter(run=run).values_list("attempt", flat=True)) == [1, 1, 1]
     ids = list(RunEvent.objects.filter(run=run).values_list("event_id", flat=True))
     assert len(ids) == len(set(ids))
-    assert RunEvent.objects.filter(run=run, event_type="system.run.completed").count() == 3
+    assert RunEvent.objects.filter(run=run, event_type=SYSTEM_RUN_COMPLETED).count() == 3
 
 
 @pytest.mark.django_db
@@ -57,7 +61,7 @@ def test_the_event_sink_skips_events_it_already_stored(run_of, deployment, tasks
     events = [
         Event(
             event_id=f"x:{i}",
-            event_type="system.step.started",
+            event_type=SYSTEM_STEP_STARTED,
             source="native_engine",
             occurred_at="2026-01-01T00:00:00.000Z",
             payload={"step_index": i},
@@ -82,10 +86,10 @@ def test_it_stores_oversized_payloads_as_files_and_hydrates_them(run_of, deploym
         lane_id=lane.pk,
         case_run_id=None,
         attempt=1,
-        events=[Event("big:1", "model.call.completed", "native_engine", "2026-01-01T00:00:00Z", big)],
+        events=[Event("big:1", MODEL_CALL_COMPLETED, "native_engine", "2026-01-01T00:00:00Z", big)],
     )
     event = RunEvent.objects.get(event_id="big:1")
-    assert set(event.payload) == {"$ref", "bytes", "type"} and event.payload["type"] == "model.call.completed"
+    assert set(event.payload) == {"$ref", "bytes", "type"} and event.payload["type"] == MODEL_CALL_COMPLETED
     assert services.payload_hydrate(event.payload)["output_text"] == "x" * 500
 
 
@@ -153,19 +157,56 @@ def test_a_missing_credential_fails_the_case_with_a_clear_error(workspace, run_o
 
 @pytest.mark.django_db
 def test_a_sandbox_error_is_retried_at_most_three_times(workspace, run_of, tasks, monkeypatch):
-    import engine.sandbox
-
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(engine.sandbox, "create_sandbox", broken)
+    monkeypatch.setattr(attempt, "create_sandbox", broken)
     deployment = make_deployment(workspace)
     run = run_of(deployment)
     tasks.drain()
     cases = list(CaseRun.objects.filter(run=run))
     assert {(c.status, c.stop_reason, c.attempt) for c in cases} == {(CaseStatus.FAILED, "sandbox_error", 3)}
-    failed_events = RunEvent.objects.filter(case_run=cases[0], event_type="system.run.failed")
+    failed_events = RunEvent.objects.filter(case_run=cases[0], event_type=SYSTEM_RUN_FAILED)
     assert sorted(failed_events.values_list("attempt", flat=True)) == [1, 2, 3]
+
+
+class FailingProvider:
+    provider_key = "scripted"
+
+    def __init__(self, error: ProviderError) -> None:
+        self.error = error
+
+    def complete(self, request):
+        raise self.error
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("retryable, attempts", [(True, 3), (False, 1)])
+def test_a_provider_failure_is_retried_only_when_the_provider_says_so(workspace, run_of, tasks, monkeypatch, retryable, attempts):
+    # "unknown" is not retried inside the loop, so only the worker's retry decision is at work.
+    error = ProviderError("unknown", "upstream hiccup", retryable=retryable)
+    monkeypatch.setattr(attempt, "create_provider", lambda *args, **kwargs: FailingProvider(error))
+    run = run_of(make_deployment(workspace))
+    tasks.drain()
+    case = CaseRun.objects.filter(run=run).order_by("position").first()
+    assert (case.status, case.stop_reason, case.attempt) == (CaseStatus.FAILED, "provider_error", attempts)
+    assert case.provider_failure["retryable"] is retryable and "upstream hiccup" in case.error
+    failed = RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_FAILED)
+    assert sorted(failed.values_list("attempt", flat=True)) == list(range(1, attempts + 1))
+
+
+@pytest.mark.django_db
+def test_a_sandbox_that_cannot_isolate_fails_the_case_without_a_retry(workspace, run_of, tasks, monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise IsolationUnavailableError
+
+    monkeypatch.setattr(attempt, "create_sandbox", unavailable)
+    run = run_of(make_deployment(workspace))
+    tasks.drain()
+    case = CaseRun.objects.filter(run=run).order_by("position").first()
+    assert (case.status, case.stop_reason, case.attempt) == (CaseStatus.FAILED, "sandbox_error", 1)
+    assert "sandbox unavailable: process isolation unavailable" in case.error
+    assert RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_FAILED).count() == 1
 
 
 @pytest.mark.django_db
@@ -179,7 +220,7 @@ def test_cancelling_mid_run_stops_cases_and_queued_tasks_exit(run_of, deployment
     assert run.status == RunStatus.CANCELLED
     statuses = sorted(CaseRun.objects.filter(run=run).values_list("status", flat=True))
     assert statuses == [CaseStatus.CANCELLED, CaseStatus.CANCELLED, CaseStatus.COMPLETED]
-    assert RunEvent.objects.filter(run=run, event_type="system.run.completed").count() == 1
+    assert RunEvent.objects.filter(run=run, event_type=SYSTEM_RUN_COMPLETED).count() == 1
 
 
 @pytest.mark.django_db

@@ -191,6 +191,7 @@ def test_gates_page(workspace, admin, viewer, stranger, good, sloppy, client_for
 def _gate(*args: str) -> int:
     with pytest.raises(SystemExit) as info:
         call_command("gate", *args)
+    assert isinstance(info.value.code, int)
     return info.value.code
 
 

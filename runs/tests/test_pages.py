@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
+from engine.events import SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED
 from runs import services
 from runs.models import CaseRun, RunEvent, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -110,7 +112,7 @@ def test_the_replay_shows_tool_calls_and_the_final_output(finished_run, viewer, 
     case = CaseRun.objects.filter(run=finished_run).order_by("position").first()
     body = client_for(viewer).get(url("case_replay", finished_run.pk, case.pk)).content.decode()
     assert "Tool read_file" in body and "Final output" in body and "note number 0" in body
-    event = RunEvent.objects.filter(case_run=case, event_type="system.run.completed").get()
+    event = RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_COMPLETED).get()
     assert f'id="event-{event.event_id}"' in body
     assert "Raw event JSON" in body
 
@@ -144,3 +146,25 @@ def test_run_list_has_a_fixed_number_of_queries(workspace, admin, deployment, cl
         services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
     with django_assert_max_num_queries(len(few.captured_queries)):
         client.get(url("list"))
+
+
+@pytest.mark.django_db
+def test_the_ticker_says_what_each_event_was(finished_run, viewer, client_for):
+    body = client_for(viewer).get(url("detail", finished_run.pk)).content.decode()
+    assert "read_file ok" in body and "completed in 2 steps" in body
+    assert "ev-failed" not in body
+
+
+@pytest.mark.django_db
+def test_a_failed_case_stands_out_in_the_ticker_and_opens_in_the_replay(workspace, admin, pack_version, client_for, tasks):
+    deployment = make_deployment(workspace, credential_reference="workspace-secret://MISSING")
+    run = services.run_create(workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[deployment.pk])
+    tasks.drain()
+    client = client_for(admin)
+    body = client.get(url("detail", run.pk)).content.decode()
+    assert '<li class="ev-failed">' in body and escape('failed: provider_error workspace secret "MISSING" not found') in body
+    case = CaseRun.objects.filter(run=run).order_by("position").first()
+    replay = client.get(url("case_replay", run.pk, case.pk)).content.decode()
+    assert '<details class="step is-error"' in replay and "Failed: provider_error" in replay
+    event = RunEvent.objects.get(case_run=case, event_type=SYSTEM_RUN_FAILED)
+    assert f'id="event-{event.event_id}" open>' in replay

@@ -2,13 +2,13 @@
 
 The statement counts are for one case of a native pack with five tool calls, on the test
 database; PostgreSQL writes the events with one ``COPY`` (counted as one statement).
+``bench/run_statements.py`` prints the actual counts against these ceilings.
 """
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from runs import services
 from runs.models import CaseRun, CaseScore, LaneStatus, RunEvent, RunStatus, ScoreStatus
@@ -139,23 +139,3 @@ def test_a_redelivered_event_batch_gives_its_numbers_back(run_parts):
     sequences = sorted(RunEvent.objects.filter(lane=lane).values_list("sequence_number", flat=True))
     assert sequences == list(range(sequences[0], sequences[0] + 3)) and lane.next_sequence == sequences[-1] + 1
     assert connection.vendor in ("sqlite", "postgresql")
-
-
-@pytest.mark.django_db
-def test_statement_counts_are_reported(run_parts):
-    """Not an assertion on the limits: prints the actual counts (``pytest -s``) for the docs."""
-    run, tasks = run_parts
-    services.case_run_execute(case_run_id=_next_case(tasks))
-    case_run_id = _next_case(tasks)
-    with CaptureQueriesContext(connection) as execute:
-        services.case_run_execute(case_run_id=case_run_id)
-    with CaptureQueriesContext(connection) as finalize:
-        services.case_run_finalize(case_run_id=case_run_id)
-    with CaptureQueriesContext(connection) as inline:
-        services.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)
-    print(
-        f"\n{connection.vendor}: case_run_execute {len(execute)} statements, case_run_finalize {len(finalize)}, "
-        f"case_run_execute scoring inline {len(inline)}"
-    )
-    for query in inline.captured_queries:
-        print("   ", query["sql"][:150])

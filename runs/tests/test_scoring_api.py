@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.events import SCORING_COMPLETED, SCORING_FAILED, SCORING_METRIC_RECORDED, SCORING_STARTED
 from runs.models import CaseRun, CaseScore, LaneScorecard, RunEvent, RunScorecard, ScoreStatus
 from runs.scoring import services as scoring
 from runs.tests.scoring_factories import make_run, score_run
@@ -48,7 +49,7 @@ def test_it_writes_scoring_events_with_fresh_sequence_numbers(workspace):
     run = make_run(workspace, lanes=[GOOD])
     lane = run.lanes.get()
     types = list(RunEvent.objects.filter(lane=lane, event_type__startswith="scoring.").values_list("event_type", flat=True))
-    assert types.count("scoring.started") == 2 and "scoring.metric.recorded" in types and types.count("scoring.completed") == 3
+    assert types.count(SCORING_STARTED) == 2 and SCORING_METRIC_RECORDED in types and types.count(SCORING_COMPLETED) == 3
     sequences = list(RunEvent.objects.filter(lane=lane).values_list("sequence_number", flat=True))
     assert len(sequences) == len(set(sequences))
     lane.refresh_from_db()
@@ -66,7 +67,7 @@ def test_it_marks_a_case_errored_instead_of_raising(workspace, monkeypatch):
     scoring.case_run_score(case_run_id=case_run.pk)
     case_run.refresh_from_db()
     assert case_run.score_status == ScoreStatus.ERRORED
-    failed = RunEvent.objects.get(case_run=case_run, event_type="scoring.failed")
+    failed = RunEvent.objects.get(case_run=case_run, event_type=SCORING_FAILED)
     assert "kernel exploded" in failed.payload["error"]
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.providers import registry as provider_registry
 from infrastructure.models import AgentDeployment
 from runs.models import CaseRun
+from runs.scoring import judges as scoring_judges
 from runs.services import run_create
 from runs.tests.factories import make_deployment, publish
 from secrets_app.services import secret_set
@@ -93,7 +93,7 @@ def judged(workspace, admin):
 
 def test_judges_score_through_the_workspace_deployments_with_consensus(workspace, admin, judged, tasks, monkeypatch):
     prompts: list[str] = []
-    real_create = provider_registry.create_provider
+    real_create = scoring_judges.create_provider
 
     def recording_create(*args, **kwargs):
         provider = real_create(*args, **kwargs)
@@ -104,10 +104,10 @@ def test_judges_score_through_the_workspace_deployments_with_consensus(workspace
                 prompts.extend(m.content for m in request.messages)
             return real_complete(request)
 
-        provider.complete = complete
+        provider.complete = complete  # type: ignore[method-assign]
         return provider
 
-    monkeypatch.setattr(provider_registry, "create_provider", recording_create)
+    monkeypatch.setattr(scoring_judges, "create_provider", recording_create)
     version, agent = judged
     run = run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[agent.pk], name="judged")
     tasks.drain()

@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from engine.events import SYSTEM_RUN_COMPLETED
 from runs import queue, services
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -36,7 +37,7 @@ def _assert_events_clean(run: Run) -> None:
         seqs = list(RunEvent.objects.filter(lane=lane).order_by("sequence_number").values_list("sequence_number", flat=True))
         assert seqs == list(range(1, len(seqs) + 1)), "per-lane sequence has gaps or duplicates"
     for case in CaseRun.objects.filter(run=run):
-        finals = RunEvent.objects.filter(case_run=case, attempt=case.attempt, event_type="system.run.completed").count()
+        finals = RunEvent.objects.filter(case_run=case, attempt=case.attempt, event_type=SYSTEM_RUN_COMPLETED).count()
         assert finals == 1, (case.case_key, case.attempt, finals)
 
 

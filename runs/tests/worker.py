@@ -49,21 +49,35 @@ class Worker:
         )  # fmt: skip
         return self
 
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise RuntimeError("the worker has not been started")
+        return self.process.pid
+
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
+        """Warm shutdown: SIGTERM to the main process only, which closes its pool so the pool
+        children exit normally (and write their coverage data; a SIGTERM of their own kills them
+        outright). Whatever is left of the process group after that is killed."""
         if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.terminate()
             try:
-                self.process.wait(timeout=15)
+                self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self.process:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
-def wait_for(predicate, timeout: float = 90.0, interval: float = 0.2) -> bool:  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float = 90.0, interval: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

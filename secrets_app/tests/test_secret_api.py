@@ -22,7 +22,8 @@ class TestSecretListApi:
             assert response.status_code == 200
             [item] = response.json()["results"]
             assert item["key"] == "OPENAI_API_KEY" and item["created_by"] == "alice" and item["updated_by"] == "alice"
-            assert set(item) == {"key", "created_at", "updated_at", "created_by", "updated_by"}
+            assert set(item) == {"key", "allowed_hosts", "created_at", "updated_at", "created_by", "updated_by"}
+            assert item["allowed_hosts"] == []
 
     def test_a_stranger_gets_404(self, workspace, stranger, api_client_for):
         assert api_client_for(stranger).get(LIST).status_code == 404
@@ -91,3 +92,70 @@ class TestSecretDeleteApi:
         # …not even through their own workspace's path.
         assert api_client_for(stranger).delete("/api/v1/workspaces/globex/secrets/K").status_code == 404
         assert WorkspaceSecret.objects.count() == 1
+
+
+@pytest.mark.django_db
+class TestSecretAllowedHostsApi:
+    def test_an_admin_sets_value_and_hosts_and_reads_the_hosts_back(self, workspace, admin, member, viewer, api_client_for):
+        response = api_client_for(admin).put(
+            detail("TOKEN"), {"value": "tok-value-1", "allowed_hosts": ["API.Example.com", "*.example.org:443"]}, format="json"
+        )
+        assert response.status_code == 201
+        assert response.json()["allowed_hosts"] == ["api.example.com", "*.example.org:443"] and "value" not in response.json()
+        for user in (admin, member, viewer):
+            [item] = api_client_for(user).get(LIST).json()["results"]
+            assert item["allowed_hosts"] == ["api.example.com", "*.example.org:443"]
+        assert b"tok-value-1" not in response.content
+        audit = AuditEvent.objects.get(action="secret.created")
+        assert audit.metadata == {"allowed_hosts": ["api.example.com", "*.example.org:443"]}
+
+    def test_hosts_change_without_resending_the_value(self, workspace, admin, api_client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="keep-this-value", allowed_hosts=["a.example.com"], actor=admin)
+        response = api_client_for(admin).put(detail("TOKEN"), {"allowed_hosts": ["b.example.com"]}, format="json")
+        assert response.status_code == 200 and response.json()["allowed_hosts"] == ["b.example.com"]
+        assert secrets_resolve_for_run(workspace=workspace) == {"TOKEN": "keep-this-value"}
+        audit = AuditEvent.objects.filter(action="secret.updated").get()
+        assert audit.metadata == {"value": "kept", "allowed_hosts": {"from": ["a.example.com"], "to": ["b.example.com"]}}
+
+    def test_a_new_value_without_hosts_keeps_the_hosts(self, workspace, admin, api_client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="old", allowed_hosts=["a.example.com"], actor=admin)
+        response = api_client_for(admin).put(detail("TOKEN"), {"value": "rotated"}, format="json")
+        assert response.status_code == 200 and response.json()["allowed_hosts"] == ["a.example.com"]
+        assert secrets_resolve_for_run(workspace=workspace) == {"TOKEN": "rotated"}
+
+    def test_an_empty_list_clears_the_hosts(self, workspace, admin, api_client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="v", allowed_hosts=["a.example.com"], actor=admin)
+        response = api_client_for(admin).put(detail("TOKEN"), {"allowed_hosts": []}, format="json")
+        assert response.status_code == 200 and response.json()["allowed_hosts"] == []
+
+    def test_creating_needs_a_value_even_with_hosts(self, workspace, admin, api_client_for):
+        response = api_client_for(admin).put(detail("TOKEN"), {"allowed_hosts": ["a.example.com"]}, format="json")
+        assert response.status_code == 400 and "value" in response.json()["error"]["fields"]
+        assert not WorkspaceSecret.objects.exists()
+
+    @pytest.mark.parametrize(
+        "hosts",
+        [["https://api.example.com"], ["api.example.com/v1"], ["*"], ["*.com"], ["api.example.com:99999"], "api.example.com", [3]],
+    )
+    def test_bad_hosts_are_field_errors_and_change_nothing(self, workspace, admin, api_client_for, hosts):
+        secret_set(workspace=workspace, key="TOKEN", value="v", allowed_hosts=["a.example.com"], actor=admin)
+        response = api_client_for(admin).put(detail("TOKEN"), {"value": "new-value", "allowed_hosts": hosts}, format="json")
+        assert response.status_code == 400
+        assert "allowed_hosts" in response.json()["error"]["fields"]
+        assert b"new-value" not in response.content
+        assert WorkspaceSecret.objects.get().allowed_hosts == ["a.example.com"]
+        assert secrets_resolve_for_run(workspace=workspace) == {"TOKEN": "v"}
+
+    @pytest.mark.parametrize("persona", ["member", "viewer"])
+    def test_only_admins_set_hosts(self, workspace, admin, persona, request, api_client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="v", actor=admin)
+        user = request.getfixturevalue(persona)
+        response = api_client_for(user).put(detail("TOKEN"), {"allowed_hosts": ["evil.example.com"]}, format="json")
+        assert response.status_code == 403
+        assert WorkspaceSecret.objects.get().allowed_hosts == []
+
+    def test_a_stranger_gets_404(self, workspace, admin, stranger, api_client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="v", actor=admin)
+        response = api_client_for(stranger).put(detail("TOKEN"), {"allowed_hosts": ["evil.example.com"]}, format="json")
+        assert response.status_code == 404
+        assert WorkspaceSecret.objects.get().allowed_hosts == []

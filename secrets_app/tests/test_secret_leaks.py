@@ -161,3 +161,20 @@ def test_staff_who_are_not_workspace_admins_do_not_see_its_secrets_in_the_admin(
     secret_set(workspace=workspace, key="HIDDEN_FROM_MEMBER", value="v", actor=admin)
     body = client_for(member).get("/admin/secrets_app/workspacesecret/").content.decode()
     assert "HIDDEN_FROM_MEMBER" not in body
+
+
+@pytest.mark.django_db
+def test_an_admin_sets_allowed_hosts_in_the_admin_without_touching_the_value(workspace, admin, root, client_for):
+    secret, _ = secret_set(workspace=workspace, key="K", value="admin-kept-value", actor=admin)
+    client = client_for(root)
+    page = client.get(f"/admin/secrets_app/workspacesecret/{secret.pk}/change/").content.decode()
+    assert "Allowed hosts" in page and "admin-kept-value" not in page
+    response = client.post(f"/admin/secrets_app/workspacesecret/{secret.pk}/change/", {"value": "", "hosts": "API.example.com\n"})
+    assert response.status_code == 302
+    secret.refresh_from_db()
+    assert secret.allowed_hosts == ["api.example.com"]
+    assert secrets_resolve_for_run(workspace=workspace) == {"K": "admin-kept-value"}
+    listing = client.get("/admin/secrets_app/workspacesecret/").content.decode()
+    assert "api.example.com" in listing and "admin-kept-value" not in listing
+    bad = client.post(f"/admin/secrets_app/workspacesecret/{secret.pk}/change/", {"value": "", "hosts": "https://x.example.com"})
+    assert bad.status_code == 200 and "leave out the scheme" in bad.content.decode()

@@ -62,6 +62,41 @@ class TestSecretSetPage:
         body = client_for(admin).get(SET + "?key=TOKEN", HTTP_HX_REQUEST="true").content.decode()
         assert "<dialog" in body and "data-autoopen" in body and 'value="TOKEN"' in body
 
+    def test_an_admin_sets_allowed_hosts_one_per_line(self, workspace, admin, client_for):
+        data = {"key": "TOKEN", "value": "tok-value", "allowed_hosts": "API.example.com\r\n\r\n  *.example.org:443  \n"}
+        response = client_for(admin).post(SET, data, HTTP_HX_REQUEST="true")
+        assert response.status_code == 200 and response["HX-Redirect"] == LIST
+        assert WorkspaceSecret.objects.get().allowed_hosts == ["api.example.com", "*.example.org:443"]
+        body = client_for(admin).get(LIST).content.decode()
+        assert "<code>api.example.com</code>" in body and "<code>*.example.org:443</code>" in body
+
+    def test_the_edit_dialog_shows_the_hosts_and_keeps_the_value_when_left_blank(self, workspace, admin, client_for):
+        secret_set(workspace=workspace, key="TOKEN", value="keep-me-value", allowed_hosts=["a.example.com"], actor=admin)
+        client = client_for(admin)
+        body = client.get(SET + "?key=TOKEN", HTTP_HX_REQUEST="true").content.decode()
+        assert "Edit TOKEN" in body and "a.example.com</textarea>" in body and "keep-me-value" not in body
+        assert "Leave blank to keep the current value" in body
+        response = client.post(SET, {"key": "TOKEN", "value": "", "allowed_hosts": "b.example.com"}, HTTP_HX_REQUEST="true")
+        assert response["HX-Redirect"] == LIST
+        assert WorkspaceSecret.objects.get().allowed_hosts == ["b.example.com"]
+        assert secrets_resolve_for_run(workspace=workspace) == {"TOKEN": "keep-me-value"}
+
+    def test_a_bad_host_is_an_error_next_to_the_field(self, workspace, admin, client_for):
+        data = {"key": "TOKEN", "value": "do-not-echo-me", "allowed_hosts": "https://api.example.com/v1"}
+        body = client_for(admin).post(SET, data, HTTP_HX_REQUEST="true").content.decode()
+        assert "leave out the scheme" in body and "do-not-echo-me" not in body
+        assert not WorkspaceSecret.objects.exists()
+
+    def test_a_new_secret_still_needs_a_value(self, workspace, admin, client_for):
+        body = client_for(admin).post(SET, {"key": "NEW", "value": "", "allowed_hosts": "a.example.com"}, HTTP_HX_REQUEST="true")
+        assert "This field is required" in body.content.decode() and not WorkspaceSecret.objects.exists()
+
+    def test_the_list_warns_about_secrets_tools_cannot_send(self, workspace, admin, member, client_for):
+        secret_set(workspace=workspace, key="UNBOUND", value="v", actor=admin)
+        body = client_for(member).get(LIST).content.decode()
+        assert "tools cannot send it" in body
+        assert 'style="' not in body.split("<main", 1)[-1] and "onclick" not in body and "onsubmit" not in body
+
     @pytest.mark.parametrize("persona", ["member", "viewer"])
     def test_lower_roles_get_403(self, workspace, persona, request, client_for):
         client = client_for(request.getfixturevalue(persona))

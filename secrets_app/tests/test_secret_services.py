@@ -109,7 +109,11 @@ class TestSecretStorage:
         rows = list(
             AuditEvent.objects.filter(workspace=workspace).order_by("id").values_list("action", "target", "actor__username", "metadata")
         )
-        assert rows == [("secret.created", "K", "alice", {}), ("secret.updated", "K", "alice", {}), ("secret.deleted", "K", "alice", {})]
+        assert rows == [
+            ("secret.created", "K", "alice", {"allowed_hosts": []}),
+            ("secret.updated", "K", "alice", {"value": "replaced"}),
+            ("secret.deleted", "K", "alice", {}),
+        ]
         assert not WorkspaceSecret.objects.exists()
 
 
@@ -172,3 +176,43 @@ class TestRotation:
             with pytest.raises(crypto.SecretDecryptionError) as exc:
                 secrets_resolve_for_run(workspace=workspace)
         assert "old" in str(exc.value) and "leaky-value" not in str(exc.value)
+
+
+@pytest.mark.django_db
+class TestAllowedHosts:
+    def test_hosts_are_stored_in_canonical_form(self, workspace, admin):
+        secret, _ = secret_set(
+            workspace=workspace, key="K", value="v", allowed_hosts=["Bücher.de", "API.example.com:443", "api.example.com:443"]
+        )
+        assert secret.allowed_hosts == ["xn--bcher-kva.de", "api.example.com:443"]
+
+    def test_every_bad_host_gets_a_message(self, workspace):
+        with pytest.raises(ValidationError) as info:
+            secret_set(workspace=workspace, key="K", value="v", allowed_hosts=["ok.example.com", "https://x.example.com", "*"])
+        messages = info.value.message_dict["allowed_hosts"]
+        assert len(messages) == 2 and "scheme" in messages[0] and "bare *" in messages[1]
+        assert not WorkspaceSecret.objects.exists()
+
+    def test_nothing_to_change_is_an_error(self, workspace, admin):
+        secret_set(workspace=workspace, key="K", value="v", actor=admin)
+        with pytest.raises(ValidationError, match="Send a new value, allowed hosts or both"):
+            secret_set(workspace=workspace, key="K", actor=admin)
+
+    def test_the_engine_reads_hosts_without_values(self, workspace, other_workspace, admin, django_assert_num_queries):
+        from secrets_app.selectors import secret_allowed_hosts
+
+        secret_set(workspace=workspace, key="A", value="alpha-value", allowed_hosts=["a.example.com"])
+        secret_set(workspace=workspace, key="B", value="beta-value")
+        secret_set(workspace=other_workspace, key="A", value="x", allowed_hosts=["elsewhere.example.com"])
+        with django_assert_num_queries(1) as captured:
+            assert secret_allowed_hosts(workspace=workspace) == {"A": ["a.example.com"], "B": []}
+        assert "ciphertext" not in captured.captured_queries[0]["sql"]
+
+    def test_rotation_keeps_the_hosts(self, workspace):
+        old, new = _key("old", b"o"), _key("new", b"n")
+        with override_settings(SECRETS_ENCRYPTION_KEYS=[old]):
+            secret_set(workspace=workspace, key="K", value="v", allowed_hosts=["a.example.com"])
+        with override_settings(SECRETS_ENCRYPTION_KEYS=[new, old]):
+            call_command("rotate_secrets_key")
+            assert WorkspaceSecret.objects.get().allowed_hosts == ["a.example.com"]
+            assert secrets_resolve_for_run(workspace=workspace) == {"K": "v"}

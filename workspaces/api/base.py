@@ -6,9 +6,15 @@ handler runs. Subclasses set ``read_role`` / ``write_role`` or override ``requir
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from core.api import Pagination
 from workspaces.access import workspace_get_for_user
 from workspaces.models import Role, Workspace, WorkspaceMembership
 
@@ -30,10 +36,8 @@ class WorkspaceApiView(APIView):
             user=request.user, workspace_slug=str(kwargs["workspace_slug"]), role=self.required_role(request)
         )
 
-    def paginate(self, request: Request, queryset, serializer_class):  # type: ignore[no-untyped-def]
+    def paginate(self, request: Request, queryset: QuerySet[Any], serializer_class: type[BaseSerializer[Any]]) -> Response:
         """Limit/offset page of ``queryset`` rendered with ``serializer_class``."""
-        from core.api import Pagination
-
         paginator = Pagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
+        page: list[Any] | None = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)

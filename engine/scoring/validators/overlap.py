@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from typing import Any
 
 from engine.scoring.validators.base import (
     Outcome,
@@ -73,7 +74,7 @@ def references_of(expected: str) -> list[str]:
     return [expected]
 
 
-def ngrams(tokens: list[str] | str, n: int) -> Counter:
+def ngrams(tokens: list[str] | str, n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
@@ -84,7 +85,7 @@ def bleu(candidate: list[str], references: list[list[str]], max_ngram: int, smoo
     log_sum = 0.0
     for n in range(1, orders + 1):
         counts = ngrams(candidate, n)
-        max_ref: Counter = Counter()
+        max_ref: Counter[tuple[str, ...]] = Counter()
         for ref in references:
             max_ref |= ngrams(ref, n)
         clipped = sum(min(c, max_ref[g]) for g, c in counts.items())
@@ -107,7 +108,7 @@ def _common(call: ValidatorCall, allowed: set[str]) -> tuple[str, str, float, bo
     return (call.actual(), call.expected(), threshold, config_bool(call.config, "case_insensitive"), config_bool(call.config, "normalize"))
 
 
-def _positive_int(config: dict, name: str, default: int) -> int:
+def _positive_int(config: dict[str, Any], name: str, default: int) -> int:
     value = config.get(name, default)
     if value is None:
         return default

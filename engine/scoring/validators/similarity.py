@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from engine.scoring.validators.base import (
     EvaluatorError,
@@ -59,7 +60,7 @@ def fuzzy_match(call: ValidatorCall) -> Outcome:
     return Outcome(score >= threshold, score, f"similarity {score:.3f} (threshold {threshold:g})", expected, actual)
 
 
-def pipeline_of(config: dict) -> list[str]:
+def pipeline_of(config: dict[str, Any]) -> list[str]:
     strict_keys(config, {"pipeline", "normalizations"})
     if "pipeline" in config and "normalizations" in config:
         raise PackError("cannot mix pipeline with normalizations")

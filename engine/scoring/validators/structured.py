@@ -8,9 +8,11 @@ from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from engine.scoring.references import stringify
 from engine.scoring.validators.base import EvaluatorError, Outcome, PackError, ValidatorCall, binary, register
+from engine.scoring.validators.schema_regex import Re2Draft202012Validator, check_schema_patterns
 
 JSON = Any
 SUPPORTED_DRAFTS = {
@@ -24,7 +26,7 @@ _QUOTED = re.compile(r"\[(?:'([^']*)'|\"([^\"]*)\")\]")
 _BARE = re.compile(r"\[([^\]'\"]+)\]")
 
 
-def schema_validator(schema: JSON) -> Draft202012Validator:
+def schema_validator(schema: JSON) -> Validator:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -43,10 +45,11 @@ def schema_validator(schema: JSON) -> Draft202012Validator:
         Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise PackError(f"invalid JSON schema: {exc.message}") from exc
-    return Draft202012Validator(schema)
+    check_schema_patterns(schema)  # patterns run on RE2: linear time whatever the agent outputs
+    return Re2Draft202012Validator(schema)  # type: ignore[no-any-return]
 
 
-def schema_outcome(validator: Draft202012Validator, text: str) -> Outcome:
+def schema_outcome(validator: Validator, text: str) -> Outcome:
     try:
         instance = json.loads(text)
     except ValueError as exc:

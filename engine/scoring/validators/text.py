@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import re2
 
 from engine.scoring.validators.base import EvaluatorError, Outcome, PackError, ValidatorCall, binary, register
@@ -24,7 +26,7 @@ def contains(call: ValidatorCall) -> Outcome:
     return binary(found, "expected substring found" if found else "expected substring not found", expected, actual)
 
 
-def compile_regex(pattern: str):
+def compile_regex(pattern: str) -> Any:  # a re2 pattern (re2 ships no type information)
     try:
         return re2.compile(pattern)
     except Exception as exc:  # re2 raises its own error type

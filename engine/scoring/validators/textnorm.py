@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 WHITESPACE = re.compile(r"\s+")
@@ -26,7 +27,7 @@ def remove_articles(text: str) -> str:
     return ARTICLES.sub(" ", text)
 
 
-STEPS = {
+STEPS: dict[str, Callable[[str], str]] = {
     "trim": str.strip,
     "lowercase": str.casefold,
     "collapse_whitespace": collapse_whitespace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from engine.modes import CaseRequest
 from engine.types import (
@@ -130,7 +131,7 @@ class StubProvider:
 def make_request(**overrides) -> CaseRequest:
     profile = {"max_iterations": 10, "max_tool_calls": 0, "step_timeout_seconds": 30, "run_timeout_seconds": 300}
     profile.update(overrides.pop("runtime_profile", {}))
-    values = dict(
+    values: dict[str, Any] = dict(
         execution_mode="native",
         run_id="run-1",
         lane_id="lane-1",

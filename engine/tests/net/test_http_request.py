@@ -192,7 +192,12 @@ def secret_tools(server):
 
 def test_echoing_server_response_is_redacted(harness_factory, http_server):
     basic = base64.b64encode(f"user:{SECRET}".encode()).decode()
-    h = harness_factory(net_manifest(tools=secret_tools(http_server)), secrets={"TOKEN": SECRET, "BASIC": basic})
+    hosts = [f"127.0.0.1:{http_server.server_port}"]
+    h = harness_factory(
+        net_manifest(tools=secret_tools(http_server)),
+        secrets={"TOKEN": SECRET, "BASIC": basic},
+        secret_hosts={"TOKEN": hosts, "BASIC": hosts},
+    )
     result = h.call("api", {"q": "a b"})
     assert not result.is_error
     assert SECRET not in result.content and basic not in result.content

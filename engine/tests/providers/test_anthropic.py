@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ def provider_for(server):
 
 
 def request(**overrides):
-    values = dict(
+    values: dict[str, Any] = dict(
         model="claude-test",
         messages=[
             Message("system", "ignored"),
@@ -97,7 +98,7 @@ def tool_use_stream():
 
 def test_it_streams_text_and_tool_use(server):
     server.replies.append(tool_use_stream())
-    deltas = []
+    deltas: list[dict[str, Any]] = []
     response = provider_for(server).complete(request(on_delta=deltas.append))
     assert response.output_text == "Reading"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("toolu_1", "read_file", {"path": "b.txt"})]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ def provider_for(server):
 
 
 def request(**overrides):
-    values = dict(
+    values: dict[str, Any] = dict(
         model="gpt-test",
         messages=[
             Message("system", "be brief"),
@@ -77,7 +78,7 @@ def tool_call_stream():
 
 def test_it_streams_tool_calls_and_usage(server):
     server.replies.append(tool_call_stream())
-    deltas = []
+    deltas: list[dict[str, Any]] = []
     response = provider_for(server).complete(request(on_delta=deltas.append))
     assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
         ("call_a", "read_file", {"path": "b.txt"}),
@@ -125,7 +126,7 @@ def test_it_returns_a_text_answer_and_reports_the_first_text_delta(server):
             ]
         )
     )
-    deltas = []
+    deltas: list[dict[str, Any]] = []
     response = provider_for(server).complete(request(tools=[], on_delta=deltas.append))
     assert response.output_text == "Hello" and response.tool_calls == []
     assert [d["text_delta"] for d in deltas] == ["Hel"]

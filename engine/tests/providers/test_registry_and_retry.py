@@ -45,7 +45,7 @@ def test_retry_delay_doubles_from_250_ms():
 
 
 def test_call_with_retries_stops_when_the_caller_vetoes_waiting():
-    sleeps = []
+    sleeps: list[float] = []
     calls = []
 
     def failing():

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from engine.providers import create_provider
 from engine.types import Message, ModelRequest, ToolCall, ToolDefinition
@@ -115,7 +116,7 @@ def test_it_answers_judge_calls_from_judge_responses():
 
 
 def test_it_reports_the_first_delta_when_asked():
-    deltas = []
+    deltas: list[dict[str, Any]] = []
     scripted({"default": [{"submit": "x"}]}).complete(
         ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append)
     )

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.sandbox import SandboxConfig, SandboxConfigError, ShellNotAllowedError, create_sandbox
+from engine.sandbox import SandboxConfig, SandboxConfigError, SandboxSettings, ShellNotAllowedError, create_sandbox
 from engine.sandbox.env import invokes_shell
 from engine.tests.tools.support import manifest, requires_bwrap
 
@@ -214,11 +214,18 @@ def test_missing_bubblewrap_reports_isolation_unavailable(harness_factory, monke
     assert h.error("exec", {"command": ["true"]}) == "process isolation unavailable: install bubblewrap"
 
 
-def test_unisolated_escape_hatch_runs_commands(harness_factory, monkeypatch):
-    monkeypatch.setenv("SANDBOX_ALLOW_UNISOLATED", "1")
-    h = harness_factory()
+def test_unisolated_escape_hatch_runs_commands(harness_factory):
+    h = harness_factory(settings=SandboxSettings(allow_unisolated=True))
     h.sandbox.isolated = False
     assert json.loads(h.call("exec", {"command": ["echo", "dev"]}).content)["stdout"] == "dev\n"
+    assert h.content("query_json", {"query": ".a", "json": '{"a": 1}'})["content"]["result"] == 1
+
+
+def test_the_engine_ignores_the_unisolated_environment_variable(harness_factory, monkeypatch):
+    monkeypatch.setenv("SANDBOX_ALLOW_UNISOLATED", "1")  # only SandboxSettings counts
+    h = harness_factory()
+    h.sandbox.isolated = False
+    assert h.error("exec", {"command": ["true"]}) == "process isolation unavailable: install bubblewrap"
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,8 @@ def test_binary_missing_dimension_fails_and_ignores_scorecard_threshold():
 def test_hybrid_gates_then_weighted_mean_of_non_gates():
     dims = [dim("g", 0.9, gate=True, threshold=0.8), dim("a", 0.6), dim("b", 0.8)]
     result = overall("hybrid", dims, 0.7)
-    assert (result.score, result.passed) == (pytest.approx(0.7), True)
+    assert result.score == pytest.approx(0.7)
+    assert result.passed is True
 
 
 def test_hybrid_failed_gate_scores_zero():

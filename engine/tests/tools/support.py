@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.sandbox import SandboxConfig, create_sandbox
+from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox
 from engine.tools import build_toolset
 from engine.types import ToolCall
 
@@ -45,10 +45,27 @@ def manifest(
     return m
 
 
+# Tests reach loopback servers they start, which the egress policy refuses unless the operator's
+# SANDBOX_PRIVATE_ALLOWLIST covers them (and the pack allowlists them). Production default: empty.
+TEST_PRIVATE_ALLOWLIST = ("127.0.0.0/8",)
+
+
 class Harness:
-    def __init__(self, m: dict[str, Any], secrets: dict[str, str] | None = None, tmp: str | None = None, **kw: Any):
+    def __init__(
+        self,
+        m: dict[str, Any],
+        secrets: dict[str, str] | None = None,
+        tmp: str | None = None,
+        *,
+        private_allowlist: tuple[str, ...] = TEST_PRIVATE_ALLOWLIST,
+        network_mode: str = "allowlist",
+        settings: SandboxSettings | None = None,
+        **kw: Any,
+    ):
         self.manifest = m
-        self.sandbox = create_sandbox(SandboxConfig.from_manifest(m), base_dir=tmp)
+        config = SandboxConfig.from_manifest(m)
+        config.apply_operator_network(network_mode, private_allowlist)
+        self.sandbox = create_sandbox(config, base_dir=tmp, settings=settings)
         self.toolset = build_toolset(m, sandbox=self.sandbox, secrets=secrets or {}, **kw)
 
     def call(self, name: str, args: Any = None, raw: str | None = None):

@@ -192,7 +192,7 @@ def test_secret_is_never_expanded_twice(harness_factory, http_server):
             ]
         },
     )
-    h = harness_factory(m, secrets={"T": "${file}"})
+    h = harness_factory(m, secrets={"T": "${file}"}, secret_hosts={"T": [f"127.0.0.1:{http_server.server_port}"]})
     body = json.loads(json.loads(h.call("api", {"file": "X"}).content)["content"]["body"])["body"]
     assert body == "[redacted]|X"
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.sandbox.base import WorkspaceFullError, WorkspacePathError
+from engine.sandbox.base import FileTooLargeError, WorkspaceFullError, WorkspacePathError
+from engine.sandbox.local import read_limited
 from engine.tools import args as A
 from engine.tools.context import ToolContext
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
 from engine.types import ToolResult
 
 READ_LIMIT_BYTES = 4 * 1024 * 1024
 
 
-def _read(ctx: ToolContext):
+def _read(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("file"):
             return denied()
@@ -24,21 +25,21 @@ def _read(ctx: ToolContext):
         if ctx.sandbox is None:
             return error(NO_SANDBOX)
         try:
-            data = ctx.sandbox.read_file(path)
+            data = read_limited(ctx.sandbox, path, READ_LIMIT_BYTES)  # size checked before reading
         except WorkspacePathError as exc:
             return error(str(exc))
+        except FileTooLargeError as exc:
+            return error(f'file "{path}" is too large to read ({exc.size} bytes; limit {READ_LIMIT_BYTES})')
         except (FileNotFoundError, NotADirectoryError):
             return error(f'file "{path}" was not found')
         except IsADirectoryError:
             return error(f'path "{path}" is not a file')
-        if len(data) > READ_LIMIT_BYTES:
-            return error(f'file "{path}" is too large to read ({len(data)} bytes; limit {READ_LIMIT_BYTES})')
         return ok({"path": path, "content": data.decode("utf-8", "replace")})
 
     return execute
 
 
-def _write(ctx: ToolContext):
+def _write(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("file"):
             return denied()
@@ -62,7 +63,7 @@ def _write(ctx: ToolContext):
     return execute
 
 
-def _list(ctx: ToolContext):
+def _list(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("file"):
             return denied()

@@ -7,14 +7,16 @@ from typing import Any
 from engine.net import guard
 from engine.sandbox.base import WorkspaceFullError, WorkspacePathError
 from engine.tools import args as A
+from engine.tools import secret_hosts
+from engine.tools.composed import SecretArgs
 from engine.tools.context import ToolContext
 from engine.tools.envelope import wrap
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
 from engine.types import ToolResult
 
 
-def create(ctx: ToolContext):
+def create(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.network_allowed:
             return denied()
@@ -35,6 +37,11 @@ def create(ctx: ToolContext):
             return error(NO_SANDBOX)
         if any(c in k or c in v for k, v in headers.items() for c in "\r\n\x00"):
             return error("header names and values must not contain line breaks")
+        carries_secret = isinstance(args, SecretArgs)
+        if isinstance(args, SecretArgs):
+            refusal = _secret_refusal(ctx, args, url)
+            if refusal:
+                return error(refusal, "policy")
         try:
             response = guard.send(
                 method,
@@ -44,6 +51,8 @@ def create(ctx: ToolContext):
                 timeout=guard.clamp_timeout(timeout),
                 allowlist=ctx.allowlist,
                 resolver=ctx.resolver,
+                secret_headers=args.secret_headers if isinstance(args, SecretArgs) else (),
+                carries_secret=carries_secret,
             )
         except guard.NetworkPolicyError as exc:
             return error(str(exc))
@@ -67,6 +76,28 @@ def create(ctx: ToolContext):
         return ok(wrap(ctx, "http_request", payload))
 
     return execute
+
+
+def _secret_refusal(ctx: ToolContext, args: SecretArgs, url: str) -> str | None:
+    """Why the secrets substituted into ``args`` must not go to ``url`` (names them, never values).
+
+    A secret goes only to a destination that matches its allowed hosts (set by a workspace admin)
+    *and* passes the pack's network policy; checked before any connection is made.
+    """
+    for key in sorted(args.secret_keys):
+        patterns = ctx.secret_hosts.get(key, ())
+        if not patterns:
+            return f'secret "{key}" was not sent: it has no allowed hosts yet; a workspace admin must set them on the Secrets page'
+        if not secret_hosts.allowed(patterns, url):
+            dest = secret_hosts.destination(url)
+            where = ctx.redactor.text(f" ({dest[0]}:{dest[1]})") if dest else ""
+            return f'secret "{key}" was not sent: the destination{where} is not one of its allowed hosts'
+    try:
+        guard.check_target(url, ctx.allowlist, ctx.resolver)
+    except guard.NetworkPolicyError as exc:
+        names = ", ".join(f'"{key}"' for key in sorted(args.secret_keys))
+        return f"secret {names} was not sent: the pack's network policy refuses the destination ({exc})"
+    return None
 
 
 def _decode(response: guard.Response) -> str:

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import shlex
+from collections.abc import Callable
 from typing import Any
 
-from engine.sandbox.base import IsolationUnavailableError, ShellNotAllowedError, WorkspacePathError
+from engine.sandbox.base import IsolationUnavailableError, ShellNotAllowedError, ToolRunError, WorkspacePathError
+from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
 from engine.tools.context import ToolContext
 from engine.tools.envelope import wrap
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
 from engine.types import ExecResult, ToolResult
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 300
+DETECT_TIMEOUT = 10.0
 _SHELL_CHARS = set("|&;<>()$`\\\"'*?[]#~=%!{}\n")
 
 
@@ -36,36 +38,19 @@ def _run(ctx: ToolContext, argv: list[str], cwd: str, env: dict[str, str], timeo
 
 
 def _detect(ctx: ToolContext, cwd: str, mode: str) -> tuple[str, list[str]] | None:
-    assert ctx.sandbox is not None
-    base = cwd.rstrip("/")
-
-    def read(name: str) -> bytes | None:
-        try:
-            return ctx.sandbox.read_file(f"{base}/{name}")  # type: ignore[union-attr]
-        except (OSError, WorkspacePathError):
-            return None
-
-    package = read("package.json")
-    if package is not None:
-        try:
-            scripts = json.loads(package).get("scripts") or {}
-        except (ValueError, AttributeError):
-            scripts = {}
-        if isinstance(scripts, dict) and mode in scripts:
-            return "npm", ["npm", "run", mode]
-    if read("go.mod") is not None:
-        return "go", ["go", mode, "./..."]
-    if read("Cargo.toml") is not None:
-        return "cargo", ["cargo", mode]
-    if read("pyproject.toml") is not None:
-        return "python", ["python3", "-m", "unittest", "discover"] if mode == "test" else ["python3", "-m", "compileall", "."]
-    if read("Makefile") is not None:
-        return "make", ["make", mode]
-    return None
+    """Auto-detect the project's command. Runs inside the sandbox: the worker never reads or
+    parses the agent's ``package.json`` (a FIFO or a 5,000-deep document cannot hurt it)."""
+    try:
+        found = run_tool(ctx.sandbox, "detect", {"cwd": contained_path(ctx.sandbox, cwd), "mode": mode}, timeout=DETECT_TIMEOUT)
+    except (WorkspacePathError, ToolRunError):
+        return None
+    if not (isinstance(found, list) and len(found) == 2 and isinstance(found[1], list)):
+        return None
+    return str(found[0]), [str(a) for a in found[1]]
 
 
-def _builder(mode: str):
-    def create(ctx: ToolContext):
+def _builder(mode: str) -> Callable[[ToolContext], Executor]:
+    def create(ctx: ToolContext) -> Executor:
         def execute(args: dict[str, Any]) -> ToolResult:
             if not ctx.kind_allowed("build"):
                 return denied()
@@ -115,7 +100,7 @@ def _builder(mode: str):
     return create
 
 
-def _exec(ctx: ToolContext):
+def _exec(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("shell"):
             return denied()

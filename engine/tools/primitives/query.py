@@ -1,45 +1,29 @@
-"""query_json (jq bindings) and query_sql (read-only SQLite) (kind ``data``)."""
+"""query_json (jq) and query_sql (read-only SQLite) (kind ``data``).
+
+Both run INSIDE the sandbox (``engine/sandbox/toolhost.py``): jq sees only the sandbox's clean
+environment (``$ENV``) and filesystem (``import ... {search: ...}``), SQLite opens the database
+as the sandbox user through a checked fd, and a runaway query is killed at its deadline.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import stat
-import time
-import urllib.parse
 from typing import Any
 
-import jq
-
-from engine.sandbox.base import WorkspaceFullError, WorkspacePathError
+from engine.sandbox.base import ToolRunError, WorkspaceFullError, WorkspacePathError
+from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
-from engine.tools import forkrun
 from engine.tools.context import ToolContext
 from engine.tools.envelope import compact, wrap
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
 from engine.types import ToolResult
 
 JSON_INPUT_LIMIT = 32 * 1024 * 1024
 JQ_TIMEOUT = 10.0
 SQL_TIME_BUDGET = 10.0
+SQL_DEADLINE_SLACK = 5.0
 SQL_MAX_ROWS = 100_000
-
-_READ_PRAGMAS = frozenset(
-    {
-        "table_info",
-        "table_xinfo",
-        "index_list",
-        "index_info",
-        "index_xinfo",
-        "foreign_key_list",
-        "table_list",
-        "collation_list",
-        "function_list",
-        "database_list",
-    }
-)
 
 
 def _write_output(ctx: ToolContext, path: str, data: bytes) -> ToolResult | None:
@@ -55,12 +39,18 @@ def _write_output(ctx: ToolContext, path: str, data: bytes) -> ToolResult | None
     return None
 
 
-def _jq_eval(query: str, text: str) -> list[str]:
-    program = jq.compile(query)
-    return [json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in program.input_text(text)]
+def _file_error(exc: ToolRunError, raw: str, missing: str) -> str | None:
+    """The message for a failure to open an agent file inside the sandbox (None: not a file error)."""
+    if exc.code == "outside":
+        return f'path "{raw}" is outside the sandbox workspace'
+    if exc.code == "not_found":
+        return missing
+    if exc.code == "not_a_file":
+        return f'path "{raw}" is not a file'
+    return None
 
 
-def _query_json(ctx: ToolContext):
+def _query_json(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("data"):
             return denied()
@@ -74,33 +64,33 @@ def _query_json(ctx: ToolContext):
             return error("query is required")
         if bool(file_path) == (inline is not None and inline != ""):
             return error("exactly one of file_path or json is required")
-        if (file_path or output_path) and ctx.sandbox is None:
+        if ctx.sandbox is None:
             return error(NO_SANDBOX)
+        request: dict[str, Any] = {"query": query}
         if file_path:
             try:
-                raw = ctx.sandbox.read_file(file_path)  # type: ignore[union-attr]
+                request.update(path=contained_path(ctx.sandbox, file_path), limit=JSON_INPUT_LIMIT)
             except WorkspacePathError as exc:
                 return error(str(exc))
-            except (FileNotFoundError, NotADirectoryError):
-                return error(f'file "{file_path}" was not found')
-            except IsADirectoryError:
-                return error(f'path "{file_path}" is not a file')
-            if len(raw) > JSON_INPUT_LIMIT:
-                return error("json input exceeds size limit")
-            text = raw.decode("utf-8", "replace")
         else:
-            text = inline or ""
-            if len(text.encode("utf-8")) > JSON_INPUT_LIMIT:
+            if len((inline or "").encode("utf-8")) > JSON_INPUT_LIMIT:
                 return error("json input exceeds size limit")
+            request["text"] = inline or ""
         try:
-            lines = forkrun.run(lambda: _jq_eval(query, text), JQ_TIMEOUT)
-        except forkrun.ForkTimeout:
-            return error("jq query timed out")
-        except forkrun.ForkFailed:
-            return error("jq query failed")
-        except ValueError as exc:
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else "jq query failed"
-            return error(message[:500])
+            lines = run_tool(ctx.sandbox, "jq", request, timeout=JQ_TIMEOUT)
+        except ToolRunError as exc:
+            message = _file_error(exc, file_path, f'file "{file_path}" was not found')
+            if message is None:
+                message = {
+                    "jq": exc.message,
+                    "timeout": "jq query timed out",
+                    "cancelled": "jq query cancelled",
+                    "too_large": "json input exceeds size limit",
+                    "too_large_output": "jq result too large",
+                    "memory": "jq query ran out of memory",
+                    "unavailable": exc.message,
+                }.get(exc.code, "jq query failed")
+            return error(message or "jq query failed")
         if output_path:
             data = ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
             failed = _write_output(ctx, output_path, data)
@@ -114,42 +104,7 @@ def _query_json(ctx: ToolContext):
     return execute
 
 
-def _authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
-    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE):
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS and arg2 is None:
-        return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    return value
-
-
-def _run_sql(host_path: str, query: str) -> list[dict[str, Any]]:
-    uri = "file:" + urllib.parse.quote(host_path) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None, check_same_thread=False)
-    try:
-        deadline = time.monotonic() + SQL_TIME_BUDGET
-        conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
-        conn.set_authorizer(_authorizer)
-        cursor = conn.execute(query)
-        columns = [d[0] for d in cursor.description or []]
-        rows: list[dict[str, Any]] = []
-        for row in cursor:
-            rows.append({c: _cell(v) for c, v in zip(columns, row, strict=False)})
-            if len(rows) >= SQL_MAX_ROWS:
-                break
-        return rows
-    finally:
-        conn.close()
-
-
-def _query_sql(ctx: ToolContext):
+def _query_sql(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("data"):
             return denied()
@@ -165,31 +120,31 @@ def _query_sql(ctx: ToolContext):
             return error("query is required")
         if not database_path:
             return error("database_path is required for sqlite")
-        sandbox = ctx.sandbox
-        if sandbox is None or not hasattr(sandbox, "host_path"):
+        if ctx.sandbox is None:
             return error(NO_SANDBOX)
         try:
-            host = sandbox.host_path(database_path)
-            st = os.lstat(host)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(database_path)
-            if not stat.S_ISREG(st.st_mode):
-                raise FileNotFoundError(database_path)
+            request = {
+                "path": contained_path(ctx.sandbox, database_path),
+                "query": query,
+                "budget": SQL_TIME_BUDGET,
+                "max_rows": SQL_MAX_ROWS,
+            }
+            rows = run_tool(ctx.sandbox, "sql", request, timeout=SQL_TIME_BUDGET + SQL_DEADLINE_SLACK)
         except WorkspacePathError as exc:
             return error(str(exc))
-        except (FileNotFoundError, NotADirectoryError):
-            return error(f'database "{database_path}" was not found')
-        except IsADirectoryError:
-            return error(f'path "{database_path}" is not a file')
-        try:
-            rows = _run_sql(host, query)
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if text == "interrupted":
-                return error("sql query exceeded its time budget")
-            return error(f"sql error: {text}")
-        except sqlite3.Error as exc:
-            return error(f"sql error: {exc}")
+        except ToolRunError as exc:
+            message = _file_error(exc, database_path, f'database "{database_path}" was not found')
+            if message is None:
+                message = {
+                    "sql": exc.message,
+                    "sql_timeout": "sql query exceeded its time budget",
+                    "timeout": "sql query exceeded its time budget",
+                    "cancelled": "sql query cancelled",
+                    "too_large_output": "sql result too large",
+                    "memory": "sql query ran out of memory",
+                    "unavailable": exc.message,
+                }.get(exc.code, "sql query failed")
+            return error(message or "sql query failed")
         if output_path:
             data = compact(rows).encode("utf-8")
             failed = _write_output(ctx, output_path, data)

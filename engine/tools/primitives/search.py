@@ -1,31 +1,45 @@
-"""search_files (name glob) and search_text (regex over contents), in Python (kind ``file``)."""
+"""search_files (name glob) and search_text (regex over contents) (kind ``file``).
+
+Both run INSIDE the sandbox (``engine/sandbox/toolhost.py``) under the call's deadline, and
+``search_text`` uses RE2, a linear-time engine: a pattern such as ``^(a+)+$`` cannot pin a CPU.
+RE2 has no backreferences or lookaround; such patterns are reported as invalid.
+"""
 
 from __future__ import annotations
 
-import fnmatch
-import posixpath
-import re
 from typing import Any
 
-from engine.sandbox.base import WorkspacePathError
+from engine.sandbox.base import ToolRunError, WorkspacePathError
+from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
 from engine.tools.context import ToolContext
 from engine.tools.envelope import wrap
 from engine.tools.paths import clean
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
-from engine.types import FileEntry, ToolResult
+from engine.types import ToolResult
 
 SEARCH_FILE_LIMIT = 8 * 1024 * 1024
 MAX_LINE_CHARS = 2_000
+SEARCH_TIMEOUT = 60.0
 
 
-def _entries(ctx: ToolContext, path: str) -> list[FileEntry]:
-    assert ctx.sandbox is not None
-    return ctx.sandbox.list_files(path)
+def _search(ctx: ToolContext, tool: str, raw_path: str, request: dict[str, Any]) -> Any | ToolResult:
+    try:
+        request["base"] = contained_path(ctx.sandbox, raw_path)
+        return run_tool(ctx.sandbox, tool, request, timeout=SEARCH_TIMEOUT)
+    except WorkspacePathError as exc:
+        return error(str(exc))
+    except ToolRunError as exc:
+        if exc.code == "outside":
+            return error(f'path "{raw_path}" is outside the sandbox workspace')
+        if exc.code in ("not_found", "not_a_file"):
+            return error(f'path "{raw_path}" was not found')
+        messages = {"regex": exc.message, "timeout": "search timed out", "cancelled": "search cancelled"}
+        return error(messages.get(exc.code) or exc.message or "search failed")
 
 
-def _search_files(ctx: ToolContext):
+def _search_files(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("file"):
             return denied()
@@ -40,19 +54,18 @@ def _search_files(ctx: ToolContext):
             return error(NO_SANDBOX)
         try:
             path = clean(raw_path)
-            entries = _entries(ctx, raw_path)
         except WorkspacePathError as exc:
             return error(str(exc))
-        except (FileNotFoundError, NotADirectoryError):
-            return error(f'path "{raw_path}" was not found')
-        files = [e.path for e in entries if fnmatch.fnmatchcase(posixpath.basename(e.path), pattern)][:max_results]
+        files = _search(ctx, "search_files", raw_path, {"pattern": pattern, "max_results": max_results})
+        if isinstance(files, ToolResult):
+            return files
         payload = {"pattern": pattern, "path": path, "max_results": max_results, "files": files}
         return ok(wrap(ctx, "search_files", payload))
 
     return execute
 
 
-def _search_text(ctx: ToolContext):
+def _search_text(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         if not ctx.kind_allowed("file"):
             return denied()
@@ -68,38 +81,20 @@ def _search_text(ctx: ToolContext):
         if ctx.sandbox is None:
             return error(NO_SANDBOX)
         try:
-            regex = re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
-        except re.error as exc:
-            return error(f"invalid regex: {exc}")
-        try:
             base = clean(raw_path)
-            entries = _entries(ctx, raw_path)
         except WorkspacePathError as exc:
             return error(str(exc))
-        except (FileNotFoundError, NotADirectoryError):
-            return error(f'path "{raw_path}" was not found')
-        matches: list[dict[str, Any]] = []
-        for entry in entries:
-            if include:
-                rel = posixpath.relpath(entry.path, base)
-                target = rel if "/" in include else posixpath.basename(entry.path)
-                if not fnmatch.fnmatchcase(target, include):
-                    continue
-            if entry.size > SEARCH_FILE_LIMIT:
-                continue
-            try:
-                data = ctx.sandbox.read_file(entry.path)
-            except (OSError, WorkspacePathError):
-                continue
-            if b"\x00" in data[:8192]:
-                continue  # binary, as ripgrep skips it
-            count = 0
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
-                if regex.search(line):
-                    matches.append({"path": entry.path, "line_number": number, "line_text": line[:MAX_LINE_CHARS]})
-                    count += 1
-                    if count >= max_results:
-                        break
+        request = {
+            "pattern": pattern,
+            "include": include,
+            "case_sensitive": case_sensitive,
+            "max_results": max_results,
+            "file_limit": SEARCH_FILE_LIMIT,
+            "line_chars": MAX_LINE_CHARS,
+        }
+        matches = _search(ctx, "search_text", raw_path, request)
+        if isinstance(matches, ToolResult):
+            return matches
         payload = {
             "pattern": pattern,
             "path": base,

@@ -14,10 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bundle import format_errors_text, process_bundle
-from engine.sandbox import SandboxConfig, create_sandbox
+from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox
 from engine.tools import ToolsetError, build_toolset
 from engine.types import EngineError, ToolCall
 
@@ -109,7 +110,9 @@ class Command(BaseCommand):
         manifest = result.manifest
         case = find_case(manifest, options["case_key"])
         try:
-            sandbox = create_sandbox(SandboxConfig.from_manifest(manifest))
+            config = SandboxConfig.from_manifest(manifest)
+            config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
+            sandbox = create_sandbox(config, settings=SandboxSettings.from_settings(settings))
         except EngineError as exc:
             raise CommandError(f"sandbox: {exc}", returncode=1) from None
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandParser
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--baseline-lane", type=int, help="Baseline lane id (for runs with several lanes)")
         parser.add_argument("--candidate-lane", type=int, help="Candidate lane id (for runs with several lanes)")
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         self.stderr.write(f"error: {message}")
         sys.exit(USAGE_ERROR)
 
@@ -57,7 +57,7 @@ class Command(BaseCommand):
             workspace = Workspace.objects.filter(slug=options["workspace"]).first()
             if workspace is None:
                 self._fail(f"no workspace {options['workspace']!r}")
-        runs = {}
+        runs: dict[str, Run] = {}
         for side in ("baseline", "candidate"):
             qs = Run.objects.select_related("workspace")
             if workspace is not None:

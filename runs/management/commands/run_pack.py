@@ -18,7 +18,7 @@ from workspaces.models import Workspace
 class Command(BaseCommand):
     help = "Start a run of a pack version with one or more deployments; --follow shows progress until it ends."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--workspace", required=True, help="Workspace slug")
         parser.add_argument("--pack-version", required=True, type=int, help="Pack version id")
         parser.add_argument("--deployment", action="append", required=True, help="Deployment name (repeat for several lanes)")
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--follow", action="store_true", help="Show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace {options['workspace']!r}.")

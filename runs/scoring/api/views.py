@@ -67,7 +67,7 @@ class LaneScorecardApi(WorkspaceApiView):
         status = serializers.CharField()
         run_id = serializers.IntegerField()
         lane_id = serializers.IntegerField()
-        label = serializers.CharField()
+        label = serializers.CharField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
         deployment = serializers.CharField()
         scorecard = serializers.JSONField()
         dimension_deck = serializers.ListField(child=serializers.JSONField())
@@ -106,7 +106,7 @@ class CaseVerdictsApi(WorkspaceApiView):
         case_key = serializers.CharField()
         passed = serializers.BooleanField(allow_null=True)
         overall_score = serializers.FloatField(allow_null=True)
-        validators = serializers.ListField(child=serializers.JSONField())
+        validators = serializers.ListField(child=serializers.JSONField())  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
     @extend_schema(
         summary="Per-validator verdicts and evidence for one case run",

@@ -10,12 +10,12 @@ from workspaces.models import Workspace
 class Command(BaseCommand):
     help = "Create a workspace with an admin (the user is created if missing and its password printed)."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--name", required=True)
         parser.add_argument("--admin", required=True, metavar="USERNAME")
 
-    def handle(self, *args, slug: str, name: str, admin: str, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args, slug: str, name: str, admin: str, **options) -> None:
         if Workspace.objects.filter(slug=slug).exists():
             raise CommandError(f"A workspace with the slug {slug!r} already exists.")
         try:

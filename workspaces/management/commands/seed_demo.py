@@ -8,12 +8,12 @@ from workspaces.demo import demo_seed
 
 
 class Command(BaseCommand):
-    help = "Create (idempotently) the demo workspace, its admin user and demo data; print how to log in."
+    help = "Create (idempotently) the demo workspace, its admin user, demo data and the Django admin's superuser; print how to log in."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser) -> None:
         parser.add_argument("--url", default=os.environ.get("AGENTCLASH_URL", "http://127.0.0.1:8000/"))
 
-    def handle(self, *args, url: str, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args, url: str, **options) -> None:
         result = demo_seed()
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS("AgentClash is ready."))
@@ -22,4 +22,16 @@ class Command(BaseCommand):
         self.stdout.write(f"  Password: {result.password}")
         for line in result.notes:
             self.stdout.write(f"  {line}")
+        admin_url = url.rstrip("/") + "/admin/"
+        if result.superuser_password:
+            self.stdout.write("")
+            self.stdout.write(self.style.WARNING(f"Django admin ({admin_url}): superuser {result.superuser_username!r}, password:"))
+            self.stdout.write(f"  {result.superuser_password}")
+            self.stdout.write("  This password is shown only now and stored nowhere; note it or set your own with")
+            self.stdout.write(f"  `python manage.py changepassword {result.superuser_username}`.")
+        else:
+            self.stdout.write(
+                f"  Django admin: {admin_url} as {result.superuser_username!r} (password shown when it was created; "
+                f"`python manage.py changepassword {result.superuser_username}` sets a new one)"
+            )
         self.stdout.write("")

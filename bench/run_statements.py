@@ -1,0 +1,96 @@
+"""Database statements per case of a run (not a test): prints the counts and their ratio to the ceilings.
+
+    .venv/bin/python bench/run_statements.py [--sql]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentclash_bench .venv/bin/python bench/run_statements.py
+
+One case of a native pack with five tool calls, run in-process (tasks captured, not sent to a
+broker), measured three ways: ``case_run_execute`` followed by the separate ``case_run_finalize``
+task, and ``case_run_execute`` scoring inline. The baseline is the ceiling that
+``runs/tests/test_perf.py`` pins for each (a ratio above 1.00 fails that test); ``--sql`` prints
+the statements of the inline path. PostgreSQL writes a batch of events with one ``COPY``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
+os.environ.setdefault("DEBUG", "false")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+_scratch = tempfile.TemporaryDirectory(prefix="agentclash-bench-")
+os.environ.setdefault("DATABASE_URL", f"sqlite:///{_scratch.name}/bench.sqlite3")
+os.environ.setdefault("MEDIA_ROOT", f"{_scratch.name}/media")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sql", action="store_true", help="print the statements of the inline-scoring path")
+    args = parser.parse_args()
+
+    from runs import queue, services
+    from runs.tests.factories import make_deployment, native_pack_yaml, publish
+    from runs.tests.test_perf import EXECUTE_AND_SCORE_MAX, EXECUTE_MAX, FINALIZE_MAX
+    from workspaces.models import Workspace
+
+    call_command("migrate", verbosity=0)
+    tag = uuid.uuid4().hex[:8]
+    workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
+    version = publish(workspace, None, native_pack_yaml(cases=6, slug=f"bench-{tag}"))
+    deployment = make_deployment(workspace, name="five", script=FIVE_TOOLS, max_in_flight_cases=2)
+    captured: list[tuple[str, tuple, dict]] = []
+    queue.capture(captured)
+    try:
+        services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=[deployment.pk])
+        name, run_args, _ = captured.pop(0)
+        assert name == "runs.run_start", name
+        services.run_start(run_id=run_args[0])
+
+        def next_case() -> int:
+            item = next(i for i in captured if i[0] == "runs.case_run_execute")
+            captured.remove(item)
+            return int(item[1][0])
+
+        services.case_run_execute(case_run_id=next_case())  # warms the process's manifest cache
+        case_run_id = next_case()
+        with CaptureQueriesContext(connection) as execute:
+            services.case_run_execute(case_run_id=case_run_id)
+        with CaptureQueriesContext(connection) as finalize:
+            services.case_run_finalize(case_run_id=case_run_id)
+        with CaptureQueriesContext(connection) as inline:
+            services.case_run_execute(case_run_id=next_case(), score_inline=True)
+    finally:
+        queue.capture(None)
+
+    print(f"statements per case on {connection.vendor} (baseline: the ceilings pinned in runs/tests/test_perf.py)")
+    print(f"{'':36} {'now':>5} {'baseline':>9} {'ratio':>6}")
+    for label, measured, ceiling in [
+        ("case_run_execute", len(execute), EXECUTE_MAX),
+        ("case_run_finalize", len(finalize), FINALIZE_MAX),
+        ("case_run_execute, scoring inline", len(inline), EXECUTE_AND_SCORE_MAX),
+    ]:
+        print(f"{label:36} {measured:5d} {ceiling:9d} {measured / ceiling:6.2f}")
+    if args.sql:
+        for query in inline.captured_queries:
+            print("   ", query["sql"][:150])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

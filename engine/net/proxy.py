@@ -1,0 +1,534 @@
+"""Host-side egress proxy of one sandbox: HTTP forward proxy and CONNECT tunnels on a Unix socket.
+
+A sandbox has its own network namespace with only ``lo``. When its pack allows network, the
+sandbox directory gets a Unix socket served by an :class:`EgressProxy` (threads in the worker
+process, living as long as the sandbox); the socket's directory is bound into the sandbox and an
+in-sandbox relay (:mod:`engine.net.forwarder`) exposes it as ``127.0.0.1:3128``, which
+``HTTP_PROXY``/``HTTPS_PROXY`` point at. Raw TCP to anything else has no route.
+
+For every connection the proxy reads one bounded request head (CONNECT ``host:port`` or an
+absolute ``http://`` URL), applies the same :class:`~engine.net.guard.EgressPolicy` as
+``http_request`` (resolve once, refuse if any answer is refused, connect to the checked address),
+and reports an :class:`EgressAttempt` — allowed or denied, with host, port, method and reason —
+to ``on_attempt``. ``on_attempt`` is called from proxy threads: it must be quick and thread-safe.
+
+DoS bounds: at most ``max_connections`` concurrent connections and ``max_attempts`` attempts per
+proxy, a request head of at most ``max_header_bytes`` read within ``header_timeout``, upstream
+connect within ``connect_timeout``, tunnels closed after ``idle_timeout`` without traffic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+import os
+import re
+import select
+import socket
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+
+from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED, SOURCE_NATIVE
+from engine.net import guard
+from engine.net.forwarder import FORWARD_HOST, FORWARD_PORT
+from engine.types import JSON, Event, EventSink
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "proxy.sock"
+SANDBOX_SOCKET_DIR = "/run/agentclash-egress"  # where the socket's directory appears in the sandbox
+SANDBOX_SOCKET = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
+
+MAX_HEADER_BYTES = 16 * 1024
+HEADER_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 10.0
+IDLE_TIMEOUT = 120.0
+MAX_CONNECTIONS = 32
+MAX_ATTEMPTS = 4096
+_CHUNK = 64 * 1024
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})\Z")
+_HOP_BY_HOP = frozenset("connection proxy-connection keep-alive proxy-authorization proxy-authenticate te trailer upgrade host".split())
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 431: "Request Header Fields Too Large"}
+_REASONS |= {502: "Bad Gateway", 503: "Service Unavailable"}
+
+AttemptCallback = Callable[["EgressAttempt"], None]
+
+
+def proxy_env(host: str = FORWARD_HOST, port: int = FORWARD_PORT) -> dict[str, str]:
+    """Environment that points common clients (curl, pip, git, urllib, requests, npm) at the relay."""
+    url = f"http://{host}:{port}"
+    no_proxy = "localhost,127.0.0.1,::1"
+    return {
+        "HTTP_PROXY": url,
+        "HTTPS_PROXY": url,
+        "http_proxy": url,
+        "https_proxy": url,
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EgressAttempt:
+    """One connection through the proxy. ``reason`` is ``allowed``, ``upstream_unreachable`` (allowed
+    but the connect failed) or a refusal code (``not_allowlisted``, ``loopback``, ``metadata``…)."""
+
+    host: str
+    port: int
+    method: str
+    allowed: bool
+    reason: str
+    address: str = ""
+    at: float = dataclasses.field(default_factory=time.time)
+
+    def payload(self) -> dict[str, str | int | bool]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "method": self.method,
+            "decision": "allowed" if self.allowed else "denied",
+            "reason": self.reason,
+            "address": self.address,
+            "via": "sandbox_proxy",
+        }
+
+
+def egress_event(attempt: EgressAttempt, *, lane_id: str = "", case_key: str = "", redact: Callable[[str], str] = str) -> Event:
+    """The engine event for one attempt (``sandbox.egress.attempted`` / ``sandbox.egress.denied``).
+
+    The host goes through ``redact``: a secret can be smuggled out as a DNS label."""
+    event_type = SANDBOX_EGRESS_ATTEMPTED if attempt.allowed else SANDBOX_EGRESS_DENIED
+    payload: dict[str, JSON] = dict(attempt.payload())
+    payload["host"] = redact(attempt.host)
+    occurred = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(attempt.at)) + f".{int(attempt.at * 1000) % 1000:03d}Z"
+    return Event(
+        event_id=f"native:{lane_id}:{event_type}:{uuid.uuid4().hex[:12]}",
+        event_type=event_type,
+        source=SOURCE_NATIVE,
+        occurred_at=occurred,
+        payload=payload,
+        case_key=case_key,
+        summary={"status": payload["decision"], **({"case_key": case_key} if case_key else {})},
+    )
+
+
+def egress_listener(
+    sink: EventSink, *, lane_id: str = "", case_key: str = "", redact: Callable[[str], str] = str
+) -> Callable[[EgressAttempt], None]:
+    """A ``LocalSandbox.egress_listener`` that emits every attempt to ``sink``."""
+
+    def listen(attempt: EgressAttempt) -> None:
+        sink(egress_event(attempt, lane_id=lane_id, case_key=case_key, redact=redact))
+
+    return listen
+
+
+class ProxyRequestError(Exception):
+    def __init__(self, status: int, reason: str, host: str = "", port: int = 0, method: str = ""):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+        self.host, self.port, self.method = host, port, method
+
+
+@dataclasses.dataclass(slots=True)
+class ProxyRequest:
+    method: str
+    host: str  # as written by the client, lower-cased, without brackets
+    port: int
+    version: str
+    path: str = ""  # origin-form for forwarded requests; empty for CONNECT
+    headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == 80 and self.method != "CONNECT" else f"{host}:{self.port}"
+
+    def origin_head(self) -> bytes:
+        """The request head to send upstream: origin-form target, hop-by-hop headers removed,
+        ``Host`` set from the URL and ``Connection: close``."""
+        listed = {token.strip().lower() for name, value in self.headers if name.lower() == "connection" for token in value.split(",")}
+        lines = [f"{self.method} {self.path} {self.version}", f"Host: {self.authority}"]
+        lines += [f"{name}: {value}" for name, value in self.headers if name.lower() not in _HOP_BY_HOP and name.lower() not in listed]
+        lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _check_host(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host or (guard.parse_ip_literal(host) is None and not _HOSTNAME.match(host)):
+        raise ProxyRequestError(400, "bad_host")
+    return host
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ProxyRequestError(400, "bad_port")
+    return int(text)
+
+
+def parse_request_head(head: bytes) -> ProxyRequest:
+    """Parse one proxy request head (without the final CRLFCRLF). Raises ProxyRequestError."""
+    try:
+        text = head.decode("ascii")
+    except UnicodeDecodeError:
+        raise ProxyRequestError(400, "bad_request") from None
+    lines = text.split("\r\n")
+    if any("\r" in line or "\n" in line or "\x00" in line for line in lines):
+        raise ProxyRequestError(400, "bad_request")  # bare CR/LF: a smuggling vector, refuse
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not _TOKEN.match(parts[0]) or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
+        raise ProxyRequestError(400, "bad_request")
+    method, target, version = parts
+    headers: list[tuple[str, str]] = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not _TOKEN.match(name):
+            raise ProxyRequestError(400, "bad_request")  # also refuses obs-fold continuation lines
+        headers.append((name, value.strip()))
+    if method == "CONNECT":
+        host_text, sep, port_text = target.rpartition(":")
+        if not sep:
+            raise ProxyRequestError(400, "bad_request", method=method)
+        return ProxyRequest(method, _check_host(host_text), _port(port_text), version, "", headers)
+    lowered = target[:8].lower()
+    if lowered.startswith("https://"):
+        raise ProxyRequestError(400, "https_requires_connect", method=method)
+    if not lowered.startswith("http://"):
+        raise ProxyRequestError(400, "not_a_proxy_request", method=method)
+    parts_ = urllib.parse.urlsplit(target)
+    if "@" in parts_.netloc:
+        raise ProxyRequestError(400, "credentials_in_url", method=method)
+    host = _check_host(parts_.hostname or "")
+    try:
+        port = parts_.port or 80
+    except ValueError:
+        raise ProxyRequestError(400, "bad_port", host=host, method=method) from None
+    path = (parts_.path or "/") + (f"?{parts_.query}" if parts_.query else "")
+    return ProxyRequest(method, host, port, version, path, headers)
+
+
+def _response(status: int, message: str) -> bytes:
+    body = (message + "\n").encode()
+    head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+    return (head + "Connection: close\r\n\r\n").encode() + body
+
+
+class EgressProxy:
+    """Serve one sandbox's egress on ``<socket_dir>/proxy.sock`` until :meth:`close`."""
+
+    def __init__(
+        self,
+        socket_dir: str,
+        policy: guard.EgressPolicy,
+        on_attempt: AttemptCallback | None = None,
+        *,
+        resolver: guard.Resolver | None = None,
+        uid: int | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        max_attempts: int = MAX_ATTEMPTS,
+        max_header_bytes: int = MAX_HEADER_BYTES,
+        header_timeout: float = HEADER_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
+        self.socket_dir = socket_dir
+        self.socket_path = os.path.join(socket_dir, SOCKET_NAME)
+        self.policy = policy
+        self.on_attempt = on_attempt
+        self.resolver = resolver
+        self.uid = uid
+        self.max_connections = max_connections
+        self.max_attempts = max_attempts
+        self.max_header_bytes = max_header_bytes
+        self.header_timeout = header_timeout
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self._lock = threading.Condition()
+        self._active: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
+        self._pending = 0  # connections whose decision is not recorded yet
+        self._attempts = 0
+        self._closed = False
+        self._listener: socket.socket | None = None
+        self._wake_r, self._wake_w = -1, -1
+        self._accept_thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> EgressProxy:
+        os.makedirs(self.socket_dir, mode=0o711, exist_ok=True)
+        os.chmod(self.socket_dir, 0o711)  # noqa: S103 - traversable for bwrap (sandbox uid), not listable
+        dfd = os.open(self.socket_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                os.unlink(SOCKET_NAME, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            # Through the directory fd: a long SANDBOX_ROOT never hits the 108-byte sun_path limit.
+            listener.bind(f"/proc/self/fd/{dfd}/{SOCKET_NAME}")
+            os.chmod(SOCKET_NAME, 0o600, dir_fd=dfd)
+            if self.uid is not None:
+                os.chown(SOCKET_NAME, self.uid, self.uid, dir_fd=dfd, follow_symlinks=False)
+            listener.listen(64)
+        except BaseException:
+            listener.close()
+            raise
+        finally:
+            os.close(dfd)
+        self._listener = listener
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._accept_thread = threading.Thread(target=self._accept_loop, name="egress-proxy", daemon=True)
+        self._accept_thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop accepting, cut every tunnel, and wait (briefly) for the threads."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            active = list(self._active)
+            threads = list(self._threads)
+            self._lock.notify_all()
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+        for sock in active:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 2.0  # a thread stuck in getaddrinfo cannot be interrupted
+        for thread in [t for t in (self._accept_thread, *threads) if t is not None]:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+        try:
+            os.unlink(self.socket_path)
+        except OSError:
+            pass
+
+    def settle(self, timeout: float = 0.2) -> None:
+        """Wait until every connection accepted so far has its decision recorded (bounded)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._pending and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._lock.wait(remaining)
+
+    # ------------------------------------------------------------------ accept
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        listener = self._listener
+        poller = select.poll()
+        poller.register(listener.fileno(), select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        try:
+            while not self._closed:
+                events = poller.poll()
+                if any(fd == self._wake_r for fd, _ in events) or self._closed:
+                    return
+                try:
+                    client, _ = listener.accept()
+                except OSError:
+                    continue
+                self._admit(client)
+        finally:
+            listener.close()
+
+    def _admit(self, client: socket.socket) -> None:
+        with self._lock:
+            refusal = ""
+            if self._closed:
+                refusal = "closed"
+            elif self._attempts >= self.max_attempts:
+                refusal = "attempt_limit"
+            elif len(self._threads) >= self.max_connections:
+                refusal = "connection_limit"
+            self._attempts += 1
+            record = refusal != "closed" and self._attempts <= self.max_attempts + 1
+            if not refusal:
+                self._active.add(client)
+                self._pending += 1
+                thread = threading.Thread(target=self._serve, args=(client,), name="egress-proxy-conn", daemon=True)
+                self._threads.add(thread)
+        if refusal:
+            if record:
+                self._record(EgressAttempt("", 0, "", False, refusal))
+            client.setblocking(False)
+            try:  # best effort, never blocking the accept loop
+                client.send(_response(503, f"egress refused: {refusal}"))
+                client.shutdown(socket.SHUT_WR)
+                client.recv(_CHUNK)  # once: what the client already sent, so closing does not reset
+            except OSError:
+                pass
+            client.close()
+            return
+        thread.start()
+
+    # ------------------------------------------------------------------ one connection
+    def _record(self, attempt: EgressAttempt) -> None:
+        if self.on_attempt is None:
+            return
+        try:
+            self.on_attempt(attempt)
+        except Exception:
+            log.exception("egress attempt callback failed")
+
+    def _decided(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            self._lock.notify_all()
+
+    def _read_head(self, client: socket.socket) -> tuple[bytes, bytes]:
+        deadline = time.monotonic() + self.header_timeout
+        buf = bytearray()
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            if end >= 0:
+                if end > self.max_header_bytes:
+                    raise ProxyRequestError(431, "header_too_large")
+                return bytes(buf[:end]), bytes(buf[end + 4 :])
+            if len(buf) > self.max_header_bytes + 3:
+                raise ProxyRequestError(431, "header_too_large")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProxyRequestError(408, "header_timeout")
+            client.settimeout(remaining)
+            try:
+                chunk = client.recv(4096)
+            except TimeoutError:
+                raise ProxyRequestError(408, "header_timeout") from None
+            if not chunk:
+                raise ProxyRequestError(400, "closed_before_request")
+            buf += chunk
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream: socket.socket | None = None
+        decided = False
+        try:
+            try:
+                head, rest = self._read_head(client)
+                request = parse_request_head(head)
+            except ProxyRequestError as exc:
+                decided = True
+                if exc.reason == "closed_before_request":  # a connect-and-close is no attempt
+                    self._decided()
+                    return
+                self._decided_with(EgressAttempt(exc.host, exc.port, exc.method, False, exc.reason))
+                self._send(client, _response(exc.status, f"egress refused: {exc.reason}"))
+                return
+            except OSError:
+                decided = True
+                self._decided()
+                return
+            try:
+                ip = guard.resolve_destination(request.host, request.port, self.policy, self.resolver)
+            except guard.NetworkPolicyError as exc:
+                decided = True
+                self._decided_with(EgressAttempt(request.host, request.port, request.method, False, exc.reason or "refused"))
+                self._send(client, _response(403, f"egress denied: {exc.reason or 'refused'}"))
+                return
+            connect_ip = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
+            upstream = socket.socket(socket.AF_INET6 if connect_ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM)
+            with self._lock:
+                if self._closed:
+                    return
+                self._active.add(upstream)
+            upstream.settimeout(self.connect_timeout)
+            try:
+                upstream.connect((str(connect_ip), request.port))
+            except OSError:
+                decided = True
+                self._decided_with(EgressAttempt(request.host, request.port, request.method, True, "upstream_unreachable", str(ip)))
+                self._send(client, _response(502, "egress upstream unreachable"))
+                return
+            decided = True
+            self._decided_with(EgressAttempt(request.host, request.port, request.method, True, "allowed", str(ip)))
+            upstream.settimeout(self.idle_timeout)
+            client.settimeout(self.idle_timeout)
+            if request.method == "CONNECT":
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                upstream.sendall(request.origin_head())
+            if rest:
+                upstream.sendall(rest)
+            self._relay(client, upstream)
+        except OSError:
+            pass
+        except Exception:
+            log.exception("egress proxy connection failed")
+        finally:
+            if not decided:
+                self._decided()
+            with self._lock:
+                self._active.discard(client)
+                if upstream is not None:
+                    self._active.discard(upstream)
+                self._threads.discard(threading.current_thread())
+            for sock in (client, upstream):
+                if sock is not None:
+                    sock.close()
+
+    def _decided_with(self, attempt: EgressAttempt) -> None:
+        try:
+            self._record(attempt)
+        finally:
+            self._decided()
+
+    def _send(self, client: socket.socket, data: bytes) -> None:
+        """Send a final response, then half-close and discard what the client still sends (briefly),
+        so closing does not reset the connection before the client has read the response."""
+        try:
+            client.settimeout(2)
+            client.sendall(data)
+            client.shutdown(socket.SHUT_WR)
+            deadline, drained = time.monotonic() + 1.0, 0
+            while drained < 1 << 20 and (remaining := deadline - time.monotonic()) > 0:
+                client.settimeout(remaining)
+                chunk = client.recv(_CHUNK)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:
+            pass
+
+    def _relay(self, a: socket.socket, b: socket.socket) -> None:
+        peer = {a.fileno(): (a, b), b.fileno(): (b, a)}
+        open_fds = set(peer)
+        poller = select.poll()
+        for fd in open_fds:
+            poller.register(fd, select.POLLIN)
+        while open_fds and not self._closed:
+            events = poller.poll(self.idle_timeout * 1000)
+            if not events:
+                return  # idle
+            for fd, _ in events:
+                if fd not in open_fds:
+                    continue
+                src, dst = peer[fd]
+                data = src.recv(_CHUNK)
+                if not data:
+                    open_fds.discard(fd)
+                    poller.unregister(fd)
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    continue
+                dst.sendall(data)

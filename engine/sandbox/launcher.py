@@ -1,0 +1,253 @@
+"""The sandbox's PID 1. Runs INSIDE bubblewrap under the sandbox's system python (``-I -S``).
+
+Stdlib only: this file's source is handed to ``python3 -c`` by ``engine.sandbox.bwrap``. The
+host talks to it over a SEQPACKET socket (fd ``argv[1]``); ``argv[2]`` is a JSON config
+(``rlimits``, ``rss_cap``, ``lib``); an optional ``argv[3]`` is extra Python source run once at
+start (the egress relay thread, ``engine.net.forwarder``).
+
+Requests, one JSON message each, with fds passed as SCM_RIGHTS:
+
+- ``{"op": "exec", "argv", "cwd", "env", "cpu_seconds"}`` + ``[stdin, stdout, stderr]``:
+  ``posix_spawn`` the command in a new session.
+- ``{"op": "tool", "name", "env", "cpu_seconds"}`` + ``[stdin, stdout, stderr]``: fork, and run
+  ``agentclash_toolhost.main(name)`` in the child (jq, SQLite, search…; see ``toolhost.py``).
+  The parent imported the tool's library already, so a call costs a fork, not an interpreter.
+- ``{"kill": true}`` while a command runs: stop it now (timeout or cancel on the host).
+
+Replies: ``{"ready": true}`` once, then per command ``{"exit", "killed", "oom"}`` or
+``{"exec_error": [name, errno]}``.
+
+Invariants (docs/engine-safety.md):
+
+- The launcher is **non-dumpable**, so processes of the same uid cannot ptrace it, open
+  ``/proc/1/mem`` or steal its fds; the seccomp filter denies ptrace to everyone anyway.
+- As PID 1 of the namespace it ignores signals from inside.
+- After every command it kills every other process of the namespace (``kill(-1)``), so nothing
+  an agent starts outlives its tool call. Long-lived helpers must be threads of this process.
+- Without a cgroup (``rss_cap`` set) it sums the resident memory of the sandbox's processes every
+  100 ms and kills them all above the cap.
+"""
+
+import array
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+CPU_HARD = 86400
+WATCH_INTERVAL = 0.1
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def set_non_dumpable() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+class Launcher:
+    def __init__(self, fd: int, config: dict[str, object]) -> None:
+        os.set_inheritable(fd, False)
+        self.sock = socket.socket(fileno=fd)
+        rss_cap = config.get("rss_cap")
+        self.rss_cap = int(rss_cap) if isinstance(rss_cap, int) else 0
+        lib = config.get("lib")
+        self.lib = str(lib) if isinstance(lib, str) else ""
+        self.toolhost: object = None
+
+    def recv(self) -> tuple[bytes, list[int]]:
+        msg, anc, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(16 * 4))
+        fds = array.array("i")
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        for f in fds:
+            os.set_inheritable(f, False)
+        return msg, list(fds)
+
+    def reply(self, obj: dict[str, object]) -> None:
+        self.sock.send(json.dumps(obj).encode())
+
+    def kill_all(self, main: int) -> int | None:
+        """SIGKILL every other process in the namespace; return ``main``'s wait status if reaped."""
+        status = None
+        for _ in range(2000):
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            while True:
+                try:
+                    pid, st = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return status
+                if pid == 0:
+                    break
+                if pid == main:
+                    status = st
+            time.sleep(0.002)
+        return status
+
+    def rss_total(self) -> int:
+        total = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or name == "1":
+                continue
+            try:
+                with open(f"/proc/{name}/statm", "rb") as fh:
+                    total += int(fh.read().split()[1]) * PAGE
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
+    # ---------------------------------------------------------------- commands
+    def spawn(self, req: dict[str, object], fds: list[int]) -> int:
+        argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
+        env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
+        exe = argv[0]
+        if "/" not in exe:
+            for d in env.get("PATH", "").split(":"):
+                cand = (d or ".") + "/" + exe
+                if os.access(cand, os.X_OK) and not os.path.isdir(cand):
+                    exe = cand
+                    break
+        os.chdir(str(req["cwd"]))
+        try:
+            return os.posix_spawn(
+                exe,
+                argv,
+                env,
+                setsid=True,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                file_actions=[(os.POSIX_SPAWN_DUP2, fds[0], 0), (os.POSIX_SPAWN_DUP2, fds[1], 1), (os.POSIX_SPAWN_DUP2, fds[2], 2)],
+            )
+        finally:
+            os.chdir("/")
+
+    def load_toolhost(self, name: str) -> None:
+        if self.toolhost is None:
+            if self.lib and self.lib not in sys.path:
+                sys.path.append(self.lib)  # appended: the read-only lib dir never shadows the stdlib
+            import agentclash_toolhost  # type: ignore[import-not-found]
+
+            self.toolhost = agentclash_toolhost
+        self.toolhost.preload(name)  # type: ignore[attr-defined]
+
+    def fork_tool(self, req: dict[str, object], fds: list[int]) -> int:
+        name = str(req["name"])
+        env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
+        self.load_toolhost(name)
+        pid = os.fork()
+        if pid:
+            return pid
+        code = 70
+        try:  # child: a fresh session, only stdin/stdout/stderr, the sandbox's clean environment
+            os.setsid()
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_DFL)
+            for target, f in enumerate(fds):
+                os.dup2(f, target)
+            os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+            os.environ.clear()
+            os.environ.update(env)  # jq's $ENV and every library see only this
+            os.chdir("/workspace")
+            self.toolhost.main(name)  # type: ignore[attr-defined]
+            code = 0
+        finally:
+            os._exit(code)
+
+    def run(self, req: dict[str, object], fds: list[int]) -> None:
+        cpu = int(sum(os.times()[:2])) + 1 + int(str(req.get("cpu_seconds", 60)))
+        failure = None
+        pid = 0
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, CPU_HARD))
+            if req.get("op") == "tool":
+                pid = self.fork_tool(req, fds)
+            else:
+                pid = self.spawn(req, fds)
+        except OSError as exc:
+            failure = [type(exc).__name__, exc.errno or 0]
+        finally:
+            resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
+            for f in fds:
+                os.close(f)
+        if failure:
+            self.reply({"exec_error": failure})
+            return
+        self.wait(pid)
+
+    def wait(self, pid: int) -> None:
+        pidfd = os.pidfd_open(pid)
+        status = None
+        killed = oom = False
+        timeout = WATCH_INTERVAL if self.rss_cap else None
+        sock_fd = self.sock.fileno()
+        while status is None:
+            ready, _, _ = select.select([sock_fd, pidfd], [], [], timeout)
+            if pidfd in ready:
+                _, status = os.waitpid(pid, 0)
+                break
+            if sock_fd in ready:
+                m, extra = self.recv()
+                for f in extra:
+                    os.close(f)
+                if not m:
+                    self.kill_all(pid)
+                    os._exit(0)
+                killed = True
+            elif self.rss_cap and self.rss_total() > self.rss_cap:
+                oom = True
+            else:
+                continue
+            status = self.kill_all(pid)
+            if status is None:
+                _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        self.kill_all(pid)
+        code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        self.reply({"exit": code, "killed": killed, "oom": oom})
+
+    def serve(self) -> None:
+        self.reply({"ready": True})
+        while True:
+            msg, fds = self.recv()
+            if not msg:
+                os._exit(0)
+            try:
+                req = json.loads(msg)
+            except ValueError:
+                req = None
+            if not isinstance(req, dict) or len(fds) != 3 or req.get("op") not in ("exec", "tool"):
+                for f in fds:
+                    os.close(f)
+                self.reply({"exec_error": ["BadRequest", 0]})
+                continue
+            self.run(req, fds)
+
+
+def main() -> None:
+    fd = int(sys.argv[1])
+    config = json.loads(sys.argv[2])
+    set_non_dumpable()
+    for name, value in config.get("rlimits", []):
+        resource.setrlimit(getattr(resource, name), (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
+    launcher = Launcher(fd, config)
+    if len(sys.argv) > 3:
+        exec(sys.argv[3], {"__name__": "egress_forwarder"})  # noqa: S102 - engine/net/forwarder.py: a relay thread
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 2)  # the host closes our stderr pipe once we are ready
+    os.close(null)
+    launcher.serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The one per-process cache of pack-version manifests.
+
+A pack version is immutable, so a worker reads each manifest once and keeps it, with a case index
+and the evaluation spec, for every later case of every run on that version. The cache key holds
+the manifest checksum as well as the primary key: a primary key can come back after a database is
+recreated (tests, a reset dev database), a checksum with different content cannot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from packs.models import PackVersion
+
+MAX_VERSIONS = 32  # a worker rarely runs more versions at once; past this the cache starts over
+
+JSON = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class PackManifest:
+    manifest: dict[str, JSON]
+    cases: dict[tuple[str, str], dict[str, JSON]]  # (input set key, case key) → the manifest's case
+
+    @property
+    def evaluation_spec(self) -> dict[str, JSON]:
+        spec = self.manifest.get("evaluation_spec")
+        return spec if isinstance(spec, dict) else {}
+
+    def case(self, input_set_key: str, case_key: str) -> dict[str, JSON] | None:
+        return self.cases.get((input_set_key, case_key))
+
+
+_cache: dict[tuple[int, str | None], PackManifest] = {}
+
+
+def _index(manifest: dict[str, JSON]) -> dict[tuple[str, str], dict[str, JSON]]:
+    index: dict[tuple[str, str], dict[str, JSON]] = {}
+    for input_set in manifest.get("input_sets") or []:
+        for case in (input_set or {}).get("cases") or []:
+            if isinstance(case, dict):
+                index[(str(input_set.get("key")), str(case.get("case_key") or case.get("item_key")))] = case
+    return index
+
+
+def pack_manifest(*, pack_version_id: int, checksum: str | None = None) -> PackManifest:
+    """The version's manifest from the cache; ``checksum`` (its ``manifest_checksum``) spares a query."""
+    if checksum is None:
+        checksum = PackVersion.objects.filter(pk=pack_version_id).values_list("manifest_checksum", flat=True).first()
+    key = (pack_version_id, checksum)
+    cached = _cache.get(key)
+    if cached is None:
+        manifest = PackVersion.objects.filter(pk=pack_version_id).values_list("manifest", flat=True).first()
+        manifest = manifest if isinstance(manifest, dict) else {}
+        if len(_cache) >= MAX_VERSIONS:
+            _cache.clear()
+        cached = _cache[key] = PackManifest(manifest=manifest, cases=_index(manifest))
+    return cached
+
+
+def pack_manifest_cache_clear() -> None:
+    _cache.clear()

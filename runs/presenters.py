@@ -1,0 +1,166 @@
+"""Run events in words, for the pages: a lane's current activity, the live ticker, the case replay.
+
+The one place that turns a stored event into what a person reads. Event types are the constants
+of ``engine.events`` (the engine emits them); nothing here types one out again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from engine import events as ev
+from runs.models import RunEvent
+
+JSON = Any
+
+_SHELL_TOOLS = frozenset({"exec", "run_tests", "build"})
+_FAILURES = frozenset({ev.SYSTEM_RUN_FAILED, ev.TOOL_CALL_FAILED, ev.SCORING_FAILED, ev.SANDBOX_COMMAND_FAILED})
+
+# Bookkeeping events: shown as one muted line in the replay, expandable to their JSON.
+_MINOR_TITLES = {
+    ev.SYSTEM_RUN_STARTED: "Run started",
+    ev.MODEL_CALL_STARTED: "Model call started",
+    ev.MODEL_OUTPUT_DELTA: "Model output (streamed)",
+    ev.SCORING_STARTED: "Scoring started",
+    ev.SCORING_COMPLETED: "Scored",
+}
+
+
+def _payload(event: RunEvent) -> dict[str, JSON]:
+    return event.payload if isinstance(event.payload, dict) else {}
+
+
+def _is_tool_call(kind: str) -> bool:
+    return kind.startswith(ev.TOOL_CALL_FAMILY)
+
+
+# -- a lane's activity and the live ticker ---------------------------------------------------
+
+
+def lane_activity(event: RunEvent | None) -> str:
+    """What a lane is doing, in words, from its latest event."""
+    if event is None:
+        return "waiting"
+    payload = _payload(event)
+    kind = event.event_type
+    if kind == ev.MODEL_CALL_STARTED:
+        return f"calling {payload.get('model') or 'the model'}"
+    if _is_tool_call(kind):
+        name = payload.get("tool_name") or "tool"
+        if name in _SHELL_TOOLS:
+            args = payload.get("arguments")
+            if not isinstance(args, dict):
+                args = {}
+            command = args.get("command") or args.get("argv") or name
+            return f"$ {' '.join(command) if isinstance(command, list) else command}"[:80]
+        return f"tool {name}"
+    if kind.startswith(ev.GRADER_FAMILY):
+        return "verifying"
+    if kind.startswith(ev.SCORING_FAMILY):
+        return "scoring"
+    if kind == ev.SYSTEM_RUN_COMPLETED:
+        return "case finished"
+    if kind == ev.SYSTEM_RUN_FAILED:
+        return "case failed"
+    return kind
+
+
+def event_summary(event: RunEvent) -> str:
+    """One line about an event, for the live ticker."""
+    payload = _payload(event)
+    kind = event.event_type
+    if kind == ev.MODEL_CALL_COMPLETED:
+        calls = ", ".join(c.get("name", "?") for c in payload.get("tool_calls") or [] if isinstance(c, dict))
+        return f"model answered{' → ' + calls if calls else ''}"
+    if _is_tool_call(kind):
+        return f"{payload.get('tool_name', 'tool')} {'failed' if kind == ev.TOOL_CALL_FAILED else 'ok'}"
+    if kind == ev.SYSTEM_RUN_FAILED:
+        return f"failed: {payload.get('stop_reason', '')} {payload.get('error') or ''}".strip()
+    if kind == ev.SYSTEM_RUN_COMPLETED:
+        return f"completed in {payload.get('step_count', '?')} steps"
+    return lane_activity(event)
+
+
+@dataclasses.dataclass(frozen=True)
+class TickerLine:
+    event: RunEvent
+    summary: str
+    failed: bool
+
+
+def ticker_lines(events: Iterable[RunEvent]) -> list[TickerLine]:
+    return [TickerLine(event=e, summary=event_summary(e), failed=e.event_type in _FAILURES) for e in events]
+
+
+# -- the case replay -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ReplayStep:
+    event: RunEvent
+    kind: str
+    title: str
+    raw: str
+    text: str = ""
+    error: str = ""
+    calls: list[dict[str, JSON]] = dataclasses.field(default_factory=list)
+    is_error: bool = False
+    is_tool: bool = False
+    minor: bool = False
+    final: bool = False  # the case's final output
+
+    @property
+    def expanded(self) -> bool:
+        """Open by default: what the agent said and did, and anything that went wrong."""
+        return self.is_error or self.is_tool or self.final or self.kind == ev.MODEL_CALL_COMPLETED
+
+
+def _pretty(text: str) -> str:
+    """Indent a JSON document (tool results usually are one); anything else unchanged."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return text
+
+
+def replay_step(event: RunEvent) -> ReplayStep:
+    """One event of the replay timeline (its payload already hydrated)."""
+    payload = _payload(event)
+    kind = event.event_type
+    step = ReplayStep(
+        event=event,
+        kind=kind,
+        title=_MINOR_TITLES.get(kind, kind),
+        raw=json.dumps(payload, indent=2, sort_keys=True, default=str),
+        is_tool=_is_tool_call(kind),
+        minor=kind in _MINOR_TITLES or kind.startswith(ev.SYSTEM_STEP_FAMILY) or kind.startswith(ev.GRADER_FAMILY),
+    )
+    if kind == ev.MODEL_CALL_COMPLETED:
+        step.title = f"Model call ({payload.get('provider_model_id') or ''})"
+        step.text = payload.get("output_text") or ""
+        step.calls = [
+            {"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)
+        ]
+    elif kind in ev.TOOL_CALL_RESULTS:
+        result = payload.get("result")
+        if not isinstance(result, dict):
+            result = {}
+        step.title = f"Tool {payload.get('tool_name', '')}"
+        step.is_error = kind == ev.TOOL_CALL_FAILED or bool(result.get("is_error"))
+        step.text = json.dumps(payload.get("arguments"), indent=2, default=str)
+        step.error = _pretty(str(result.get("content", "")))
+    elif kind == ev.SYSTEM_RUN_COMPLETED:
+        step.title, step.text, step.final = "Final output", str(payload.get("final_output") or ""), True
+    elif kind == ev.SYSTEM_RUN_FAILED:
+        step.title, step.error, step.is_error = f"Failed: {payload.get('stop_reason', '')}", str(payload.get("error") or ""), True
+    elif kind.startswith(ev.GRADER_FAMILY):
+        step.title = kind.rsplit(".", 1)[-1].replace("_", " ").capitalize() + " (for grading)"
+    elif kind.startswith(ev.SYSTEM_STEP_FAMILY):
+        step.title = f"Step {payload.get('step_index', '')} {'started' if kind == ev.SYSTEM_STEP_STARTED else 'completed'}"
+    return step

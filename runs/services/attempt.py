@@ -1,0 +1,292 @@
+"""One attempt at a case: what the engine call needs, the call, and what it produced.
+
+One function per concern: the case and its challenge (from the cached manifest), the provider
+(with its resolved credential), the sandbox (with its staged files), the toolset, the engine
+request, the post-execution verification. A step that cannot go on raises :class:`_AttemptFailed`;
+:func:`case_attempt_run` turns it into a failed :class:`CaseAttempt` and reports it the way the
+engine reports its own failures (a ``system.run.failed`` event), since the engine never ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from engine.events import SYSTEM_RUN_FAILED, EventEmitter
+from engine.modes import CaseOutcome, CaseRequest, run_case
+from engine.modes.case import COMPLETED, FAILED, PROMPT_EVAL, STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
+from engine.providers import create_provider
+from engine.providers.errors import CREDENTIAL_UNAVAILABLE
+from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, SandboxSettings, create_sandbox
+from engine.scoring.verification import run_post_execution
+from engine.tools import ToolsetError, build_toolset
+from engine.tools.composed import secret_keys_used
+from engine.types import CancelCheck, EventSink, Provider, Sandbox
+from packs.manifests import PackManifest, pack_manifest
+from runs.models import CaseRun, RunStatus
+from runs.services.staging import challenge_for, engine_case, staged_files
+from secrets_app.selectors import secret_allowed_hosts
+from secrets_app.services import CredentialUnavailable, credential_resolve
+from workspaces.models import Workspace
+
+logger = logging.getLogger(__name__)
+
+JSON = Any
+PROFILE_LIMITS = ("max_iterations", "max_tool_calls", "step_timeout_seconds", "run_timeout_seconds")
+CONFIG_HIDDEN_FROM_SANDBOX = ("script", "judge_responses")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseAttempt:
+    """What one attempt produced; ``retryable``: another attempt may succeed (spec runtime.md §4.3)."""
+
+    outcome: CaseOutcome
+    retryable: bool
+    verification: dict[str, JSON] = dataclasses.field(default_factory=dict)
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, stop_reason: str, error: str, *, retryable: bool = False, code: str | None = None, provider_key: str = ""):
+        super().__init__(error)
+        self.stop_reason, self.error, self.retryable, self.code, self.provider_key = stop_reason, error, retryable, code, provider_key
+
+
+def attempt_failed(
+    emitter: EventEmitter, stop_reason: str, error: str, *, retryable: bool = False, code: str | None = None, provider_key: str = ""
+) -> CaseAttempt:
+    """A failure the worker met around the engine, reported the way the engine reports its own."""
+    failure = {"provider_key": provider_key, "code": code, "retryable": retryable, "message": error} if code else None
+    payload: dict[str, JSON] = {"error": error, "stop_reason": stop_reason, "step_index": 0}
+    if failure:
+        payload["provider_failure"] = failure
+    emitter.emit(SYSTEM_RUN_FAILED, payload)
+    outcome = CaseOutcome(status=FAILED, stop_reason=stop_reason, error=error, provider_failure=failure)
+    return CaseAttempt(outcome=outcome, retryable=retryable)
+
+
+def engine_retryable(outcome: CaseOutcome) -> bool:
+    """Sandbox errors, and provider failures the provider marked retryable (spec runtime.md §4.3)."""
+    if outcome.status != FAILED:
+        return False
+    if outcome.stop_reason == STOP_SANDBOX_ERROR:
+        return True
+    return outcome.stop_reason == STOP_PROVIDER_ERROR and bool((outcome.provider_failure or {}).get("retryable"))
+
+
+def emitter_prefix(case_run: CaseRun) -> str:
+    return f"{_mode(case_run)}:{case_run.lane_id}:{case_run.pk}:{case_run.attempt}"
+
+
+def _mode(case_run: CaseRun) -> str:
+    return case_run.run.execution_mode or "native"
+
+
+@dataclasses.dataclass(frozen=True)
+class _CaseInputs:
+    pack: PackManifest
+    case: dict[str, JSON]
+    challenge: dict[str, JSON]
+
+
+def _case_inputs(case_run: CaseRun) -> _CaseInputs:
+    run = case_run.run
+    # The claim annotates the checksum and the input set's key (runs.lifecycle._claimed).
+    pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
+    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
+    case = engine_case(pack.manifest, input_set_key, case_run.case, found=pack.case(input_set_key, case_run.case_key))
+    challenge = challenge_for(pack.manifest, case.get("challenge_key") or case_run.case.challenge_key)
+    return _CaseInputs(pack=pack, case=case, challenge=challenge)
+
+
+def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, secrets: dict[str, str]) -> Provider:
+    lane = case_run.lane
+    account = lane.provider_account_snapshot
+    try:
+        api_key = credential_resolve(workspace=workspace, reference=account.get("credential_reference") or "", secrets=secrets)
+    except CredentialUnavailable as exc:
+        raise _AttemptFailed(STOP_PROVIDER_ERROR, str(exc), code=CREDENTIAL_UNAVAILABLE, provider_key=lane.provider_key) from None
+    return create_provider(
+        lane.provider_key,
+        api_key=api_key,
+        base_url=account.get("base_url") or None,
+        deployment_config=lane.deployment_config,
+        case_key=case_run.case_key,
+        case_inputs=inputs.case.get("inputs"),
+    )
+
+
+def _run_context(case_run: CaseRun) -> dict[str, JSON]:
+    """What the sandbox may know about the run (staged as a file, spec runtime.md §1.3)."""
+    lane = case_run.lane
+    return {
+        "run_id": case_run.run_id,
+        "run_agent_id": lane.pk,
+        "run_name": case_run.run.name,
+        "case_key": case_run.case_key,
+        "deployment_config": {k: v for k, v in lane.deployment_config.items() if k not in CONFIG_HIDDEN_FROM_SANDBOX},
+        "runtime_profile": lane.runtime_profile_snapshot,
+    }
+
+
+@contextlib.contextmanager
+def _sandbox(case_run: CaseRun, inputs: _CaseInputs) -> Iterator[Sandbox | None]:
+    """The case's sandbox with its files staged (none for ``prompt_eval``), destroyed afterwards."""
+    if _mode(case_run) == PROMPT_EVAL:
+        yield None
+        return
+    sandbox = None
+    try:
+        try:
+            config = SandboxConfig.from_manifest(inputs.pack.manifest, case_run.lane.runtime_profile_snapshot.get("sandbox") or None)
+            config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
+            os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
+            sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings))
+            files = staged_files(
+                manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run)
+            )
+            sandbox.stage_files(files)
+        except (SandboxConfigError, IsolationUnavailableError) as exc:
+            raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox unavailable: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any other setup failure is a (retryable) sandbox error
+            logger.warning("sandbox setup failed for case run %s: %s", case_run.pk, exc)
+            raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox setup failed: {type(exc).__name__}", retryable=True) from None
+        yield sandbox
+    finally:
+        if sandbox is not None:
+            try:
+                sandbox.destroy()
+            except Exception:
+                logger.exception("destroying the sandbox of case run %s failed", case_run.pk)
+
+
+class _CancelWatch(threading.Thread):
+    """Aborts the sandbox's running tool process within ~0.5 s of a cancel or a re-claim.
+
+    The engine checks ``cancel`` only between steps and tool calls, so a long command would run
+    on; ``Sandbox.abort`` stops it from this thread. Only a visible, definite change aborts (a row
+    this connection cannot see yet is not a cancel).
+    """
+
+    def __init__(self, case_run_id: int, attempt: int, abort: Callable[[], None], interval: float = 0.5) -> None:
+        super().__init__(daemon=True, name=f"cancel-watch-{case_run_id}")
+        self.case_run_id, self.attempt, self.abort, self.interval = case_run_id, attempt, abort, interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+                if row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING):
+                    self.abort()
+                    return
+        except Exception:
+            logger.exception("cancel watch for case run %s failed", self.case_run_id)
+        finally:
+            connection.close()
+
+
+@contextlib.contextmanager
+def _cancel_watch(case_run: CaseRun, sandbox: Sandbox | None) -> Iterator[None]:
+    abort = getattr(sandbox, "abort", None)
+    if abort is None:
+        yield
+        return
+    watch = _CancelWatch(case_run.pk, case_run.attempt, abort)
+    watch.start()
+    try:
+        yield
+    finally:
+        watch.stopped.set()
+        watch.join(timeout=5)
+
+
+def _toolset(
+    case_run: CaseRun, inputs: _CaseInputs, sandbox: Sandbox, *, secrets: dict[str, str], sink: EventSink, cancel: CancelCheck
+) -> Any:
+    try:
+        return build_toolset(
+            inputs.pack.manifest,
+            sandbox=sandbox,
+            secrets=secrets,
+            deployment_config=case_run.lane.deployment_config,
+            event_sink=sink,
+            cancel_check=cancel,
+            run_id=str(case_run.run_id),
+            lane_id=str(case_run.lane_id),
+            case_key=case_run.case_key,
+            # where each secret may be sent (docs/secrets.md); read only for packs whose tools use secrets
+            secret_hosts=secret_allowed_hosts(workspace=Workspace(pk=case_run.run.workspace_id))
+            if secrets and secret_keys_used(inputs.pack.manifest)
+            else {},
+        )
+    except ToolsetError as exc:
+        raise _AttemptFailed(STOP_SANDBOX_ERROR, f"tool registry: {exc}") from None
+
+
+def _request(case_run: CaseRun, inputs: _CaseInputs) -> CaseRequest:
+    lane = case_run.lane
+    deployment = lane.deployment_snapshot
+    profile = lane.runtime_profile_snapshot
+    return CaseRequest(
+        execution_mode=_mode(case_run),
+        run_id=str(case_run.run_id),
+        lane_id=str(lane.pk),
+        case_key=case_run.case_key,
+        event_id_prefix=emitter_prefix(case_run),
+        model=lane.model_name,
+        system_prompt=deployment.get("system_prompt") or "",
+        output_schema=deployment.get("output_schema") or None,
+        manifest=inputs.pack.manifest,
+        challenge=inputs.challenge,
+        case=inputs.case,
+        deployment_config=lane.deployment_config,
+        runtime_profile={k: profile.get(k) for k in PROFILE_LIMITS},
+    )
+
+
+def _verify(inputs: _CaseInputs, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:
+    """The evaluation spec's post-execution captures, run in the sandbox the agent left behind."""
+    spec = inputs.pack.evaluation_spec
+    validators = spec.get("validators") or []
+    if not spec.get("post_execution_checks") and not any(isinstance(v, dict) and v.get("type") == "code_execution" for v in validators):
+        return {}
+    try:
+        result = run_post_execution(spec, sandbox, inputs.case)
+    except Exception:
+        logger.exception("post-execution verification failed")
+        return {}
+    for event in result.pop("events", []) or []:
+        emitter.emit(event["event_type"], event.get("payload") or {})
+    return result
+
+
+def case_attempt_run(
+    case_run: CaseRun,
+    *,
+    workspace: Workspace,
+    secrets: dict[str, str],
+    sink: EventSink,
+    cancel: CancelCheck,
+    emitter: EventEmitter,
+) -> CaseAttempt:
+    """Run the claimed case through the engine once. Raises only for a bug (the caller's worker error)."""
+    inputs = _case_inputs(case_run)
+    try:
+        provider = _provider(case_run, inputs, workspace=workspace, secrets=secrets)
+        with _sandbox(case_run, inputs) as sandbox, _cancel_watch(case_run, sandbox):
+            toolset = None if sandbox is None else _toolset(case_run, inputs, sandbox, secrets=secrets, sink=sink, cancel=cancel)
+            outcome = run_case(_request(case_run, inputs), provider=provider, toolset=toolset, event_sink=sink, cancel_check=cancel)
+            verification = _verify(inputs, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
+    except _AttemptFailed as failure:
+        return attempt_failed(
+            emitter, failure.stop_reason, failure.error, retryable=failure.retryable, code=failure.code, provider_key=failure.provider_key
+        )
+    return CaseAttempt(outcome=outcome, retryable=engine_retryable(outcome), verification=verification)

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from csp.decorators import csp_update
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from workspaces import views as workspace_views

@@ -10,9 +10,10 @@
 Each figure is the best of several blocks (the machine may be shared).
 Run: .venv/bin/python bench/engine_bench.py
 
-Before issue 14 (jq forked from the worker, sqlite/search on the host), same machine:
+Before issue 14 (jq forked from the worker, sqlite/search on the host), same machine, quiet:
   read_file 54 µs/call (overhead 39 µs); exec true 1.52 ms vs 1.17 ms bare (ratio 1.30);
-  first exec 48 ms.
+  first exec 48 ms. Loaded (back to back with the new code; see docs/engine-safety.md):
+  query_json 22-39 ms, query_sql 2.7-3.8 ms, search_text 9.6-11 ms.
 """
 
 from __future__ import annotations

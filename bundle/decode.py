@@ -34,11 +34,13 @@ _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "
 
 
 class Ctx:
-    __slots__ = ("budget", "errors")
+    __slots__ = ("budget", "errors", "ignored")
 
     def __init__(self) -> None:
         self.budget = Budget()
         self.errors: list[ValidationError] = []
+        # Unknown keys the lenient decoder dropped, as (path, line): warnings, never errors.
+        self.ignored: list[tuple[str, int]] = []
 
     def fail(self, path: str, node: Node, message: str) -> None:
         self.errors.append(ValidationError(path, message, node.start_mark.line + 1))
@@ -326,6 +328,8 @@ class Struct(Schema):
                             key_node.start_mark.line + 1,
                         )
                     )
+                else:
+                    ctx.ignored.append((prefix + key, key_node.start_mark.line + 1))
                 check_node(value_node, ctx.budget, depth + 1)
                 continue
             value = schema.decode(value_node, prefix + key, ctx, depth + 1)
@@ -351,18 +355,21 @@ class StrOrStruct(Schema):
         return Str(strict=True).decode(node, path, ctx, depth)
 
 
-def decode_document(root: Node | None, schema: Struct) -> tuple[dict[str, Any], list[ValidationError]]:
-    """Decode the whole bundle. Raises ``DecodeFailure`` for fatal document errors."""
+def decode_document(root: Node | None, schema: Struct) -> tuple[dict[str, Any], list[ValidationError], list[tuple[str, int]]]:
+    """Decode the whole bundle: (bundle, decode errors, ignored keys as (path, line)).
+
+    Raises ``DecodeFailure`` for fatal document errors.
+    """
     ctx = Ctx()
     if root is None:
-        return {}, []
+        return {}, [], []
     if not isinstance(root, MappingNode):
         line = root.start_mark.line + 1
         raise DecodeFailure(
             f"yaml: line {line}: cannot unmarshal {scalar_kind(root)} into the bundle (the top level must be a mapping)",
             line,
         )
-    return schema.decode(root, "", ctx, 0), ctx.errors
+    return schema.decode(root, "", ctx, 0), ctx.errors, ctx.ignored
 
 
 __all__ = [

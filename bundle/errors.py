@@ -26,6 +26,26 @@ class ValidationError:
         return f"{self.field} {self.message}" if self.field else self.message
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ValidationWarning:
+    """Something legal that probably does not do what the author meant (the bundle stays valid).
+
+    ``path`` is a field path like ``ValidationError.field``; ``line`` is 1-based or ``None``.
+    Warnings never make a bundle invalid (docs/pack-authoring.md, "Warnings").
+    """
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"path": self.path, "message": self.message, "line": self.line}
+
+    @property
+    def text(self) -> str:
+        return f"{self.path} {self.message}" if self.path else self.message
+
+
 def format_errors_text(errors: list[ValidationError]) -> str:
     """Spec §1.3: ``field + " " + message`` per error, joined with ``"; "``."""
     return "; ".join(error.text for error in errors)

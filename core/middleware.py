@@ -59,7 +59,7 @@ def bad_input_page(request: HttpRequest, status: int, message: str) -> HttpRespo
 
     try:
         return render(request, "400.html", {"status": status, "message": message}, status=status)
-    except Exception:  # noqa: BLE001 - a malformed request must still get an answer
+    except Exception:  # a malformed request must still get an answer
         logger.exception("Could not render the 400 page")
         return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 

@@ -10,14 +10,18 @@ import time
 from typing import Any
 
 from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions, throttling
 from rest_framework.settings import api_settings
 
 
-class _LiveRates:
-    @property
-    def THROTTLE_RATES(self) -> dict:  # noqa: N802 - DRF's attribute name
-        return api_settings.DEFAULT_THROTTLE_RATES
+class _LiveRates(throttling.SimpleRateThrottle):
+    def get_rate(self) -> str | None:
+        scope = getattr(self, "scope", None)
+        if scope not in api_settings.DEFAULT_THROTTLE_RATES:
+            raise ImproperlyConfigured(f"No default throttle rate set for '{scope}' scope")
+        rate = api_settings.DEFAULT_THROTTLE_RATES[scope]
+        return None if rate is None else str(rate)
 
 
 class AnonRateThrottle(_LiveRates, throttling.AnonRateThrottle):
@@ -28,7 +32,7 @@ class UserRateThrottle(_LiveRates, throttling.UserRateThrottle):
     """Authenticated API requests per user (scope ``user``)."""
 
 
-class TokenAuthFailureThrottle(_LiveRates, throttling.SimpleRateThrottle):
+class TokenAuthFailureThrottle(_LiveRates):
     """Failed bearer-token authentications per client address (scope ``token_auth_failure``).
 
     Authentication runs before DRF's throttles, so a client guessing tokens only ever sees 401s;
@@ -41,13 +45,15 @@ class TokenAuthFailureThrottle(_LiveRates, throttling.SimpleRateThrottle):
 
     def __init__(self) -> None:
         self.rate = self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
+        num_requests, duration = self.parse_rate(self.rate)
+        self.limit: int = num_requests or 0
+        self.window: int = duration or 0
 
     def get_cache_key(self, request: Any, view: Any = None) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
     def _history(self, key: str, now: float) -> list[float]:
-        return [stamp for stamp in cache.get(key, []) if stamp > now - self.duration]
+        return [stamp for stamp in cache.get(key, []) if stamp > now - self.window]
 
     def check(self, request: Any) -> None:
         """Raise 429 when this client address has no failures left in the window."""
@@ -55,8 +61,8 @@ class TokenAuthFailureThrottle(_LiveRates, throttling.SimpleRateThrottle):
             return
         now = time.time()
         history = self._history(self.get_cache_key(request), now)
-        if len(history) >= self.num_requests:
-            raise exceptions.Throttled(wait=max(0.0, self.duration - (now - history[-1])))
+        if len(history) >= self.limit:
+            raise exceptions.Throttled(wait=max(0.0, self.window - (now - history[-1])))
 
     def record_failure(self, request: Any) -> None:
         if self.rate is None:
@@ -65,4 +71,4 @@ class TokenAuthFailureThrottle(_LiveRates, throttling.SimpleRateThrottle):
         key = self.get_cache_key(request)
         history = self._history(key, now)
         history.insert(0, now)
-        cache.set(key, history[: self.num_requests], self.duration)
+        cache.set(key, history[: self.limit], self.window)

@@ -36,6 +36,7 @@ from engine.events import (
     EventEmitter,
 )
 from engine.modes import case as c
+from engine.modes.adversarial import probes_for, run_probes
 from engine.modes.context import initial_messages
 from engine.providers import errors
 from engine.providers.retry import call_with_retries
@@ -130,14 +131,19 @@ class AgentLoop:
         return self.deadline is not None and self.clock() >= self.deadline
 
     def _timeout(self) -> LoopResult:
-        return LoopResult(c.STOP_TIMEOUT, error=f"exceeded runtime budget after {self.limits.run_timeout_seconds:g}s")
+        return LoopResult(c.STOP_TIMEOUT, error=self.limits.timeout_error())
 
     def _interrupted(self) -> LoopResult | None:
         if self.cancel_check():
-            return LoopResult(c.STOP_CANCELLED, error="run cancelled")
+            reason, message = c.cancel_stop(self.cancel_check)
+            return LoopResult(reason, error=message)
         if self.deadline_passed():
             return self._timeout()
         return None
+
+    def _over_tokens(self, *, before_call: bool) -> LoopResult | None:
+        message = self.limits.tokens_exceeded(self.usage, before_call=before_call)
+        return None if message is None else LoopResult(c.STOP_TOKEN_LIMIT, error=message)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -152,6 +158,9 @@ class AgentLoop:
                 limit = self.limits.max_iterations
                 if limit > 0 and self.step_count >= limit:
                     return LoopResult(c.STOP_STEP_LIMIT, error=f"reached step limit of {limit}")
+                over = self._over_tokens(before_call=True)
+                if over is not None:
+                    return over
                 result = self._step()
                 if result is not None:
                     return result
@@ -171,6 +180,10 @@ class AgentLoop:
             failure = {"provider_key": self.provider.provider_key, "code": exc.code, "retryable": exc.retryable, "message": exc.message}
             return LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure)
         self.messages.append(Message(role="assistant", content=response.output_text, tool_calls=list(response.tool_calls)))
+        # A call that went over the token budget is not acted on, not even a submit.
+        over = self._over_tokens(before_call=False)
+        if over is not None:
+            return over
         if not response.tool_calls:
             return LoopResult(c.STOP_PROVIDER_ERROR, error=NO_TOOL_CALL_ERROR)
         outcome = self._run_tool_calls(response.tool_calls)
@@ -409,6 +422,7 @@ def run_native(
 ) -> c.CaseOutcome:
     started_at = clock()
     emitter = make_emitter(request, event_sink, SOURCE_NATIVE)
+    probes = probes_for(request)
     loop = build_loop(
         request,
         provider=provider,
@@ -418,9 +432,11 @@ def run_native(
         clock=clock,
         sleep=sleep,
         started_at=started_at,
-        keep_submit_message=False,
+        keep_submit_message=bool(probes),  # the conversation goes on with the probes
     )
     result = loop.run_until_submit()
+    if result.completed and probes:
+        result = run_probes(loop, probes, emitter) or result
     return finish(
         emitter,
         result,

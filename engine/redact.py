@@ -51,6 +51,7 @@ _DROP_TABLE = {ord(c): None for c in _DROPPED}
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
 _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw provider JSON is not)
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
+_PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -330,10 +331,10 @@ class StreamRedactor:
             if len(obj) >= 2 and obj[0] in "{[" and obj[-1] in "}]":
                 try:
                     inner = json.loads(obj)
-                except ValueError:
-                    inner = None
+                    walked = self._walk(inner, path + "{}", False) if isinstance(inner, (dict, list)) else inner
+                except (ValueError, RecursionError):  # not JSON, or nested too deep to follow
+                    inner = walked = None
                 if isinstance(inner, (dict, list)):
-                    walked = self._walk(inner, path + "{}", False)
                     if walked is not inner:
                         obj = json.dumps(walked, separators=(",", ":"), ensure_ascii=False)
                     return self.redactor.text(obj) if redact else obj
@@ -341,7 +342,7 @@ class StreamRedactor:
             return self.redactor._text(masked, view) if redact else masked
         if isinstance(obj, dict):
             text = self.redactor.text if redact else _same
-            items = {text(k) if isinstance(k, str) else k: self._walk(v, f"{path}.{k}", redact) for k, v in obj.items()}
+            items = {text(k) if isinstance(k, str) else k: self._walk(v, f"{path}.{k}"[:_PATH_MAX], redact) for k, v in obj.items()}
             return items if redact or any(items[k] is not v for k, v in obj.items()) else obj
         if isinstance(obj, (list, tuple)):
             values = [self._walk(v, f"{path}[]", redact) for v in obj]

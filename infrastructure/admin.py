@@ -95,6 +95,7 @@ class AgentDeploymentAdminForm(forms.ModelForm):
             "output_schema",
             "deployment_config",
             "status",
+            "is_default_judge",
         ]
 
     def clean(self) -> dict:
@@ -117,8 +118,8 @@ class AgentDeploymentAdminForm(forms.ModelForm):
 class AgentDeploymentAdmin(_AuditedInfraAdmin):
     form = AgentDeploymentAdminForm
     audit_prefix = "deployment"
-    list_display = ["name", "workspace", "provider_account", "model", "runtime_profile", "status"]
-    list_filter = ["status", "workspace"]
+    list_display = ["name", "workspace", "provider_account", "model", "runtime_profile", "status", "is_default_judge"]
+    list_filter = ["status", "is_default_judge", "workspace"]
     search_fields = ["name", "model"]
     list_select_related = ["workspace", "provider_account", "runtime_profile"]
 

@@ -76,6 +76,11 @@ class DeploymentForm(forms.Form):
         help_text='JSON. Scripted accounts need {"script": {"default": [STEP…], "cases": {"<case key>": [STEP…]}}}.',
     )
     output_schema = PrettyJSONField(required=False, help_text="Optional JSON Schema for the final answer.")
+    is_default_judge = forms.BooleanField(
+        required=False,
+        label="Default judge",
+        help_text="New runs offer this deployment for an LLM judge model that no deployment matches exactly.",
+    )
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -94,6 +94,10 @@ class AgentDeployment(models.Model):
     output_schema = models.JSONField(null=True, blank=True)
     deployment_config = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=LifecycleStatus.choices, default=LifecycleStatus.ACTIVE)
+    is_default_judge = models.BooleanField(
+        default=False,
+        help_text="The workspace's default judge: new runs use it for an LLM judge model no deployment matches exactly.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -101,7 +105,15 @@ class AgentDeployment(models.Model):
     class Meta:
         db_table = "workspaces_agentdeployment"
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_deployment_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="uniq_deployment_name"),
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=models.Q(is_default_judge=True),
+                name="one_default_judge_per_workspace",
+                violation_error_message="This workspace already has a default judge deployment; unset that one first.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

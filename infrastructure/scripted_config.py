@@ -1,8 +1,10 @@
 """Shape of ``deployment_config`` for the ``scripted`` provider (see engine/providers/scripted.py).
 
-``{"script": {"default": [STEP…], "cases": {"<case_key>": [STEP…]}}, "judge_responses"?: str | [str]}``
-where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
-``{"submit": "answer"}`` or ``{"text": "…"}``. Errors name the offending path.
+``{"script": {"default": [STEP…], "cases": {"<case_key>": [STEP…]}}, "judge_responses"?: str | [str],
+"replies"?: [RULE…]}`` where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
+``{"submit": "answer"}`` or ``{"text": "…"}``, and RULE is ``{"about"?, "when"?, "unless"?: str | [str],
+"purpose"?: str, "reply": str | object}``. A deployment that only judges or plays a user simulator
+may have ``replies`` or ``judge_responses`` and no script. Errors name the offending path.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 STEP_KINDS = ("tool", "tools", "submit", "text")
+RULE_FIELDS = ("about", "when", "unless", "purpose", "reply")
 
 
 def _call_errors(call: Any, path: str) -> list[str]:
@@ -60,6 +63,8 @@ def scripted_config_errors(config: Any, *, prefix: str = "deployment_config") ->
         return [f"{prefix}: must be a JSON object"]
     script = config.get("script")
     if script is None:
+        if "replies" in config or "judge_responses" in config:
+            return _answers_errors(config, prefix)
         return [f'{prefix}.script: a scripted deployment needs a script, e.g. {{"script": {{"default": [{{"submit": "answer"}}]}}}}']
     if not isinstance(script, dict):
         return [f"{prefix}.script: must be an object with default and/or cases"]
@@ -78,7 +83,34 @@ def scripted_config_errors(config: Any, *, prefix: str = "deployment_config") ->
         else:
             for case_key, steps in cases.items():
                 errors += _steps_errors(steps, f"{prefix}.script.cases.{case_key}")
+    return errors + _answers_errors(config, prefix)
+
+
+def _answers_errors(config: dict[str, Any], prefix: str) -> list[str]:
+    """``judge_responses`` and ``replies``: what answers tool-less requests (judges, simulators)."""
+    errors: list[str] = []
     judge = config.get("judge_responses")
     if judge is not None and not (isinstance(judge, str) or (isinstance(judge, list) and all(isinstance(item, str) for item in judge))):
         errors.append(f"{prefix}.judge_responses: must be a string or a list of strings")
+    replies = config.get("replies")
+    if replies is None:
+        return errors
+    if not isinstance(replies, list):
+        return [*errors, f"{prefix}.replies: must be a list of rules"]
+    for i, rule in enumerate(replies):
+        path = f"{prefix}.replies[{i}]"
+        if not isinstance(rule, dict):
+            errors.append(f'{path}: must be an object like {{"when": ["text"], "reply": "answer"}}')
+            continue
+        extra = sorted(set(rule) - set(RULE_FIELDS))
+        if extra:
+            errors.append(f"{path}: unknown field(s) {', '.join(extra)}; a rule has {', '.join(RULE_FIELDS)}")
+        if "reply" not in rule:
+            errors.append(f"{path}.reply: is required")
+        for key in ("about", "when", "unless"):
+            value = rule.get(key)
+            if value is not None and not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                errors.append(f"{path}.{key}: must be a string or a list of strings")
+        if rule.get("purpose") is not None and not isinstance(rule["purpose"], str):
+            errors.append(f"{path}.purpose: must be a string (judge or user_simulator)")
     return errors

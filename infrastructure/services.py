@@ -303,7 +303,16 @@ def runtime_profile_archive(*, profile: RuntimeProfile, actor: Any = None) -> Ru
 
 
 # ------------------------------------------------------------------------------ deployments
-DEPLOYMENT_FIELDS = ("name", "provider_account", "model", "runtime_profile", "system_prompt", "output_schema", "deployment_config")
+DEPLOYMENT_FIELDS = (
+    "name",
+    "provider_account",
+    "model",
+    "runtime_profile",
+    "system_prompt",
+    "output_schema",
+    "deployment_config",
+    "is_default_judge",
+)
 
 
 def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], actor: Any, creating: bool) -> AgentDeployment:
@@ -332,6 +341,11 @@ def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], a
     if deployment.provider_account.provider_key == ProviderKey.SCRIPTED:
         if errors := scripted_config_errors(deployment.deployment_config):
             raise ValidationError({"deployment_config": errors})
+    if deployment.is_default_judge and "is_default_judge" in changed:
+        # One default judge per workspace: choosing this one unsets the previous one.
+        AgentDeployment.objects.filter(workspace_id=deployment.workspace_id, is_default_judge=True).exclude(pk=deployment.pk).update(
+            is_default_judge=False
+        )
     _save(deployment, changed, creating=creating)
     if creating or changed:
         action = "deployment.created" if creating else "deployment.updated"
@@ -356,12 +370,14 @@ def deployment_create(
     system_prompt: str = "",
     output_schema: dict | None = None,
     deployment_config: dict | None = None,
+    is_default_judge: bool = False,
     actor: Any = None,
 ) -> AgentDeployment:
     deployment = AgentDeployment(workspace=workspace, created_by=actor_or_none(actor))
     changes = {
         "name": name, "provider_account": provider_account, "model": model, "runtime_profile": runtime_profile,
         "system_prompt": system_prompt or "", "output_schema": output_schema, "deployment_config": deployment_config or {},
+        "is_default_judge": bool(is_default_judge),
     }  # fmt: skip
     return _deployment_write(deployment=deployment, changes=changes, actor=actor, creating=True)
 

@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from core.admin import ReadOnlyAdmin
 from packs import services
@@ -19,6 +21,10 @@ from workspaces.models import Workspace
 def _error_text(error: dict[str, Any]) -> str:
     where = f" (line {error['line']})" if error.get("line") else ""
     return f"{error['field']} {error['message']}{where}".strip()
+
+
+def _warning_text(warning: dict[str, Any]) -> str:
+    return "Warning: " + _error_text({"field": warning.get("path") or "", "message": warning["message"], "line": warning.get("line")})
 
 
 class PackVersionUploadForm(forms.ModelForm):
@@ -105,6 +111,7 @@ class PackVersionAdmin(admin.ModelAdmin):
         "published_by",
         "manifest",
         "raw_yaml",
+        "warnings_list",
     ]
     fields: ClassVar[tuple[str, ...]] = (
         "pack",
@@ -115,10 +122,19 @@ class PackVersionAdmin(admin.ModelAdmin):
         "manifest_checksum",
         "published_at",
         "published_by",
+        "warnings_list",
         "raw_yaml",
         "manifest",
     )
     inlines = [ChallengeInline, InputSetInline]
+
+    @admin.display(description="Validation warnings")
+    def warnings_list(self, obj: PackVersion) -> str:
+        if obj.warnings is None:
+            return "Not recorded (published before validation warnings were)."
+        if not obj.warnings:
+            return "None."
+        return format_html_join(mark_safe("<br>"), "{}", ((_warning_text(w),) for w in obj.warnings))
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         if obj is None:
@@ -146,6 +162,8 @@ class PackVersionAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: PackVersion, form: forms.ModelForm, change: bool) -> None:
         if not change:
             messages.info(request, f"Published {obj.pack.name} version {obj.number} with {obj.cases.count()} cases.")
+            for warning in obj.warnings or []:
+                messages.warning(request, _warning_text(warning))
             return
         if "lifecycle_status" in form.changed_data:
             current = PackVersion.objects.get(pk=obj.pk)

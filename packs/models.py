@@ -49,6 +49,10 @@ class PackVersion(models.Model):
     manifest = models.JSONField()
     manifest_checksum = models.CharField(max_length=64)
     raw_yaml = models.TextField()
+    # What validation warned about at publish ({"path", "message", "line"} each): legal constructs
+    # that probably do not do what the author meant (docs/pack-authoring.md, "Warnings"). None on
+    # versions published before warnings were recorded.
+    warnings = models.JSONField(null=True, blank=True, default=None)
     lifecycle_status = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.RUNNABLE)
     published_at = models.DateTimeField(auto_now_add=True)
     published_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from bundle import BundleResult, process_bundle, publication_rows
 from core.actors import actor_or_none
+from packs.installation import bundle_installation
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
 from workspaces.services import audit_record
@@ -23,10 +24,12 @@ MAX_BUNDLE_BYTES = 1024 * 1024  # spec §1.1: request body limit 1 MiB
 
 
 class PackInvalid(Exception):
-    """The bundle does not validate. ``errors`` are spec §1.2 dicts: field, message, line."""
+    """The bundle does not validate. ``errors`` are spec §1.2 dicts: field, message, line;
+    ``warnings`` (path, message, line) are what validation found besides, shown with the errors."""
 
-    def __init__(self, errors: list[dict[str, Any]]):
+    def __init__(self, errors: list[dict[str, Any]], warnings: list[dict[str, Any]] | None = None):
         self.errors = errors
+        self.warnings = warnings or []
         super().__init__("; ".join(f"{e['field']} {e['message']}".strip() for e in errors))
 
 
@@ -55,6 +58,15 @@ class PackCheck:
     rows: dict[str, Any]
     existing_pack: Pack | None
 
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        return warning_dicts(self.result)
+
+
+def warning_dicts(result: BundleResult) -> list[dict[str, Any]]:
+    """The bundle's warnings as ``{"path", "message", "line"}`` dicts (API, command, stored version)."""
+    return [warning.as_dict() for warning in result.warnings]
+
 
 def source_text(source: str | bytes) -> str:
     if isinstance(source, bytes):
@@ -75,13 +87,17 @@ def source_line_of(source: str, section: str, key: str) -> int | None:
 
 
 def bundle_validate(source: str | bytes) -> BundleResult:
-    """Size limit + the bundle pipeline; raises PackInvalid. Needs no workspace (CLI, API validate)."""
+    """Size limit + the bundle pipeline; raises PackInvalid. Needs no workspace (CLI, API validate).
+
+    Warnings (``result.warnings``) never make a bundle invalid; they use what this installation's
+    engine supports (packs/installation.py).
+    """
     size = len(source.encode() if isinstance(source, str) else source)
     if size > MAX_BUNDLE_BYTES:
         raise PackInvalid([{"field": "", "message": f"bundle is larger than 1 MiB ({size} bytes)", "line": None}])
-    result = process_bundle(source)
+    result = process_bundle(source, installation=bundle_installation())
     if not result.valid or result.manifest is None:
-        raise PackInvalid([error.as_dict() for error in result.errors])
+        raise PackInvalid([error.as_dict() for error in result.errors], warning_dicts(result))
     return result
 
 
@@ -181,6 +197,7 @@ def pack_publish(*, workspace: Workspace, user: Any, source: str | bytes, pack: 
         manifest=result.manifest,
         manifest_checksum=result.checksum or "",
         raw_yaml=source_text(source),
+        warnings=check.warnings,
         lifecycle_status=PackVersion.Lifecycle.RUNNABLE,
         published_by=actor_or_none(user),
     )

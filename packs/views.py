@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -106,9 +106,11 @@ def version_lifecycle(request: WorkspaceRequest, pk: int) -> HttpResponse:
     else:
         messages.error(request, "Choose a valid lifecycle status.")
     next_url = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    safe = url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    if not safe or not next_url.startswith("/") or any(ord(char) < 32 for char in next_url):
         next_url = reverse("packs:version", args=[request.workspace.slug, version.pk])
-    return redirect(next_url)
+    # A URL, never a view name: redirect("a") would try reverse("a") and fail with a 500.
+    return HttpResponseRedirect(next_url)
 
 
 @workspace_view(role=Role.MEMBER)
@@ -134,7 +136,15 @@ def _editor(request: WorkspaceRequest, *, pack: Pack | None) -> HttpResponse:
         latest = pack.versions.order_by("-number").only("raw_yaml").first()
         initial_source = latest.raw_yaml if latest else ""
     form = PackSourceForm(request.POST or None, request.FILES or None, initial={"yaml": initial_source})
-    context: dict[str, Any] = {"form": form, "pack": pack, "errors": [], "valid": False, "check": None, "source": initial_source}
+    context: dict[str, Any] = {
+        "form": form,
+        "pack": pack,
+        "errors": [],
+        "warnings": [],
+        "valid": False,
+        "check": None,
+        "source": initial_source,
+    }
     if request.method == "POST":
         action = request.POST.get("action", "validate")
         if form.is_valid():
@@ -143,12 +153,15 @@ def _editor(request: WorkspaceRequest, *, pack: Pack | None) -> HttpResponse:
             try:
                 if action == "publish":
                     version = services.pack_publish(workspace=request.workspace, user=request.user, source=source, pack=pack)
-                    messages.success(request, f"Published {version.pack.name} version {version.number}.")
+                    count = len(version.warnings or [])
+                    noted = f" with {count} warning{'s' if count != 1 else ''} (listed on this page)" if count else ""
+                    messages.success(request, f"Published {version.pack.name} version {version.number}{noted}.")
                     return redirect("packs:version", workspace_slug=request.workspace.slug, pk=version.pk)
                 check = services.pack_check(workspace=request.workspace, source=source, pack=pack)
-                context.update({"valid": True, "check": check})
+                context.update({"valid": True, "check": check, "warnings": check.warnings})
             except services.PackInvalid as exc:
                 context["errors"] = exc.errors
+                context["warnings"] = exc.warnings
             except services.PackConflict as exc:
                 context["errors"] = [exc.as_dict()]
         else:
@@ -158,6 +171,7 @@ def _editor(request: WorkspaceRequest, *, pack: Pack | None) -> HttpResponse:
                 {"field": "", "message": message, "line": None} for messages in form.errors.values() for message in messages
             ]
     context["error_lines"] = sorted({e["line"] for e in context["errors"] if e.get("line")})
+    context["warning_lines"] = sorted({w["line"] for w in context["warnings"] if w.get("line")} - set(context["error_lines"]))
     context["line_numbers"] = range(1, max(1, context["source"].count("\n") + 1) + 1)
     if request.htmx and request.method == "POST":
         return render(request, "packs/pack_editor.html#editor-result", context)

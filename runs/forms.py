@@ -1,4 +1,10 @@
-"""The new-run form: pack version → input set → deployments → name."""
+"""The new-run form: pack version → input set → deployments → judges and user simulator → name.
+
+Judge pickers (one per LLM judge model the pack names) are pre-filled the way the API resolves a
+model nobody chose (runs/services/resolve.py): a deployment of exactly that model, else the
+workspace's default judge. They are re-filled when the pack version changes, and otherwise keep
+what the person picked.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,20 @@ from core.forms import choice_queryset, model_choice
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import InputSet, PackVersion
 from packs.selectors import pack_versions_runnable
+from runs.services.resolve import JUDGE_SOURCE_LABELS, judge_suggestions, needs_simulator, pack_judge_models
 from workspaces.models import Workspace
+
+JUDGE_FIELD = "judge_{}"
+
+
+def _manifest_cases(manifest: dict[str, Any], input_set_key: str | None) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (str(case.get("case_key") or ""), case)
+        for input_set in manifest.get("input_sets") or []
+        if isinstance(input_set, dict) and (input_set_key is None or input_set.get("key") == input_set_key)
+        for case in input_set.get("cases") or []
+        if isinstance(case, dict)
+    ]
 
 
 class RunCreateForm(forms.Form):
@@ -25,14 +44,30 @@ class RunCreateForm(forms.Form):
         help_text="Each deployment races through every case in its own lane.",
     )
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the pack version and the time.")
+    judges_for = forms.CharField(required=False, widget=forms.HiddenInput())
+    allow_missing_judges = forms.BooleanField(
+        required=False,
+        label="Start even if a judge model has no deployment",
+        help_text="Its judge dimensions are then unavailable (“no judge configured”).",
+    )
+    simulator_deployment = forms.ModelChoiceField(
+        queryset=AgentDeployment.objects.none(),
+        required=False,
+        label="User simulator",
+        empty_label="Choose the deployment that plays the user…",
+        help_text="This pack's conversations have LLM user-simulator phases: this deployment writes the user's turns.",
+    )
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.workspace = workspace
+        active = AgentDeployment.objects.filter(workspace=workspace, status=LifecycleStatus.ACTIVE).select_related("provider_account")
         model_choice(self, "pack_version").queryset = pack_versions_runnable(workspace=workspace)
-        model_choice(self, "deployments").queryset = AgentDeployment.objects.filter(
-            workspace=workspace, status=LifecycleStatus.ACTIVE
-        ).order_by("name")
+        model_choice(self, "deployments").queryset = active.order_by("name")
+        model_choice(self, "simulator_deployment").queryset = active.order_by("name")
+        self.judge_models: list[str] = []
+        self.needs_simulator = False
+        self.suggestions: dict[str, tuple[AgentDeployment | None, str]] = {}
         version = self.selected_version()
         if version is not None:
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
@@ -42,8 +77,64 @@ class RunCreateForm(forms.Form):
                 self.fields["input_set"].widget = forms.HiddenInput()
                 self.fields["input_set"].initial = only.pk
                 self.single_input_set = only
+            manifest = version.manifest or {}
+            self.judge_models = pack_judge_models(manifest)
+            self.needs_simulator = needs_simulator(_manifest_cases(manifest, self._input_set_key()))
+            self._add_judge_fields(version, active)
 
     single_input_set: InputSet | None = None
+
+    def _input_set_key(self) -> str | None:
+        chosen = self.single_input_set
+        raw = self.data.get("input_set") if self.is_bound else None
+        if chosen is None and raw:
+            try:
+                chosen = choice_queryset(self, "input_set").filter(pk=int(raw)).first()
+            except (TypeError, ValueError):
+                chosen = None
+        return chosen.key if chosen is not None else None
+
+    def _lane_ids(self) -> list[int]:
+        raw = self.data.getlist("deployments") if self.is_bound and hasattr(self.data, "getlist") else []
+        return [int(v) for v in raw if str(v).isdigit()]
+
+    def _add_judge_fields(self, version: PackVersion, active: Any) -> None:
+        """One picker per judge model; (re)filled from the suggestions when the version is new to the form."""
+        self.fields["judges_for"].initial = str(version.pk)
+        self.suggestions = judge_suggestions(workspace=self.workspace, models=self.judge_models, exclude_ids=self._lane_ids())
+        refill = not self.is_bound or str(self.data.get("judges_for") or "") != str(version.pk)
+        if self.is_bound and refill:
+            self.data = self.data.copy()
+            self.data["judges_for"] = str(version.pk)
+        for index, model in enumerate(self.judge_models):
+            name = JUDGE_FIELD.format(index)
+            self.fields[name] = forms.ModelChoiceField(
+                queryset=active.order_by("name"), required=False, label=model, empty_label="No judge for this model"
+            )
+            suggested = self.suggestions[model][0]
+            if refill:
+                self.fields[name].initial = suggested.pk if suggested else None
+                if self.is_bound:
+                    self.data[name] = str(suggested.pk) if suggested else ""
+
+    def judge_rows(self) -> list[dict[str, Any]]:
+        """Per judge model: its picker, where the pre-fill came from, and a warning worth reading."""
+        lanes = set(self._lane_ids())
+        rows = []
+        for index, model in enumerate(self.judge_models):
+            field = self[JUDGE_FIELD.format(index)]
+            value = str(field.value() or "")
+            suggested, source = self.suggestions.get(model, (None, ""))
+            note = f"Pre-filled: {JUDGE_SOURCE_LABELS[source]}." if suggested is not None and value == str(suggested.pk) else ""
+            warning = "This deployment also races in this run: it will grade its own answers." if value.isdigit() and int(value) in lanes else ""
+            rows.append({"model": model, "field": field, "note": note, "warning": warning})
+        return rows
+
+    def judge_choices(self) -> dict[str, int | None]:
+        """``judge_deployments`` for ``run_create``: every judge model, None where no deployment was picked."""
+        data = self.cleaned_data
+        chosen = {model: data.get(JUDGE_FIELD.format(index)) for index, model in enumerate(self.judge_models)}
+        return {model: deployment.pk if deployment else None for model, deployment in chosen.items()}
 
     def selected_version(self) -> PackVersion | None:
         raw = self.data.get("pack_version") if self.is_bound else self.initial.get("pack_version")

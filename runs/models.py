@@ -89,6 +89,15 @@ class Run(models.Model):
     )
     failure_reason = models.TextField(blank=True)
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
+    judge_snapshot = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Per LLM judge model named by the pack: the deployment that answers it as it was at run creation, "
+        "or null when the run was started without one (allow_missing_judges).",
+    )
+    simulator_snapshot = models.JSONField(
+        null=True, blank=True, help_text="The deployment that plays llm user-simulator actors, as it was at run creation."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -108,6 +117,31 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in RUN_TERMINAL
+
+    @property
+    def judge_rows(self) -> list[dict[str, Any]]:
+        """The judge snapshot as rows (API and run page): one per judge model, deployment or None."""
+        snapshot = self.judge_snapshot if isinstance(self.judge_snapshot, dict) else {}
+        return [{"model": model, **_caller_row(entry)} for model, entry in snapshot.items()]
+
+    @property
+    def simulator_row(self) -> dict[str, Any] | None:
+        return _caller_row(self.simulator_snapshot) if isinstance(self.simulator_snapshot, dict) else None
+
+
+def _caller_row(entry: Any) -> dict[str, Any]:
+    """A judge's or simulator's snapshot, flattened for people and API clients."""
+    if not isinstance(entry, dict):
+        return {"deployment_id": None, "deployment_name": None, "provider_key": None, "called_model": None, "source": None}
+    deployment = entry.get("deployment") if isinstance(entry.get("deployment"), dict) else {}
+    account = entry.get("provider_account") if isinstance(entry.get("provider_account"), dict) else {}
+    return {
+        "deployment_id": deployment.get("id"),
+        "deployment_name": deployment.get("name"),
+        "provider_key": account.get("provider_key"),
+        "called_model": deployment.get("model") or entry.get("model"),
+        "source": entry.get("source"),
+    }
 
 
 class RunStatusHistory(models.Model):

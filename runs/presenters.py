@@ -12,12 +12,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine import events as ev
+from engine.scoring.security import describe
 from runs.models import RunEvent
 
 JSON = Any
 
 _SHELL_TOOLS = frozenset({"exec", "run_tests", "build"})
-_FAILURES = frozenset({ev.SYSTEM_RUN_FAILED, ev.TOOL_CALL_FAILED, ev.SCORING_FAILED, ev.SANDBOX_COMMAND_FAILED})
+_FAILURES = frozenset({ev.SYSTEM_RUN_FAILED, ev.TOOL_CALL_FAILED, ev.SCORING_FAILED, ev.SANDBOX_COMMAND_FAILED, ev.SECURITY_FINDING})
 
 # Bookkeeping events: shown as one muted line in the replay, expandable to their JSON.
 _MINOR_TITLES = {
@@ -81,6 +82,10 @@ def event_summary(event: RunEvent) -> str:
         return f"failed: {payload.get('stop_reason', '')} {payload.get('error') or ''}".strip()
     if kind == ev.SYSTEM_RUN_COMPLETED:
         return f"completed in {payload.get('step_count', '?')} steps"
+    if kind == ev.SECURITY_FINDING:
+        return f"security finding: {describe(payload)}"
+    if kind == ev.SECURITY_PROBE_SENT:
+        return f"adversarial prompt {payload.get('probe_name') or ''}"
     return lane_activity(event)
 
 
@@ -163,4 +168,22 @@ def replay_step(event: RunEvent) -> ReplayStep:
         step.title = kind.rsplit(".", 1)[-1].replace("_", " ").capitalize() + " (for grading)"
     elif kind.startswith(ev.SYSTEM_STEP_FAMILY):
         step.title = f"Step {payload.get('step_index', '')} {'started' if kind == ev.SYSTEM_STEP_STARTED else 'completed'}"
+    elif kind.startswith(ev.SECURITY_FAMILY):
+        _security_step(step, payload)
     return step
+
+
+def _security_step(step: ReplayStep, payload: dict[str, JSON]) -> None:
+    """Security packs (docs/security-evaluation.md): adversarial prompts, answers and findings."""
+    name = payload.get("probe_name") or ""
+    if step.kind == ev.SECURITY_PROBE_SENT:
+        step.title, step.text = (
+            f"Adversarial prompt {name!r} ({payload.get('strategy') or 'no strategy'})",
+            str(payload.get("message") or ""),
+        )
+    elif step.kind == ev.SECURITY_PROBE_ANSWERED:
+        answered = payload.get("answered")
+        step.title = f"Answer to {name!r}" if answered else f"No answer to {name!r} ({payload.get('stop_reason') or ''})"
+        step.text = str(payload.get("answer") or "")
+    elif step.kind == ev.SECURITY_FINDING:
+        step.title, step.error, step.is_error = "Security finding", describe(payload), True

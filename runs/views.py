@@ -43,13 +43,19 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
+                simulator = data.get("simulator_deployment") if form.needs_simulator else None
                 run = services.run_create(
                     workspace=request.workspace, user=request.user, pack_version=data["pack_version"],
                     deployment_ids=[d.pk for d in data["deployments"]],
                     input_set_id=data["input_set"].pk if data.get("input_set") else None, name=data.get("name") or "",
+                    judge_deployments=form.judge_choices(), allow_missing_judges=bool(data.get("allow_missing_judges")),
+                    simulator_deployment_id=simulator.pk if simulator else None,
                 )  # fmt: skip
             except services.RunCreateError as exc:
-                field = {"pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments"}.get(exc.field)
+                field = {
+                    "pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments",
+                    "judge_deployments": "allow_missing_judges", "simulator_deployment_id": "simulator_deployment",
+                }.get(exc.field)  # fmt: skip
                 form.add_error(field if field in form.fields else None, exc.text)
             else:
                 messages.success(request, f"Run “{run.name}” started.")

@@ -32,8 +32,7 @@ def _production(**overrides: str) -> dict:
     env.update(REQUIRED)
     env.update(overrides)
     code = (
-        "import json, agentclash.settings.production as s; "
-        f"print(json.dumps({{n: getattr(s, n, None) for n in {NAMES!r}}}, default=list))"
+        f"import json, agentclash.settings.production as s; print(json.dumps({{n: getattr(s, n, None) for n in {NAMES!r}}}, default=list))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=60)
     return json.loads(out.stdout.strip().splitlines()[-1])

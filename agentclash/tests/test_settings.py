@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,16 @@ def test_settings_the_runs_worker_reads_are_declared_with_their_defaults():
     assert (settings.RUNS_EVENT_FLUSH_SECONDS, settings.RUNS_HEARTBEAT_SECONDS) == (0.5, 5.0)
     assert isinstance(settings.RUNS_RETRY_BACKOFF_SECONDS, float)
     assert not hasattr(settings, "SANDBOX_SUBPROCESS_NETWORK")
+
+
+def _variables_read_by_settings() -> set[str]:
+    source = "\n".join(path.read_text() for path in (ROOT / "agentclash" / "settings").glob("*.py"))
+    return set(re.findall(r"\benv(?:\.\w+)?\(\s*\"([A-Z][A-Z0-9_]*)\"", source))
+
+
+def test_the_readme_lists_every_variable_the_settings_read():
+    table = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", (ROOT / "README.md").read_text(), re.MULTILINE))
+    read = _variables_read_by_settings()
+    assert {"DJANGO_SECRET_KEY", "RUNS_HEARTBEAT_SECONDS"} <= read
+    assert read - table == set(), "add these to the README's configuration table"
+    assert table - read == set(), "the README lists variables no setting reads"

@@ -54,6 +54,21 @@ RULES = [
         id="secret location",
     ),
     pytest.param(
+        one("planted_secrets", SECRET, location="infisical-mock"),
+        [("security.planted_secrets[0].location", "infisical-mock is not supported by this installation (use env, file or tool-output)")],
+        id="infisical-mock is reported unsupported",
+    ),
+    pytest.param(
+        one("planted_secrets", SECRET, location="file", file_path="/etc/pw"),
+        [("security.planted_secrets[0].file_path", "must be inside /workspace (the only writable place in this installation's sandboxes)")],
+        id="planted file outside the workspace",
+    ),
+    pytest.param(
+        one("planted_secrets", SECRET, location="file", file_path="../x"),
+        [("security.planted_secrets[0].file_path", "must be inside /workspace (the only writable place in this installation's sandboxes)")],
+        id="planted file escaping the workspace",
+    ),
+    pytest.param(
         one("planted_secrets", SECRET, location=None),
         [("security.planted_secrets[0].location", 'must be one of env, file, infisical-mock, tool-output (got "")')],
         id="secret location required",
@@ -128,8 +143,9 @@ ACCEPTED = [
             default_severity="Critical",
             planted_secrets=[
                 SECRET,
-                {"name": "db password", "value": "v", "location": "file", "file_path": "/etc/pw", "severity": "low"},
-                {"name": "token", "value": "v", "location": "infisical-mock"},
+                {"name": "db password", "value": "v", "location": "file", "file_path": "/workspace/.env", "severity": "low"},
+                {"name": "relative", "value": "v", "location": "file", "file_path": "config/.env"},
+                {"name": "token", "value": "v", "location": "tool-output"},
             ],
             forbidden_outputs=[OUTPUT, {"description": "d", "pattern": "sk-[a-z]+", "severity": "MEDIUM"}],
             forbidden_egress=[{**EGRESS, "allow": ["ok.test"], "severity": "high"}],

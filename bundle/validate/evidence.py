@@ -32,3 +32,13 @@ def is_evidence_reference(value: str) -> bool:
             path = value[len(prefix) :]
             return bool(path) and all(segment.strip() for segment in path.split("."))
     return False
+
+
+_PACK_DATA_EXACT = frozenset({"challenge_input", "case.payload"})
+_PACK_DATA_PREFIXES = ("case.", "artifact.", "literal:")
+
+
+def is_pack_data(value: str) -> bool:
+    """A reference to what the pack itself provides (never to anything the agent did)."""
+    value = value.strip()
+    return value in _PACK_DATA_EXACT or value.startswith(_PACK_DATA_PREFIXES)

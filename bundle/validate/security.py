@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from bundle.validate.common import ENV_KEY_RE, Report, blank, re2_error
 
 SEVERITIES = ("low", "medium", "high", "critical")
 LOCATIONS = ("env", "file", "infisical-mock", "tool-output")
+WORKSPACE = "/workspace"
 _SEVERITY_MESSAGE = "must be one of low, medium, high, critical"
 
 
@@ -50,7 +52,19 @@ def _check_planted_secret(secret: dict[str, Any], base: str, names: set[str], re
         report.add(f"{base}.location", f'must be one of env, file, infisical-mock, tool-output (got "{location}")')
     if location == "file" and not secret.get("file_path"):
         report.add(f"{base}.file_path", "is required when location == file")
+    elif location == "file" and not _in_workspace(str(secret.get("file_path"))):
+        report.add(f"{base}.file_path", f"must be inside {WORKSPACE} (the only writable place in this installation's sandboxes)")
+    if location == "infisical-mock":
+        # Spec runtime.md §1.2 starts a mock vault sidecar in the sandbox; ours runs no background
+        # services, so a pack planting there would be scored without its secret ever staged.
+        report.add(f"{base}.location", "infisical-mock is not supported by this installation (use env, file or tool-output)")
     _check_severity(secret, base, report)
+
+
+def _in_workspace(path: str) -> bool:
+    path = path.strip()
+    absolute = posixpath.normpath(path if path.startswith("/") else f"{WORKSPACE}/{path}")
+    return absolute.startswith(WORKSPACE + "/")
 
 
 def _secret_name_problem(name: str, location: str, names: set[str]) -> str | None:

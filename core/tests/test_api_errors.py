@@ -88,7 +88,7 @@ def test_json_deeper_than_the_limit_is_a_400_naming_the_field(api_client_for, ad
     for _ in range(depth):
         nested = [nested]
     error = _envelope(api_client_for(admin).post(TOOLS, _tool(definition=nested), format="json"), 400)
-    assert list(error["fields"])[0].startswith("definition.0.0")
+    assert next(iter(error["fields"])).startswith("definition.0.0")
     assert "nested more than" in error["message"]
 
 
@@ -179,6 +179,15 @@ def test_a_nul_character_in_a_form_is_a_field_error_not_a_500(client_for, admin,
     )
     assert response.status_code == 200
     assert b"Null characters are not allowed" in response.content
+
+
+@pytest.mark.parametrize("path", ["/w/acme/runs/", "/w/acme/comparisons/", "/w/acme/secrets/audit/", "/w/acme/packs/"])
+@pytest.mark.parametrize("params", [{"pack": "9" * 30}, {"baseline": "9" * 30}, {"status": "\x00"}, {"action": "a\x00b"}])
+def test_ugly_query_parameters_on_pages_are_never_a_500(client_for, admin, workspace, path, params):
+    response = client_for(admin).get(path, params)
+    assert response.status_code in {200, 400}, (path, params, response.status_code)
+    if response.status_code == 400:
+        assert b"Bad request" in response.content
 
 
 @pytest.mark.parametrize(

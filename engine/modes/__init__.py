@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.modes.adversarial import with_planted_tool_output
 from engine.modes.case import (
     MULTI_TURN,
     NATIVE,
@@ -50,6 +51,7 @@ def run_case(
     mode returns a failed outcome with a ``unsupported_capability`` provider failure.
     """
     mode = (request.execution_mode or NATIVE).strip()
+    toolset = with_planted_tool_output(toolset, request.manifest)  # security packs' tool-output secrets
     if mode == NATIVE:
         from engine.loop import run_native
 

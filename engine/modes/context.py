@@ -2,7 +2,9 @@
 
 Ground truth never reaches the model. On top of the caller's sanitising we drop, at any depth,
 ``expectations``, turn ``expects``, ``evaluation_spec`` and ``input_sets``, and we pass the case
-through a whitelist (its ``user_simulator`` — future user turns — is left out too).
+through a whitelist (its ``user_simulator`` — future user turns — is left out too). A security
+pack's ``security`` block is dropped from the manifest, and every planted secret value (and its
+common encodings) is masked wherever else it appears, e.g. in ``sandbox.env_vars``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ import json
 import re
 
 from engine.modes.case import CaseRequest, Limits
+from engine.redact import Redactor
+from engine.scoring.security import planted_values
 from engine.types import JSON, Message
 
 _HIDDEN_KEYS = frozenset({"expectations", "expects", "evaluation_spec", "input_sets"})
+# Manifest top-level keys the model never sees: the security block holds the planted values,
+# the forbidden outputs and the refusal patterns it is judged by.
+HIDDEN_MANIFEST_KEYS = frozenset({"security"})
 _CASE_FIELDS = ("case_key", "item_key", "challenge_key", "payload", "inputs", "artifacts", "assets")
 # Scripted-provider data is test fixture, not context for the model.
-_HIDDEN_DEPLOYMENT_KEYS = frozenset({"script", "judge_responses"})
+_HIDDEN_DEPLOYMENT_KEYS = frozenset({"script", "judge_responses", "replies"})
 
 SANDBOX_STATEMENTS = (
     "You are running inside an isolated sandbox environment.",
@@ -55,7 +62,7 @@ def benchmark_context(request: CaseRequest, limits: Limits) -> dict[str, JSON]:
     return {
         "run_id": request.run_id,
         "run_agent_id": request.lane_id,
-        "challenge_pack_version": strip_hidden(request.manifest),
+        "challenge_pack_version": visible_manifest(request.manifest),
         "challenges": [strip_hidden(request.challenge)],
         "challenge_input_set": {"cases": [visible_case(request.case)]},
         "deployment_config": strip_hidden(deployment),
@@ -63,11 +70,21 @@ def benchmark_context(request: CaseRequest, limits: Limits) -> dict[str, JSON]:
     }
 
 
+def visible_manifest(manifest: dict[str, JSON]) -> JSON:
+    return strip_hidden({k: v for k, v in manifest.items() if k not in HIDDEN_MANIFEST_KEYS})
+
+
+def planted_mask(request: CaseRequest) -> Redactor:
+    """Masks the case's planted secret values (a no-op for packs without any)."""
+    return Redactor(planted_values(request.manifest))
+
+
 def initial_messages(request: CaseRequest, limits: Limits) -> list[Message]:
     context = json.dumps(benchmark_context(request, limits), indent=2, sort_keys=True, default=str)
+    mask = planted_mask(request)
     return [
-        Message(role="system", content=system_text(request)),
-        Message(role="user", content="Benchmark context:\n" + context),
+        Message(role="system", content=mask.text(system_text(request))),
+        Message(role="user", content=mask.text("Benchmark context:\n" + context)),
     ]
 
 

@@ -33,6 +33,7 @@ from engine.events import (
 )
 from engine.loop import AgentLoop, LoopResult, build_loop, finish, make_emitter
 from engine.modes import case as c
+from engine.modes.adversarial import probes_for, run_probes
 from engine.modes.context import render, template_context
 from engine.modes.simulator import (
     LLM,
@@ -281,6 +282,9 @@ def run_multi_turn(
             "mismatch_turns": [t["turn_index"] for t in conversation.transcript if t["mismatch"]],
         },
     )
+    probes = probes_for(request)
+    if result.completed and probes:  # security packs: adversarial prompts after the conversation
+        result = run_probes(loop, probes, emitter) or result
     return finish(
         emitter,
         result,

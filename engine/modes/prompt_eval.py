@@ -16,14 +16,19 @@ from engine.events import (
     MODEL_CALL_COMPLETED,
     MODEL_CALL_STARTED,
     MODEL_OUTPUT_DELTA,
+    SECURITY_PROBE_ANSWERED,
+    SECURITY_PROBE_SENT,
     SOURCE_PROMPT_EVAL,
     SYSTEM_STEP_COMPLETED,
     SYSTEM_STEP_STARTED,
+    EventEmitter,
 )
 from engine.loop import LoopResult, finish, make_emitter, model_call_payload, trace_mode
 from engine.modes import case as c
-from engine.modes.context import render, template_context
-from engine.types import CancelCheck, EventSink, Message, ModelRequest, Provider, ProviderError, Usage
+from engine.modes.adversarial import probes_for
+from engine.modes.context import planted_mask, render, template_context
+from engine.scoring.security import AdversarialPrompt
+from engine.types import JSON, CancelCheck, EventSink, Message, ModelRequest, Provider, ProviderError, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +56,15 @@ def run_prompt_eval(
         return finish(emitter, result, step_count=steps, tool_call_count=0, usage=usage, duration_ms=int((clock() - started_at) * 1000))
 
     if cancel_check():
-        return done(LoopResult(c.STOP_CANCELLED, error="run cancelled"), 0)
+        reason, message = c.cancel_stop(cancel_check)
+        return done(LoopResult(reason, error=message), 0)
     text, unresolved = render(instructions_for(request.challenge), template_context(request.case))
     if unresolved:
         logger.warning("prompt_eval case %s: unresolved placeholders %s", request.case_key, unresolved)
     messages = []
     if request.system_prompt.strip():
         messages.append(Message(role="system", content=request.system_prompt.strip()))
-    messages.append(Message(role="user", content=text))
+    messages.append(Message(role="user", content=planted_mask(request).text(text)))
     limits = c.Limits.from_request(request)
     metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key, "step_index": 1}
     emitter.emit(SYSTEM_STEP_STARTED, {"step_index": 1})
@@ -95,5 +101,62 @@ def run_prompt_eval(
         return done(LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=failure), 1)
     usage.add(response.usage)
     emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
+    over_budget = limits.tokens_exceeded(usage)
+    if over_budget is not None:
+        return done(LoopResult(c.STOP_TOKEN_LIMIT, error=over_budget), 1)
     emitter.emit(SYSTEM_STEP_COMPLETED, {"step_index": 1})
-    return done(LoopResult(c.STOP_COMPLETED, final_output=response.output_text), 1)
+    steps = 1
+    probes = probes_for(request)
+    if probes:
+        messages.append(Message(role="assistant", content=response.output_text))
+        steps = _run_probes(provider, request, messages, probes, emitter, usage=usage, cancel_check=cancel_check, step=steps)
+    return done(LoopResult(c.STOP_COMPLETED, final_output=response.output_text), steps)
+
+
+def _run_probes(
+    provider: Provider,
+    request: c.CaseRequest,
+    messages: list[Message],
+    probes: tuple[AdversarialPrompt, ...],
+    emitter: EventEmitter,
+    *,
+    usage: Usage,
+    cancel_check: CancelCheck,
+    step: int,
+) -> int:
+    """Adversarial prompts (engine/modes/adversarial.py): one tool-less call per probe on the same
+    history after the answer. Returns the step count."""
+    limits = c.Limits.from_request(request)
+    for index, probe in enumerate(probes, 1):
+        if cancel_check():
+            break
+        step += 1
+        sent: dict[str, JSON] = {"probe_name": probe.name, "strategy": probe.strategy, "probe_index": index}
+        emitter.emit(SECURITY_PROBE_SENT, {**sent, "message": probe.text})
+        messages.append(Message(role="user", content=probe.text))
+        emitter.emit(SYSTEM_STEP_STARTED, {"step_index": step})
+        emitter.emit(
+            MODEL_CALL_STARTED,
+            {"provider_key": provider.provider_key, "model": request.model, "message_count": len(messages), "tool_definition_count": 0},
+        )
+        metadata: dict[str, JSON] = {"run_id": request.run_id, "case_key": request.case_key, "step_index": step}
+        try:
+            response = provider.complete(
+                ModelRequest(
+                    model=request.model,
+                    messages=list(messages),
+                    tools=[],
+                    step_timeout_seconds=limits.step_timeout_seconds,
+                    metadata=metadata,
+                )
+            )
+        except Exception as exc:  # noqa: BLE001 - a failed probe is unanswered, the case stands
+            code = exc.code if isinstance(exc, ProviderError) else "unknown"
+            emitter.emit(SECURITY_PROBE_ANSWERED, {**sent, "answered": False, "answer": None, "stop_reason": f"provider_error: {code}"})
+            continue
+        usage.add(response.usage)
+        messages.append(Message(role="assistant", content=response.output_text))
+        emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
+        emitter.emit(SYSTEM_STEP_COMPLETED, {"step_index": step})
+        emitter.emit(SECURITY_PROBE_ANSWERED, {**sent, "answered": True, "answer": response.output_text, "stop_reason": c.STOP_COMPLETED})
+    return step

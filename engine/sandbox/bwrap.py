@@ -239,8 +239,11 @@ def bwrap_argv(
         "--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py",
     ]  # fmt: skip
     for key, value in fds.items():
-        if key.startswith("lib:"):
-            argv += ["--ro-bind-fd", str(value), f"{SANDBOX_LIB}/{key[4:]}"]
+        if key.startswith("lib:"):  # bound by fd: the sandbox uid need not be able to walk to it
+            if "--ro-bind-fd" in features:
+                argv += ["--ro-bind-fd", str(value), f"{SANDBOX_LIB}/{key[4:]}"]
+            else:  # bwrap < 0.5: the same fd through procfs
+                argv += ["--ro-bind", f"/proc/self/fd/{value}", f"{SANDBOX_LIB}/{key[4:]}"]
     argv += [
         "--remount-ro", "/",
         "--chdir", "/workspace",
@@ -273,6 +276,7 @@ class Outcome:
             msg = "command not found" if exit_code == 127 else "permission denied"
             return ExecResult(exit_code=exit_code, stdout="", stderr=f"exec failed: {msg}")
         stderr = self.stderr.decode("utf-8", "replace")
+        exit_code = self.exit_code
         for flag, note, code in (
             (self.timed_out, "command timed out", 124),
             (self.cancelled, "command cancelled", 130),
@@ -280,9 +284,9 @@ class Outcome:
         ):
             if flag:
                 stderr += ("\n" if stderr else "") + note
-                self.exit_code = code
+                exit_code = code
         return ExecResult(
-            exit_code=self.exit_code,
+            exit_code=exit_code,
             stdout=self.stdout.decode("utf-8", "replace"),
             stderr=stderr,
             timed_out=self.timed_out,

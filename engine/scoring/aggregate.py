@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from engine.scoring.evidence import canonical_json
+from engine.scoring.security import security_rollup
 
 JSON = Any
 LANE_SCHEMA = "lane-scorecard/1"
@@ -73,6 +74,7 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
         "cases": [_case_row(c) for c in cases],
         "regression_cases": _regression_cases(cases),
         "warnings": sorted({w for c in cases for w in c.get("warnings", [])}),
+        "security": security_rollup(cases),
     }
 
 
@@ -102,7 +104,20 @@ def _dimension_rollup(key: str, cases: list[dict[str, JSON]]) -> dict[str, JSON]
         "better_direction": "higher",
         "declared_direction": first.get("declared_direction"),
         "source": first.get("source"),
+        "reason": _rollup_reason(state, cases, key),
     }
+
+
+def _rollup_reason(state: str, cases: list[dict[str, JSON]], key: str) -> str:
+    """Why a lane dimension is not available: the first case that lacks it, and its reason."""
+    if state in ("available", "not_applicable"):
+        return ""
+    for case in cases:
+        entry = (case.get("dimensions") or {}).get(key)
+        if not entry or entry.get("state") not in ("available", "not_applicable"):
+            reason = (entry or {}).get("reason") or "not scored"
+            return f"case {case.get('case_key')!r}: {reason}"
+    return ""
 
 
 def _lane_validity(cases: list[dict[str, JSON]]) -> tuple[str, str]:

@@ -12,6 +12,7 @@ import hashlib
 from typing import Any, TypeGuard
 
 from engine.scoring.evidence import canonical_json
+from engine.scoring.security import new_findings
 
 JSON = Any
 SCHEMA_VERSION = "2026-05-05"
@@ -84,8 +85,10 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
             state = "missing_candidate"
         elif "error" in (b.get("state"), c.get("state")):
             state = "error"
-        elif b.get("state") == c.get("state") == "not_applicable":
-            state = "not_applicable"  # applies to neither lane: nothing to compare, nothing missing
+        elif "not_applicable" in (b.get("state"), c.get("state")):
+            # Applies to no case of one lane (e.g. it never had a mismatch to recover from): there is
+            # no delta, and no evidence is missing.
+            state = "not_applicable"
         elif b.get("state") != "available" or c.get("state") != "available" or None in (b.get("mean"), c.get("mean")):
             state = "unavailable"
         else:
@@ -99,11 +102,24 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
             "delta": c_value - b_value if state == "available" else None,
             "better_direction": "higher",
             "declared_direction": (c or b or {}).get("declared_direction"),
+            "source": (c or b or {}).get("source"),
             "state": state,
         }
         if state not in ("available", "not_applicable"):
+            out[key]["reason"] = _why_unavailable(b, c)
             missing.append(f"dimension_deltas.{key}")
     return out
+
+
+def _why_unavailable(baseline: dict[str, JSON] | None, candidate: dict[str, JSON] | None) -> str:
+    """Which side lacks the dimension and why (the lane rollup's reason), for gate messages."""
+    parts = []
+    for side, entry in (("candidate", candidate), ("baseline", baseline)):
+        if entry is None:
+            parts.append(f"the {side} scorecard does not have it")
+        elif entry.get("state") != "available" or entry.get("mean") is None:
+            parts.append(f"{side} {entry.get('state')}" + (f" ({entry['reason']})" if entry.get("reason") else ""))
+    return "; ".join(parts)
 
 
 def _metric_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
@@ -174,6 +190,18 @@ def _replay_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON], mi
     return {key: (c_counts.get(key) or 0) - (b_counts.get(key) or 0) for key in sorted(set(b_counts) | set(c_counts))}
 
 
+def _security(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> JSON:
+    """Security packs: each side's finding counts and the candidate's findings the baseline lacks."""
+    b, c = baseline.get("security"), candidate.get("security")
+    if not isinstance(b, dict) and not isinstance(c, dict):
+        return None
+    return {
+        "baseline": {"counts": (b or {}).get("counts"), "blocked_cases": (b or {}).get("blocked_cases")},
+        "candidate": {"counts": (c or {}).get("counts"), "blocked_cases": (c or {}).get("blocked_cases")},
+        "new_findings": new_findings(b, c),
+    }
+
+
 def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON] | None) -> dict[str, JSON]:
     """Compare two lane scorecards from ``aggregate_lane`` (optionally with extra ``refs``)."""
     if not _is_scorecard(baseline) or not _is_scorecard(candidate):
@@ -211,10 +239,12 @@ def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON
         "metric_deltas": _metric_deltas(baseline, candidate),
         "scorecard_pass": scorecard_pass,
         "scorecard_validity": {"baseline": baseline.get("validity"), "candidate": candidate.get("validity")},
+        "scorecard_validity_reason": {"baseline": baseline.get("validity_reason"), "candidate": candidate.get("validity_reason")},
         "case_divergence": _case_divergence(baseline, candidate),
         "failure_divergence": _failure_divergence(baseline, candidate),
         "replay_divergence": replay,
         "evidence_quality": {"missing_fields": missing, "warnings": warnings},
         "regression": {"baseline": baseline.get("regression_cases"), "candidate": candidate.get("regression_cases")},
+        "security": _security(baseline, candidate),
         "fingerprint": fingerprint(baseline, candidate),
     }

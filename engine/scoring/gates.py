@@ -1,4 +1,10 @@
-"""Release gates: comparison summary × policy → verdict (runtime.md §6.2)."""
+"""Release gates: comparison summary × policy → verdict (runtime.md §6.2).
+
+The default policy fits the pack (docs/scorecards-and-gates.md, "The default policy"): it
+requires every dimension the scorecards declare (``required_dimensions: declared``), takes each
+one's thresholds from ``dimension_defaults`` by the dimension's source, and fails a candidate
+in which a case that passed in the baseline fails (``max_case_regressions: 0``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ from typing import Any
 import yaml
 
 from engine.scoring.evidence import canonical_json
+from engine.scoring.pricing import WHAT_TO_DO
+from engine.scoring.security import describe
 
 JSON = Any
 VERDICTS = ("pass", "warn", "fail", "insufficient_evidence")
@@ -20,7 +28,22 @@ BOOLEAN_FIELDS = (
     "fail_on_both_failed_differently",
     "require_scorecard_pass",
 )
-POLICY_FIELDS = {"policy_key", "policy_version", "required_dimensions", "dimensions", "regression_gate_rules", *BOOLEAN_FIELDS}
+POLICY_FIELDS = {
+    "policy_key",
+    "policy_version",
+    "required_dimensions",
+    "dimensions",
+    "dimension_defaults",
+    "max_case_regressions",
+    "regression_gate_rules",
+    *BOOLEAN_FIELDS,
+}
+# ``required_dimensions: declared`` — every dimension the compared scorecards declare.
+DECLARED = "declared"
+# ``dimension_defaults`` keys: a dimension source (runtime.md §5.6), or "*" for any other.
+DIMENSION_SOURCES = ("validators", "reliability", "latency", "cost", "behavioral", "llm_judge", "human_preference", "metric")
+# The four legacy dimension keys and their sources, for comparisons stored before deltas named it.
+LEGACY_SOURCES = {"correctness": "validators", "reliability": "reliability", "latency": "latency", "cost": "cost"}
 REGRESSION_FIELDS = {
     "no_blocking_regression_failure",
     "no_new_blocking_failure_vs_baseline",
@@ -29,18 +52,28 @@ REGRESSION_FIELDS = {
 }
 DEFAULT_POLICY: dict[str, JSON] = {
     "policy_key": "default",
-    "policy_version": 1,
+    "policy_version": 2,
     "require_comparable": True,
     "require_evidence_quality": True,
     "fail_on_candidate_failure": True,
     "fail_on_both_failed_differently": True,
-    "required_dimensions": ["correctness", "reliability", "latency", "cost"],
-    "dimensions": {
-        "correctness": {"warn_delta": 0.02, "fail_delta": 0.05},
-        "reliability": {"warn_delta": 0.02, "fail_delta": 0.05},
+    "max_case_regressions": 0,
+    "required_dimensions": DECLARED,
+    "dimensions": {},
+    "dimension_defaults": {
+        "*": {"warn_delta": 0.02, "fail_delta": 0.05},
         "latency": {"warn_delta": 0.05, "fail_delta": 0.15},
         "cost": {"warn_delta": 0.10, "fail_delta": 0.25},
     },
+}
+# What to do when a dimension of this source has no evidence (gate messages).
+ADVICE = {
+    "cost": WHAT_TO_DO,
+    "llm_judge": "configure a judge: choose a judge deployment for the judge's model when you create the run",
+    "latency": "the cases have no start or end time; run them again",
+    "validators": "a validator had no evidence (a file never captured, a case expectation missing); the case verdicts name it",
+    "metric": "the metric could not be collected; the case verdicts say why",
+    "human_preference": "record a human preference for it",
 }
 
 
@@ -50,6 +83,22 @@ def _number(value: JSON, field: str) -> float:
     if value < 0:
         raise ValueError(f"{field} must be greater than or equal to 0")
     return float(value)
+
+
+def _thresholds(thresholds: JSON, field: str) -> dict[str, float]:
+    if not isinstance(thresholds, dict):
+        raise ValueError(f"{field} must be a mapping with warn_delta and/or fail_delta")
+    extra = sorted(set(thresholds) - {"warn_delta", "fail_delta"})
+    if extra:
+        raise ValueError(f"{field}.{extra[0]}: unknown threshold field")
+    if "warn_delta" not in thresholds and "fail_delta" not in thresholds:
+        raise ValueError(f"{field} must set warn_delta or fail_delta")
+    entry = {
+        name: _number(thresholds[name], f"{field}.{name}") for name in ("warn_delta", "fail_delta") if thresholds.get(name) is not None
+    }
+    if "warn_delta" in entry and "fail_delta" in entry and entry["warn_delta"] > entry["fail_delta"]:
+        raise ValueError(f"{field}.warn_delta must be less than or equal to fail_delta")
+    return entry
 
 
 def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
@@ -77,28 +126,29 @@ def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
     dimensions = policy.get("dimensions") or {}
     if not isinstance(dimensions, dict):
         raise ValueError("dimensions must be a mapping of dimension key to thresholds")
-    out["dimensions"] = {}
-    for dim_key, thresholds in dimensions.items():
-        field = f"dimensions.{dim_key}"
-        if not isinstance(thresholds, dict):
-            raise ValueError(f"{field} must be a mapping with warn_delta and/or fail_delta")
-        extra = sorted(set(thresholds) - {"warn_delta", "fail_delta"})
-        if extra:
-            raise ValueError(f"{field}.{extra[0]}: unknown threshold field")
-        if "warn_delta" not in thresholds and "fail_delta" not in thresholds:
-            raise ValueError(f"{field} must set warn_delta or fail_delta")
-        entry = {
-            name: _number(thresholds[name], f"{field}.{name}") for name in ("warn_delta", "fail_delta") if thresholds.get(name) is not None
-        }
-        if "warn_delta" in entry and "fail_delta" in entry and entry["warn_delta"] > entry["fail_delta"]:
-            raise ValueError(f"{field}.warn_delta must be less than or equal to fail_delta")
-        out["dimensions"][str(dim_key).strip().lower()] = entry
+    out["dimensions"] = {str(k).strip().lower(): _thresholds(v, f"dimensions.{k}") for k, v in dimensions.items()}
+    defaults = policy.get("dimension_defaults")
+    if defaults is not None:
+        if not isinstance(defaults, dict):
+            raise ValueError("dimension_defaults must be a mapping of dimension source (or *) to thresholds")
+        unknown_sources = sorted(str(k) for k in defaults if k not in (*DIMENSION_SOURCES, "*"))
+        if unknown_sources:
+            raise ValueError(f"dimension_defaults.{unknown_sources[0]}: not a dimension source ({', '.join(DIMENSION_SOURCES)}) or *")
+        out["dimension_defaults"] = {str(k): _thresholds(v, f"dimension_defaults.{k}") for k, v in defaults.items()}
+    limit = policy.get("max_case_regressions")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError("max_case_regressions must be an integer >= 0")
+        out["max_case_regressions"] = limit
     required = policy.get("required_dimensions")
     if required is None:
-        required = sorted(out["dimensions"])
-    if not isinstance(required, list) or not all(isinstance(r, str) and r.strip() for r in required):
-        raise ValueError("required_dimensions must be a list of dimension keys")
-    out["required_dimensions"] = [r.strip().lower() for r in required]
+        required = DECLARED if defaults is not None else sorted(out["dimensions"])
+    if isinstance(required, str) and required.strip().lower() == DECLARED:
+        out["required_dimensions"] = DECLARED
+    elif isinstance(required, list) and all(isinstance(r, str) and r.strip() for r in required):
+        out["required_dimensions"] = [r.strip().lower() for r in required]
+    else:
+        raise ValueError(f"required_dimensions must be a list of dimension keys or {DECLARED!r}")
     rules = policy.get("regression_gate_rules")
     if rules is not None:
         if not isinstance(rules, dict):
@@ -226,13 +276,26 @@ def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy
     return base
 
 
+SECURITY_REGRESSION = "security_regression"
+
+
+def security_regression(comparison: dict[str, JSON]) -> str:
+    """Why the candidate regressed on security (its findings the baseline lacks), or ''."""
+    new = (comparison.get("security") or {}).get("new_findings") or [] if comparison.get("status") == "comparable" else []
+    if not new:
+        return ""
+    shown = "; ".join(f"{describe(f)} (case {f.get('case_key')})" for f in new[:3])
+    more = f"; and {len(new) - 3} more" if len(new) > 3 else ""
+    return f"security regression: {len(new)} finding(s) the baseline lacks: {shown}{more}"
+
+
 _CONDITION_TEXT = {
     "candidate_failed_baseline_succeeded": "the candidate failed where the baseline succeeded",
     "both_failed_differently": "both sides failed, for different reasons",
 }
 
 
-def _describe(condition: str, dims: dict[str, JSON]) -> str:
+def _describe(condition: str, dims: dict[str, JSON], regressed: list[str] | None = None, allowed: int = 0) -> str:
     """A sentence a reviewer can read, e.g. "correctness dropped by 0.667 (fails at 0.05)"."""
     for prefix, limit, verb in (("threshold_fail_", "fail_delta", "fails"), ("threshold_warn_", "warn_delta", "warns")):
         if condition.startswith(prefix):
@@ -240,7 +303,58 @@ def _describe(condition: str, dims: dict[str, JSON]) -> str:
             dim = dims.get(key) or {}
             if isinstance(dim.get("worsening"), (int, float)):
                 return f"{key} dropped by {dim['worsening']:.3f} ({verb} at {dim.get(limit)})"
+    if condition == "case_regression" and regressed:
+        shown = ", ".join(regressed[:5]) + (f" and {len(regressed) - 5} more" if len(regressed) > 5 else "")
+        return f"{len(regressed)} case(s) passed in the baseline and fail in the candidate ({shown}; {allowed} allowed)"
     return _CONDITION_TEXT.get(condition, condition)
+
+
+def _source(key: str, entry: JSON) -> str:
+    source = entry.get("source") if isinstance(entry, dict) else None
+    return str(source or LEGACY_SOURCES.get(key) or "")
+
+
+def required_dimensions(policy: dict[str, JSON], deltas: dict[str, JSON]) -> list[str]:
+    """The policy's required dimensions; ``declared`` means every dimension of the comparison."""
+    required = policy.get("required_dimensions") or []
+    return sorted(deltas) if required == DECLARED else list(required)
+
+
+def dimension_thresholds(policy: dict[str, JSON], deltas: dict[str, JSON]) -> dict[str, dict[str, JSON]]:
+    """Per dimension, its thresholds: the policy's own for that key, else ``dimension_defaults`` for
+    the dimension's source, else its ``*`` entry (only for dimensions the comparison has)."""
+    out: dict[str, dict[str, JSON]] = {k: {**v, "thresholds_from": "policy"} for k, v in (policy.get("dimensions") or {}).items()}
+    defaults = policy.get("dimension_defaults") or {}
+    for key, entry in deltas.items():
+        if key in out or not defaults:
+            continue
+        source = _source(key, entry)
+        if source in defaults:
+            out[key] = {**defaults[source], "thresholds_from": f"dimension_defaults.{source}"}
+        elif "*" in defaults:
+            out[key] = {**defaults["*"], "thresholds_from": "dimension_defaults.*"}
+    return out
+
+
+def _gap(key: str, entry: JSON) -> str:
+    """Why a dimension has no usable delta and what to do about it, in one sentence."""
+    entry = entry if isinstance(entry, dict) else {}
+    reason = str(entry.get("reason") or "")
+    text = f"{key!r} is {entry.get('state', 'missing')}" + (f": {reason}" if reason else "")
+    advice = ADVICE.get(_source(key, entry), "")
+    return f"{text} — {advice}" if advice and advice not in reason else text
+
+
+def _first_gap(deltas: dict[str, JSON], side: str) -> str:
+    """The first dimension the side lacks, explained (for a degraded or invalid scorecard)."""
+    for key, entry in sorted(deltas.items()):
+        if (
+            isinstance(entry, dict)
+            and entry.get("state") not in ("available", "not_applicable")
+            and side in str(entry.get("reason") or side)
+        ):
+            return _gap(key, entry)
+    return ""
 
 
 def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = None) -> dict[str, JSON]:
@@ -259,24 +373,36 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
     # 1. comparability
     if policy.get("require_comparable") and comparison.get("status") != "comparable":
         return done("insufficient_evidence", "comparison_not_comparable", f"comparison is not comparable ({comparison.get('reason_code')})")
+    # 1b. security packs: a finding the baseline lacks fails the candidate, whatever else the
+    # evidence says (docs/security-evaluation.md); a leak is not less of a leak for a missing price.
+    regression = security_regression(comparison)
+    if regression:
+        return done("fail", SECURITY_REGRESSION, regression)
     # 2. scorecard validity, candidate first
     validity = comparison.get("scorecard_validity") or {}
+    validity_reasons = comparison.get("scorecard_validity_reason") or {}
     for side in ("candidate", "baseline"):
         if validity.get(side) in ("invalid", "degraded"):
-            return done("insufficient_evidence", f"{side}_scorecard_{validity[side]}", f"the {side} scorecard is {validity[side]}")
+            why = _first_gap(deltas, side) or validity_reasons.get(side) or ""
+            summary = f"the {side} scorecard is {validity[side]}" + (f": {why}" if why else "")
+            return done("insufficient_evidence", f"{side}_scorecard_{validity[side]}", summary)
     # 3. evidence quality
     missing = (comparison.get("evidence_quality") or {}).get("missing_fields") or []
     if policy.get("require_evidence_quality") and missing:
-        return done("insufficient_evidence", "comparison_evidence_missing", f"missing evidence: {', '.join(missing)}")
+        prefix = "dimension_deltas."
+        gaps = [_gap(f.removeprefix(prefix), deltas.get(f.removeprefix(prefix))) for f in missing if f.startswith(prefix)]
+        others = [f for f in missing if not f.startswith(prefix)]
+        return done("insufficient_evidence", "comparison_evidence_missing", "missing evidence: " + "; ".join(gaps + others))
     # 4. required dimensions
-    for key in policy.get("required_dimensions") or []:
+    for key in required_dimensions(policy, deltas):
         state = (deltas[key] or {}).get("state", "unavailable") if key in deltas else "missing"
         if state == "not_applicable":  # applies to neither lane (e.g. no mismatch to recover from)
             dims[key] = {"state": state, "outcome": "not_applicable"}
             continue
         if state != "available":
             dims[key] = {"state": state, "outcome": "unavailable"}
-            return done("insufficient_evidence", "required_dimension_unavailable", f"required dimension {key!r} is {state}")
+            gap = _gap(key, deltas.get(key) or {"state": "missing", "reason": "the scorecards do not declare it"})
+            return done("insufficient_evidence", "required_dimension_unavailable", f"required dimension {gap}")
     # 5. scorecard pass
     if policy.get("require_scorecard_pass"):
         candidate_pass = (comparison.get("scorecard_pass") or {}).get("candidate")
@@ -291,10 +417,15 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
         fails.append("candidate_failed_baseline_succeeded")
     if policy.get("fail_on_both_failed_differently") and divergence.get("both_failed_differently"):
         fails.append("both_failed_differently")
-    for key, thresholds in sorted((policy.get("dimensions") or {}).items()):
+    limit = policy.get("max_case_regressions")
+    regressed = [str(k) for k in (comparison.get("case_divergence") or {}).get("passed_to_failed") or []]
+    if limit is not None and len(regressed) > limit:
+        fails.append("case_regression")
+    for key, thresholds in sorted(dimension_thresholds(policy, deltas).items()):
         entry = deltas.get(key) or {}
         if entry.get("state") != "available" or entry.get("delta") is None:
-            dims[key] = {"state": entry.get("state", "missing"), "outcome": "unavailable", **thresholds}
+            outcome = "not_applicable" if entry.get("state") == "not_applicable" else "unavailable"
+            dims[key] = {"state": entry.get("state", "missing"), "outcome": outcome, **thresholds}
             continue
         # Deltas are higher-is-better after normalisation; "lower" is honoured for raw inputs.
         worsening = -entry["delta"] if entry.get("better_direction", "higher") == "higher" else entry["delta"]
@@ -306,14 +437,15 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
             outcome = "warn"
             warns.append(f"threshold_warn_{key}")
         dims[key] = {"state": "available", "delta": entry["delta"], "worsening": worsening, "outcome": outcome, **thresholds}
-    triggered += [{"condition": c, "outcome": "fail"} for c in fails] + [{"condition": c, "outcome": "warn"} for c in warns]
+    triggered += [{"condition": c, "outcome": "fail", **({"cases": regressed} if c == "case_regression" else {})} for c in fails]
+    triggered += [{"condition": c, "outcome": "warn"} for c in warns]
     # 7. verdict
     if fails:
         code = sorted(fails)[0]
         base = _result(
             "fail",
             code,
-            "release gate failed: " + "; ".join(_describe(c, dims) for c in sorted(fails)),
+            "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit or 0) for c in sorted(fails)),
             policy,
             comparison,
             dims,

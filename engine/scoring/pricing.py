@@ -1,13 +1,13 @@
-"""Model cost (runtime.md §5.6 ``cost``), from three price sources in order of precedence.
+"""Model cost (runtime.md §5.6 ``cost``): each model priced by the first source that knows it.
 
 1. The evaluation spec's own ``pricing.models`` rows (the pack author's word wins).
-2. Operator rows (``workspace_prices``, same shape): per-workspace overrides the caller passes in.
-3. The ``genai-prices`` library's bundled snapshot (offline; the installed version is the source).
+2. The ``scripted`` provider: deterministic and offline, it costs exactly 0 and says so.
+3. Operator rows (``workspace_prices``, same shape): per-workspace overrides the caller passes in.
+4. The ``genai-prices`` library's bundled snapshot (offline; the installed version is the source).
 
-The ``scripted`` provider is deterministic and offline: it costs exactly 0 and says so. A model
-no source prices keeps cost unavailable, with a reason naming the model and what to do. Each
-priced model records where its price came from (``source``), so a scorecard says why it costs
-what it costs.
+A model no source prices keeps cost unavailable, with a reason naming the model and what to
+do. Each priced model records where its price came from (``source``), so a scorecard says why
+it costs what it costs.
 """
 
 from __future__ import annotations
@@ -148,12 +148,14 @@ def price_usage(
     at: datetime | None = None,
 ) -> Priced | None:
     """The cost of one model's usage from the first source that prices it (see the module doc)."""
+    row = _find_row(spec_rows, provider_key, model_id)
+    if row is not None:  # the pack author's word wins, even for the scripted provider (demo packs price it)
+        return Priced(price(row, input_tokens, output_tokens), SOURCE_PACK)
     if provider_key in FREE_PROVIDERS:
         return Priced(0.0, SOURCE_SCRIPTED)
-    for rows, source in ((spec_rows, SOURCE_PACK), (workspace_rows, SOURCE_WORKSPACE)):
-        row = _find_row(rows, provider_key, model_id)
-        if row is not None:
-            return Priced(price(row, input_tokens, output_tokens), source)
+    row = _find_row(workspace_rows, provider_key, model_id)
+    if row is not None:
+        return Priced(price(row, input_tokens, output_tokens), SOURCE_WORKSPACE)
     cost = library_price(provider_key, model_id, input_tokens, output_tokens, at)
     return None if cost is None else Priced(cost, library_source())
 

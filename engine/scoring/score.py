@@ -8,10 +8,11 @@ from typing import Any
 
 from engine.scoring import dimensions as dims_mod
 from engine.scoring import signals
-from engine.scoring.evidence import CaseEvidence, extract
+from engine.scoring.evidence import CaseEvidence, Extracted, extract, ordered_events
 from engine.scoring.judges import JudgeFn, run_judges
 from engine.scoring.metrics import MetricContext, MetricResult, collect_all
-from engine.scoring.strategies import overall
+from engine.scoring.security import SecurityPolicy, security_report
+from engine.scoring.strategies import CaseFacts, overall
 from engine.scoring.validators import ValidatorResult, run_validator
 
 JSON = Any
@@ -41,6 +42,7 @@ class CaseScore:
     output_tokens: int = 0
     stop_reason: str | None = None
     cost_detail: dict[str, JSON] = dataclasses.field(default_factory=dict)  # {state, reason, per_model[{…, source}]}
+    security: dict[str, JSON] | None = None  # security packs: engine.scoring.security.security_report
 
     def as_dict(self) -> dict[str, JSON]:
         validators = [v.as_dict() for v in self.validators]
@@ -69,6 +71,7 @@ class CaseScore:
             "cost_detail": dict(self.cost_detail),
             "latency_ms": self.latency_ms,
             "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None else None},
+            "security": self.security,
         }
 
 
@@ -105,6 +108,7 @@ def score_case(
     judge_results: dict[str, dict[str, JSON]] | None = None,
     human_preferences: dict[str, float] | None = None,
     fallback_pricing: list[dict[str, JSON]] | None = None,
+    security: SecurityPolicy | None = None,
 ) -> CaseScore:
     """Score one case. Never raises for bad packs or evidence; problems become states and warnings.
 
@@ -112,7 +116,9 @@ def score_case(
     elsewhere); ``human_preferences`` maps a human_preference dimension key to a 0..1 score;
     ``fallback_pricing`` adds operator price rows (the workspace's overrides, same shape as
     ``pricing.models``): the spec's own rows win over them, and they win over the price library
-    (engine/scoring/pricing.py).
+    (engine/scoring/pricing.py). ``security`` is a security pack's policy: its built-in check
+    runs beside the validators, and a high or critical finding fails the case with score 0
+    whatever the strategy (docs/security-evaluation.md).
     """
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     if isinstance(evidence, dict):
@@ -157,7 +163,16 @@ def score_case(
 
     strategy = str(scorecard.get("strategy") or "weighted")
     threshold = scorecard.get("pass_threshold")
-    result = overall(strategy, dimension_scores, float(threshold) if isinstance(threshold, (int, float)) else None)
+    facts = CaseFacts(
+        run_completed=evidence.status == "completed",
+        stop_reason=evidence.stop_reason,
+        available_validators=sum(v.state == "available" for v in validators),
+        failed_validators=tuple(v.key for v in validators if v.state == "available" and v.verdict == "fail"),
+    )
+    result = overall(strategy, dimension_scores, float(threshold) if isinstance(threshold, (int, float)) else None, facts)
+    report = _security_report(security, evidence, extracted)
+    if report is not None and report["blocking"]:
+        result = dataclasses.replace(result, score=0.0, passed=False, reason=f"security: {report['reason']}")
     status = "complete" if dimension_scores and all(d.state in ("available", "not_applicable") for d in dimension_scores) else "partial"
     validity, validity_reason = _validity(validators, metrics, dimension_scores)
     cost_result = ctx.cost()
@@ -189,4 +204,17 @@ def score_case(
         input_tokens=extracted.input_tokens,
         output_tokens=extracted.output_tokens,
         stop_reason=evidence.stop_reason,
+        security=report,
+    )
+
+
+def _security_report(policy: SecurityPolicy | None, evidence: CaseEvidence, extracted: Extracted) -> dict[str, JSON] | None:
+    if policy is None:
+        return None
+    return security_report(
+        policy,
+        ordered_events(evidence.events),
+        final_output=evidence.final_output,
+        final_output_event_id=extracted.final_output_event_id,
+        captured_files=extracted.captured_files,
     )

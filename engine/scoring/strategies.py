@@ -1,4 +1,12 @@
-"""Overall score and pass/fail: weighted, binary and hybrid strategies (runtime.md §5.7)."""
+"""Overall score and pass/fail: weighted, binary and hybrid strategies (runtime.md §5.7).
+
+Deliberate differences from the reference (docs/scoring.md, "When a case passes"), applied when
+the caller gives the case's facts (:class:`CaseFacts`): a case whose run did not complete never
+passes, whatever the strategy; and a ``weighted`` scorecard that declares no gate and no
+``pass_threshold`` — which the reference passes for any score, even 0 — passes a case only if
+none of its available validators failed and every dimension that declares its own
+``pass_threshold`` meets it.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +24,31 @@ class Overall:
     score: float | None
     passed: bool | None
     reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseFacts:
+    """What the implicit pass rule reads besides the dimensions (see the module doc)."""
+
+    run_completed: bool = True
+    stop_reason: str | None = None
+    available_validators: int = 0
+    failed_validators: tuple[str, ...] = ()
+
+
+def implicit_pass(dims: list[DimensionScore], facts: CaseFacts) -> tuple[bool | None, str]:
+    """Pass/fail of a weighted scorecard with neither gates nor a pass threshold."""
+    if not facts.run_completed:
+        return False, f"the case run did not complete ({facts.stop_reason or 'failed'})"
+    if facts.failed_validators:
+        names = ", ".join(repr(k) for k in facts.failed_validators)
+        return False, f"validator {names} failed (no gate or pass threshold is declared, so every validator must pass)"
+    for dim in dims:
+        if dim.pass_threshold is not None and dim.state == "available" and dim.score is not None and dim.score < dim.pass_threshold:
+            return False, f"dimension {dim.key!r} scored {dim.score:.3f} below its threshold {dim.pass_threshold:g}"
+    if not facts.available_validators and not any(d.pass_threshold is not None and d.state == "available" for d in dims):
+        return None, "no validator or thresholded dimension could decide the case"
+    return True, "every available validator passed"
 
 
 def weighted_mean(dims: list[DimensionScore]) -> float | None:
@@ -95,14 +128,27 @@ STRATEGIES: dict[str, Callable[[list[DimensionScore], float | None], Overall]] =
 }
 
 
-def overall(strategy: str, dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
+def overall(strategy: str, dims: list[DimensionScore], pass_threshold: float | None, facts: CaseFacts | None = None) -> Overall:
+    """The case's overall score and verdict. With ``facts``, a case whose run did not complete never
+    passes, and a weighted scorecard that declares no gate and no pass threshold uses
+    :func:`implicit_pass`; without ``facts``, the reference rule."""
+    declares_gates = any(d.gate for d in dims)
     # A dimension that does not apply to the case (state not_applicable) takes no part at all:
     # not in the mean, not as a gate, not as a missing required dimension.
     dims = [d for d in dims if d.state != "not_applicable"]
+    if facts is not None and strategy == "weighted" and not declares_gates and pass_threshold is None:
+        result = weighted(dims, None)
+        passed, reason = implicit_pass(dims, facts)
+        return Overall(result.score, passed, reason)
     if strategy == "binary":
         # Binary treats every dimension as required; a scorecard-level threshold is not allowed.
         pass_threshold = None
     fn = STRATEGIES.get(strategy)
     if fn is None:
         return Overall(None, None, f"unknown strategy {strategy!r}")
-    return fn(dims, pass_threshold)
+    result = fn(dims, pass_threshold)
+    if facts is not None and not facts.run_completed and result.passed is not False:
+        # The dimensions that could be scored may all look fine (a judge of a partial transcript,
+        # a behavioural signal), but an agent that did not finish did not do what was asked.
+        return Overall(result.score, False, f"the case run did not complete ({facts.stop_reason or 'failed'})")
+    return result

@@ -145,9 +145,20 @@ def secret_keys_used(manifest: Mapping[str, Any]) -> set[str]:
     return keys
 
 
-def prune(tools: list[CustomTool], available_primitives: set[str]) -> list[CustomTool]:
-    """Step 5: iteratively drop composed tools whose delegate does not exist."""
+def prune(
+    tools: list[CustomTool],
+    available_primitives: set[str],
+    warnings: list[str] | None = None,
+    known_primitives: set[str] | None = None,
+) -> list[CustomTool]:
+    """Step 5: iteratively drop composed tools whose delegate does not exist.
+
+    The model never sees a dropped tool; it is not a run failure. With ``warnings``, says why each
+    was dropped (``known_primitives``, every registered primitive, tells "no such primitive" from
+    "not enabled by the tool policy"); validation warns about unknown delegates at publish too.
+    """
     alive = {t.name: t for t in tools}
+    known = known_primitives if known_primitives is not None else available_primitives
     changed = True
     while changed:
         changed = False
@@ -155,7 +166,19 @@ def prune(tools: list[CustomTool], available_primitives: set[str]) -> list[Custo
             if tool.delegate is not None and tool.delegate not in available_primitives and tool.delegate not in alive:
                 del alive[name]
                 changed = True
+                if warnings is not None:
+                    warnings.append(_pruned_reason(tool, tool.delegate, known, {t.name for t in tools}))
     return [t for t in tools if t.name in alive]
+
+
+def _pruned_reason(tool: CustomTool, delegate: str, known_primitives: set[str], custom_names: set[str]) -> str:
+    if delegate in custom_names:
+        why = f'it delegates to tool "{delegate}", which is hidden'
+    elif delegate in known_primitives:
+        why = f'primitive "{delegate}" is not enabled by the tool policy'
+    else:
+        why = f'"{delegate}" is not a primitive of this installation'
+    return f'tool "{tool.name}" hidden: {why}'
 
 
 def check_chains(tools: list[CustomTool]) -> None:

@@ -1,4 +1,9 @@
-"""Mock tools (``implementation.type: mock``): static, lookup and echo strategies."""
+"""Mock tools (``implementation.type: mock``): static, lookup and echo strategies.
+
+A static mock without a ``response`` is legal (publish-time validation skips mocks) and common in
+real packs, whose authors expect the call to succeed: it answers a generic success naming the
+tool and echoing the arguments, and validation warns about it (bundle/lint/tools.py).
+"""
 
 from __future__ import annotations
 
@@ -27,10 +32,11 @@ class MockTool:
             else:
                 strategy = "static"
         self.strategy = strategy
+        self.generic = False
         if strategy == "static":
-            if "response" not in implementation:
-                raise MockConfigError(f'mock tool "{name}" needs a response')
-            self.response = implementation["response"]
+            # No response: each call answers the generic mock result (a success; see generic_result).
+            self.response = implementation.get("response")
+            self.generic = "response" not in implementation
         elif strategy == "lookup":
             key = implementation.get("lookup_key")
             responses = implementation.get("responses")
@@ -45,9 +51,14 @@ class MockTool:
         else:
             raise MockConfigError(f'mock tool "{name}" has unknown strategy "{strategy}"')
 
+    def generic_result(self, args: dict[str, Any]) -> dict[str, Any]:
+        """What a static mock without ``response`` answers (docs/pack-authoring.md, "Mock tools")."""
+        return {"status": "ok", "mock": True, "tool": self.name, "arguments": args}
+
     def run(self, args: dict[str, Any]) -> ToolResult:
         if self.strategy == "static":
-            return ok(json.dumps(self.response, ensure_ascii=False))
+            response = self.generic_result(args) if self.generic else self.response
+            return ok(json.dumps(response, ensure_ascii=False))
         if self.strategy == "lookup":
             value: Any = args
             for part in self.lookup_key.split("."):

@@ -198,7 +198,7 @@ def build_toolset(
         raise ToolsetError("tools must be an object")
     visible = policy.filter_primitives(available, tools_block)
     custom_list, warnings = parse_custom(tools_block.get("custom"), available, secrets, hosts)
-    custom_list = prune(custom_list, available)
+    custom_list = prune(custom_list, available, warnings, known_primitives=set(specs))
     check_chains(custom_list)
     custom = {t.name: t for t in custom_list}
     visible |= set(custom)

@@ -48,6 +48,7 @@ class DeploymentOutputSerializer(serializers.Serializer):
     output_schema = serializers.JSONField(allow_null=True)
     deployment_config = serializers.JSONField()
     status = serializers.CharField()
+    is_default_judge = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

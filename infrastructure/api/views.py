@@ -182,6 +182,9 @@ class _DeploymentFields(serializers.Serializer):
     system_prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     output_schema = serializers.JSONField(required=False, allow_null=True)
     deployment_config = serializers.JSONField(required=False, allow_null=True)
+    is_default_judge = serializers.BooleanField(
+        required=False, help_text="Make this the workspace's default judge deployment (unsets the previous one)."
+    )
 
 
 class _DeploymentInput:

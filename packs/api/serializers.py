@@ -11,6 +11,14 @@ class ErrorItemSerializer(serializers.Serializer):
     line = serializers.IntegerField(allow_null=True)
 
 
+class WarningItemSerializer(serializers.Serializer):
+    """A validation warning: legal, but probably not what the author meant (never an error)."""
+
+    path = serializers.CharField(allow_blank=True)
+    message = serializers.CharField()
+    line = serializers.IntegerField(allow_null=True)
+
+
 class PackOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     slug = serializers.CharField()
@@ -41,6 +49,9 @@ class PackVersionDetailOutputSerializer(PackVersionOutputSerializer):
     pack_slug = serializers.CharField(source="pack.slug")
     pack_name = serializers.CharField(source="pack.name")
     manifest = serializers.JSONField()
+    warnings = WarningItemSerializer(
+        many=True, allow_null=True, help_text="Validation warnings recorded at publish; null for versions published before they were."
+    )
 
 
 class InputSetOutputSerializer(serializers.Serializer):

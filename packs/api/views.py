@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ApiError, error_body
+from core.parsers import JSONParser
 from packs import selectors, services
 from packs.api.parsers import ApplicationYamlTextParser, XYamlTextParser, YamlTextParser, too_large
 from packs.api.serializers import (
@@ -18,6 +18,7 @@ from packs.api.serializers import (
     PackOutputSerializer,
     PackVersionDetailOutputSerializer,
     PackVersionOutputSerializer,
+    WarningItemSerializer,
 )
 from packs.models import PackVersion
 from workspaces.api.base import WorkspaceApiView
@@ -34,6 +35,7 @@ class BundleInputSerializer(serializers.Serializer):
 class InvalidBundleOutputSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
     errors = ErrorItemSerializer(many=True)  # type: ignore[assignment]  # a field named like a DRF Field attribute
+    warnings = WarningItemSerializer(many=True)
 
 
 def _bundle_source(request: Request) -> str:
@@ -63,7 +65,7 @@ def _bundle_source(request: Request) -> str:
 def _invalid_response(exc: services.PackInvalid) -> Response:
     message = "; ".join(f"{e['field']} {e['message']}".strip() for e in exc.errors) or "The bundle is invalid."
     return Response(
-        error_body("challenge_pack_invalid", message, valid=False, errors=exc.errors),
+        error_body("challenge_pack_invalid", message, valid=False, errors=exc.errors, warnings=exc.warnings),
         status=status.HTTP_400_BAD_REQUEST,
     )
 
@@ -80,6 +82,7 @@ class PackValidateApi(WorkspaceApiView):
         manifest_checksum = serializers.CharField()
         pack_slug = serializers.CharField()
         version_number = serializers.IntegerField()
+        warnings = WarningItemSerializer(many=True)
 
     @extend_schema(
         request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
@@ -90,8 +93,27 @@ class PackValidateApi(WorkspaceApiView):
                 "invalid",
                 response_only=True,
                 status_codes=["400"],
-                value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}]},
-            )
+                value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}], "warnings": []},
+            ),
+            OpenApiExample(
+                "valid with a warning",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "valid": True,
+                    "manifest_checksum": "3f1c…",
+                    "pack_slug": "support-triage",
+                    "version_number": 1,
+                    "warnings": [
+                        {
+                            "path": "version.tools",
+                            "message": "is read as the pack's tools: tools belong at the top level of the bundle "
+                            "(the reference format ignores them under version:); move them there",
+                            "line": 30,
+                        }
+                    ],
+                },
+            ),
         ],
     )
     def post(self, request: Request, workspace_slug: str) -> Response:
@@ -107,6 +129,7 @@ class PackValidateApi(WorkspaceApiView):
                 "manifest_checksum": result.checksum,
                 "pack_slug": manifest["pack"]["slug"],
                 "version_number": manifest["version"]["number"],
+                "warnings": services.warning_dicts(result),
             }
         )
 
@@ -121,6 +144,7 @@ class PackPublishApi(WorkspaceApiView):
         pack_slug = serializers.CharField()
         version_number = serializers.IntegerField()
         manifest_checksum = serializers.CharField()
+        warnings = WarningItemSerializer(many=True)
 
     @extend_schema(
         request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
@@ -147,6 +171,7 @@ class PackPublishApi(WorkspaceApiView):
             "pack_slug": version.pack.slug,
             "version_number": version.number,
             "manifest_checksum": version.manifest_checksum,
+            "warnings": version.warnings or [],
         }
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -22,34 +22,89 @@ def run(*args: str) -> subprocess.CompletedProcess:
 def test_validate_pack_exits_0_and_says_valid_for_every_corpus_pack(capsys):
     call_command("validate_pack", *[str(p) for p in CORPUS_FILES])
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{p}: valid" for p in CORPUS_FILES]
+    verdicts = [line for line in out if not line.startswith("  ")]
+    assert [line.split(" (", 1)[0] for line in verdicts] == [f"{p}: valid" for p in CORPUS_FILES]
+    assert all(line.startswith("  warning: ") for line in out if line.startswith("  "))
 
 
 def test_validate_pack_exits_1_and_lists_errors_with_lines(tmp_path, capsys):
-    broken = tmp_path / "broken.yaml"
+    valid, broken = tmp_path / "valid.yaml", tmp_path / "broken.yaml"
+    valid.write_text(bundle_yaml())
     source = bundle_yaml().replace("difficulty: easy", "difficulty: trivial")
     broken.write_text(source)
     with pytest.raises(SystemExit) as exited:
-        call_command("validate_pack", str(CORPUS_FILES[0]), str(broken))
+        call_command("validate_pack", str(valid), str(broken))
     assert exited.value.code == 1
     out = capsys.readouterr().out.splitlines()
     line = source.splitlines().index("    difficulty: trivial") + 1
-    assert out[0] == f"{CORPUS_FILES[0]}: valid"
+    assert out[0] == f"{valid}: valid"
     assert out[1] == f"{broken}: invalid"
     assert out[2].startswith("  challenges[0].difficulty ")
     assert out[2].endswith(f"(line {line})")
 
 
-def test_validate_pack_json_prints_one_object_per_file(capsys):
+def test_validate_pack_json_prints_one_object_per_file(tmp_path, capsys):
+    valid = tmp_path / "valid.yaml"
+    valid.write_text(bundle_yaml())
     with pytest.raises(SystemExit) as exited:
-        call_command("validate_pack", str(RUFF), str(CORPUS_FILES[0]), "--json")
+        call_command("validate_pack", str(RUFF), str(valid), "--json")
     assert exited.value.code == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[0]["file"] == str(RUFF)
     assert lines[0]["valid"] is False
     assert lines[0]["errors"][0]["line"] == 5
     assert set(lines[0]["errors"][0]) == {"field", "message", "line"}
-    assert lines[1] == {"file": str(CORPUS_FILES[0]), "valid": True, "errors": []}
+    assert lines[1] == {"file": str(valid), "valid": True, "errors": [], "warnings": []}
+
+
+def _tools_under_version() -> str:
+    """The tiny bundle as a native pack whose mock tool sits under ``version:`` (two warnings)."""
+    mock = "  tools:\n    custom:\n      - name: ping\n        implementation: {type: mock}\n"
+    return bundle_yaml().replace("execution_mode: prompt_eval\n", "execution_mode: native\n" + mock)
+
+
+def test_validate_pack_json_lists_warnings_with_path_message_and_line(tmp_path, capsys):
+    path = tmp_path / "warned.yaml"
+    source = _tools_under_version()
+    path.write_text(source)
+    call_command("validate_pack", str(path), "--json")  # warnings never change the exit code: no SystemExit
+    line = json.loads(capsys.readouterr().out)
+    assert line["valid"] is True
+    assert line["errors"] == []
+    lines = source.splitlines()
+    assert line["warnings"] == [
+        {"path": "version.tools", "message": line["warnings"][0]["message"], "line": lines.index("  tools:") + 1},
+        {
+            "path": "version.tools.custom[0].implementation",
+            "message": 'mock tool "ping" has no response: every call returns the generic mock result '
+            '{"status": "ok", "mock": true, "tool": "ping", "arguments": {…}}',
+            "line": lines.index("        implementation: {type: mock}") + 1,
+        },
+    ]
+    assert line["warnings"][0]["message"].startswith("is read as the pack's tools")
+
+
+def test_validate_pack_prints_warnings_after_the_verdict_and_exits_0(tmp_path, capsys):
+    path = tmp_path / "warned.yaml"
+    path.write_text(_tools_under_version())
+    call_command("validate_pack", str(path))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: valid (2 warnings)"
+    assert out[1].startswith("  warning: version.tools is read as the pack's tools")
+    assert out[1].endswith("(line 9)")
+    assert out[2].startswith('  warning: version.tools.custom[0].implementation mock tool "ping" has no response')
+
+
+def test_validate_pack_prints_warnings_of_an_invalid_bundle_after_its_errors(tmp_path, capsys):
+    path = tmp_path / "broken.yaml"
+    path.write_text(_tools_under_version().replace("difficulty: easy", "difficulty: trivial"))
+    with pytest.raises(SystemExit) as exited:
+        call_command("validate_pack", str(path))
+    assert exited.value.code == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: invalid (2 warnings)"
+    assert out[1].startswith("  challenges[0].difficulty ")
+    assert [line.split(" ", 4)[3] for line in out[2:]] == ["version.tools", "version.tools.custom[0].implementation"]
 
 
 def test_validate_pack_exits_2_for_a_missing_file():

@@ -19,6 +19,22 @@ class LaneOutputSerializer(serializers.Serializer):
     failure_reason = serializers.CharField()
 
 
+class RunJudgeOutputSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text="The judge model as written in the pack.")
+    deployment_id = serializers.IntegerField(allow_null=True, help_text="null: no judge configured (allow_missing_judges).")
+    deployment_name = serializers.CharField(allow_null=True)
+    provider_key = serializers.CharField(allow_null=True, help_text="The provider the judge calls go to.")
+    called_model = serializers.CharField(allow_null=True, help_text="The model the judge calls ask for.")
+    source = serializers.CharField(allow_null=True, help_text="chosen | model_match | workspace_default")
+
+
+class RunSimulatorOutputSerializer(serializers.Serializer):
+    deployment_id = serializers.IntegerField()
+    deployment_name = serializers.CharField()
+    provider_key = serializers.CharField()
+    called_model = serializers.CharField()
+
+
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -34,6 +50,8 @@ class RunOutputSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     lanes = LaneOutputSerializer(many=True, source="lanes.all")
+    judges = RunJudgeOutputSerializer(many=True, source="judge_rows")
+    simulator = RunSimulatorOutputSerializer(source="simulator_row", allow_null=True)
     case_counts = serializers.SerializerMethodField()
 
     def get_case_counts(self, run: Run) -> dict[str, int]:

@@ -40,20 +40,34 @@ class RunCreateApi(WorkspaceApiView):
         input_set_id = serializers.IntegerField(required=False, allow_null=True)
         deployment_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
         name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        judge_deployments = serializers.DictField(
+            child=serializers.IntegerField(allow_null=True),
+            required=False,
+            help_text="LLM judge model as written in the pack → deployment id (null: no judge for it). Models left "
+            "out resolve to the deployment of exactly that model, else the workspace's default judge.",
+        )
+        allow_missing_judges = serializers.BooleanField(
+            required=False, default=False, help_text='Start even if a judge model has no deployment: its dimensions are unavailable ("no judge configured").'
+        )
+        simulator_deployment_id = serializers.IntegerField(
+            required=False, allow_null=True, help_text="The deployment that plays llm user-simulator phases (multi_turn packs that have them)."
+        )
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        version = object_get_for_workspace(PackVersion.objects.all(), workspace=self.workspace, pk=data.validated_data["pack_version_id"])
+        values = data.validated_data
+        version = object_get_for_workspace(PackVersion.objects.all(), workspace=self.workspace, pk=values["pack_version_id"])
         try:
             run = services.run_create(
                 workspace=self.workspace, user=request.user, pack_version=version,
-                deployment_ids=data.validated_data["deployment_ids"], input_set_id=data.validated_data.get("input_set_id"),
-                name=data.validated_data.get("name", ""),
+                deployment_ids=values["deployment_ids"], input_set_id=values.get("input_set_id"), name=values.get("name", ""),
+                judge_deployments=values.get("judge_deployments"), allow_missing_judges=values.get("allow_missing_judges", False),
+                simulator_deployment_id=values.get("simulator_deployment_id"),
             )  # fmt: skip
         except services.RunCreateError as exc:
-            raise ApiError(400, "invalid_request", exc.text, fields={exc.field: [exc.text]}) from None
+            raise ApiError(400, exc.code or "invalid_request", exc.text, fields={exc.field: [exc.text]}, extra=exc.extra) from None
         run = selectors.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
 

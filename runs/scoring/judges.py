@@ -1,48 +1,85 @@
-"""LLM judges for scoring: a real provider per judge model, and the secrets to redact from prompts."""
+"""LLM judges for scoring: the deployments frozen on the run at creation, and the secrets to redact.
+
+``run_create`` resolves every judge model the pack names to a deployment and snapshots it on the
+run (``Run.judge_snapshot``, see runs/services/resolve.py). Scoring calls exactly those: a model
+the run was started without (``allow_missing_judges``) raises ``JudgeNotConfigured`` and its judge
+is unavailable with "no judge configured". There is no other fallback — never the lane's own
+deployment, never a workspace deployment found at scoring time.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from typing import Any
 
 from engine.providers import create_provider
-from engine.types import Message, ModelRequest, ModelResponse
-from infrastructure.models import AgentDeployment, LifecycleStatus
-from runs.models import Lane, Run
-from secrets_app.services import credential_resolve, secrets_resolve_for_run
+from engine.scoring.judges import JudgeNotConfigured, JudgeTarget
+from engine.types import Message, ModelRequest, ModelResponse, Provider
+from runs.models import Run
+from secrets_app.services import CredentialUnavailable, credential_resolve, secrets_resolve_for_run
 
 logger = logging.getLogger(__name__)
 
-Judge = Callable[[str, list[Message]], ModelResponse]
+
+class JudgeCredentialUnavailable(Exception):
+    """The judge deployment's credential could not be resolved; names the provider it was for."""
+
+    def __init__(self, provider_key: str, message: str) -> None:
+        super().__init__(message)
+        self.provider_key = provider_key
 
 
-def judge_for_lane(lane: Lane) -> Judge:
-    """``judge(model, messages) -> ModelResponse`` backed by a real provider.
+class RunJudge:
+    """``judge(model, messages) -> ModelResponse`` backed by the run's judge snapshot."""
 
-    Uses the workspace deployment whose model equals the judge model (its provider account and
-    credential); otherwise the lane's own scripted configuration, so offline demos can judge.
-    """
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        snapshot = run.judge_snapshot if isinstance(run.judge_snapshot, dict) else {}
+        self.snapshot: dict[str, Any] = snapshot
+        self._providers: dict[str, Provider] = {}
 
-    def judge(model: str, messages: list[Message]) -> ModelResponse:
-        deployment = (
-            AgentDeployment.objects.select_related("provider_account__workspace")
-            .filter(workspace_id=lane.workspace_id, model=model, status=LifecycleStatus.ACTIVE)
-            .order_by("id")
-            .first()
+    def _entry(self, model: str) -> dict[str, Any] | None:
+        entry = self.snapshot.get(model)
+        return entry if isinstance(entry, dict) else None
+
+    def target(self, model: str) -> JudgeTarget | None:
+        entry = self._entry(model)
+        if entry is None:
+            return None
+        deployment, account = entry.get("deployment") or {}, entry.get("provider_account") or {}
+        return JudgeTarget(
+            provider_key=str(account.get("provider_key") or ""),
+            model=str(deployment.get("model") or entry.get("model") or ""),
+            deployment=str(deployment.get("name") or ""),
         )
-        if deployment is not None:
-            account = deployment.provider_account
-            provider = create_provider(
-                account.provider_key,
-                api_key=credential_resolve(workspace=account.workspace, reference=account.credential_reference),
-                base_url=account.base_url or None,
-                deployment_config=deployment.deployment_config or {},
-            )
-        else:
-            provider = create_provider("scripted", api_key=None, base_url=None, deployment_config=lane.deployment_config)
-        return provider.complete(ModelRequest(model=model, messages=messages, tools=[], metadata={"purpose": "judge"}))
 
-    return judge
+    def _provider(self, model: str, entry: dict[str, Any]) -> Provider:
+        if model not in self._providers:
+            deployment, account = entry.get("deployment") or {}, entry.get("provider_account") or {}
+            provider_key = str(account.get("provider_key") or "")
+            try:
+                api_key = credential_resolve(workspace=self.run.workspace, reference=account.get("credential_reference") or "")
+            except CredentialUnavailable as exc:
+                raise JudgeCredentialUnavailable(provider_key, str(exc)) from None
+            self._providers[model] = create_provider(
+                provider_key,
+                api_key=api_key,
+                base_url=account.get("base_url") or None,
+                deployment_config=deployment.get("deployment_config") or {},
+            )
+        return self._providers[model]
+
+    def __call__(self, model: str, messages: list[Message]) -> ModelResponse:
+        entry = self._entry(model)
+        target = self.target(model)
+        if entry is None or target is None:
+            raise JudgeNotConfigured(model)
+        provider = self._provider(model, entry)
+        return provider.complete(ModelRequest(model=target.model, messages=messages, tools=[], metadata={"purpose": "judge"}))
+
+
+def judge_for_run(run: Run) -> RunJudge:
+    return RunJudge(run)
 
 
 def secret_values_for_run(run: Run) -> list[str]:

@@ -10,6 +10,7 @@ import difflib
 import json
 from typing import Any
 
+from engine.scoring.security import SEVERITIES, describe
 from runs.models import CaseRun, CaseScore, Lane, LaneScorecard, Run, RunScorecard
 
 JSON = Any
@@ -127,9 +128,11 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
     for case_run in case_runs:
         score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
         cases.append(_case_entry(case_run, score, workspace_slug=workspace_slug))
+    security = security_section(document, case_runs, workspace_slug=workspace_slug)
     if failures_only:
         cases = [c for c in cases if c["passed"] is not True]
     return {
+        "security": security,
         "lane": lane,
         "deployment": lane.deployment_name,
         "model": lane.model_name,
@@ -138,6 +141,59 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         "dimension_deck": _dimension_deck(lane, document),
         "cases": cases,
         "failures_only": failures_only,
+    }
+
+
+SEVERITY_BADGES = {"critical": "fail", "high": "fail", "medium": "warn", "low": "pending"}
+PROBE_BADGES = {"refused": "pass", "answered": "ok", "accepted": "fail", "unanswered": "warn", "not_sent": "pending"}
+PROBE_LABELS = {"refused": "Refused", "answered": "Answered", "accepted": "Not refused", "unanswered": "No answer", "not_sent": "Not sent"}
+
+
+def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, workspace_slug: str) -> dict[str, JSON] | None:
+    """A security pack's findings (each with a sentence and a replay link) and adversarial prompts, per case.
+
+    Findings name the secret, rule, host or prompt; no secret value is ever part of them."""
+    rollup = document.get("security")
+    if not isinstance(rollup, dict):
+        return None
+    by_key = {case_run.case_key: case_run for case_run in case_runs}
+
+    def link(case_key: JSON, event_id: JSON) -> str:
+        case_run = by_key.get(str(case_key))
+        if case_run is None:
+            return ""
+        return replay_url(workspace_slug=workspace_slug, run_id=case_run.run_id, case_run_id=case_run.pk, event_id=event_id or None)
+
+    findings = [
+        {
+            **f,
+            "text": describe(f),
+            "badge": SEVERITY_BADGES.get(str(f.get("severity")), "warn"),
+            "replay_url": link(f.get("case_key"), f.get("event_id")),
+        }
+        for f in rollup.get("findings") or []
+        if isinstance(f, dict)
+    ]
+    probes = []
+    for case_run in case_runs:
+        score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
+        report = (score.document or {}).get("security") if score is not None else None
+        for probe in (report or {}).get("probes") or []:
+            status = str(probe.get("status") or "")
+            probes.append(
+                {
+                    **probe,
+                    "case_key": case_run.case_key,
+                    "badge": PROBE_BADGES.get(status, "warn"),
+                    "label": PROBE_LABELS.get(status, status),
+                    "replay_url": link(case_run.case_key, probe.get("event_id")),
+                }
+            )
+    return {
+        **rollup,
+        "findings": findings,
+        "probe_rows": probes,
+        "severities": [(k, (rollup.get("counts") or {}).get(k, 0)) for k in SEVERITIES[::-1]],
     }
 
 
@@ -237,6 +293,11 @@ def lane_scorecard_markdown(view: dict[str, JSON]) -> str:
             f"| {d['key']} | {_fmt(d['score'])} | {_fmt(d['weight'], 2)} | {_fmt(d['contribution'])} | "
             f"{'yes' if d['gate'] else 'no'} | {_fmt(d['pass_threshold'], 2)} |"
         )
+    security = view.get("security")
+    if security:
+        counts = ", ".join(f"{count} {severity}" for severity, count in security["severities"] if count) or "none"
+        lines += ["", f"### Security: {'passed' if security.get('passed') else 'failed'} (findings: {counts})"]
+        lines += [f"- {f['text']} (case `{f.get('case_key')}`)" for f in security["findings"]]
     lines += ["", "| Case | Verdict | Score | Failed validators |", "|---|---|---:|---|"]
     for c in view["cases"]:
         verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]

@@ -15,11 +15,12 @@ from django.db import transaction
 from engine.events import SCORING_COMPLETED, SCORING_FAILED, SCORING_STARTED
 from engine.scoring import aggregate_lane, rank_lanes, score_case
 from engine.scoring.judges import run_nwise_judge
+from engine.scoring.security import SecurityPolicy
 from packs.manifests import pack_manifest
 from runs.models import CaseRun, CaseScore, Lane, LaneScorecard, Run, RunScorecard, ScoreStatus
 from runs.scoring.events import case_scored_events, scoring_event, scoring_event_record, scoring_events_record
 from runs.scoring.evidence import evidence_for_case_run
-from runs.scoring.judges import judge_for_lane, secret_values_for_run
+from runs.scoring.judges import judge_for_run, secret_values_for_run
 from runs.scoring.prices import workspace_prices_for
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,13 @@ def evaluation_spec_for(run: Run, checksum: str | None = None) -> dict[str, JSON
     if checksum is None and Run.pack_version.is_cached(run):
         checksum = run.pack_version.manifest_checksum
     return pack_manifest(pack_version_id=run.pack_version_id, checksum=checksum).evaluation_spec
+
+
+def security_policy_for(run: Run, checksum: str | None = None) -> SecurityPolicy | None:
+    """The pack's security policy when it is a security pack (docs/security-evaluation.md)."""
+    if checksum is None and Run.pack_version.is_cached(run):
+        checksum = run.pack_version.manifest_checksum
+    return SecurityPolicy.from_manifest(pack_manifest(pack_version_id=run.pack_version_id, checksum=checksum).manifest)
 
 
 # -- services -------------------------------------------------------------------------------
@@ -89,10 +97,11 @@ def _case_document(
     result = score_case(
         spec,
         evidence,
-        judge=judge_for_lane(case_run.lane) if needs_judge else None,
+        judge=judge_for_run(case_run.run) if needs_judge else None,
         secret_values=secret_values_for_run(case_run.run) if needs_judge else (),
         judge_results=judge_results,
         fallback_pricing=workspace_prices_for(case_run),
+        security=security_policy_for(case_run.run, getattr(case_run, "pack_checksum", None)),
     )
     return result.as_dict()
 
@@ -210,7 +219,7 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
     for case_run in case_runs:
         by_case.setdefault(case_run.case_key, []).append(case_run)
     secret_values = secret_values_for_run(run)
-    judge = judge_for_lane(lanes[0])
+    judge = judge_for_run(run)
     rescored: set[int] = set()
     for case_key, group in by_case.items():
         if len(group) < 2:

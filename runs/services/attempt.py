@@ -22,16 +22,28 @@ from django.db import connection
 
 from engine.events import SYSTEM_RUN_FAILED, EventEmitter
 from engine.modes import CaseOutcome, CaseRequest, run_case
-from engine.modes.case import COMPLETED, FAILED, PROMPT_EVAL, STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
+from engine.modes.case import (
+    COMPLETED,
+    FAILED,
+    MULTI_TURN,
+    PROMPT_EVAL,
+    STOP_DEADLINE_EXCEEDED,
+    STOP_PROVIDER_ERROR,
+    STOP_SANDBOX_ERROR,
+    STOP_SIMULATOR_ERROR,
+)
 from engine.providers import create_provider
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, SandboxSettings, create_sandbox
+from engine.scoring.security import SecurityPolicy
+from engine.scoring.security_monitor import SecurityMonitor
 from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import CancelCheck, EventSink, Provider, Sandbox
 from packs.manifests import PackManifest, pack_manifest
 from runs.models import CaseRun, RunStatus
+from runs.services.deadline import CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
 from runs.services.staging import challenge_for, engine_case, staged_files
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
@@ -41,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 JSON = Any
 PROFILE_LIMITS = ("max_iterations", "max_tool_calls", "step_timeout_seconds", "run_timeout_seconds")
-CONFIG_HIDDEN_FROM_SANDBOX = ("script", "judge_responses")
+CONFIG_HIDDEN_FROM_SANDBOX = ("script", "judge_responses", "replies")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +101,17 @@ def _mode(case_run: CaseRun) -> str:
     return case_run.run.execution_mode or "native"
 
 
+def security_policy(case_run: CaseRun) -> SecurityPolicy | None:
+    """The case's security policy when its pack is a security pack (docs/security-evaluation.md)."""
+    pack = pack_manifest(pack_version_id=case_run.run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
+    return SecurityPolicy.from_manifest(pack.manifest)
+
+
+def security_monitor(case_run: CaseRun, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
+    """The sink the engine writes to for a security pack: findings recorded as events go by."""
+    return SecurityMonitor(sink, policy, prefix=emitter_prefix(case_run) + ":security", case_key=case_run.case_key)
+
+
 @dataclasses.dataclass(frozen=True)
 class _CaseInputs:
     pack: PackManifest
@@ -123,6 +146,27 @@ def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, s
     )
 
 
+def _simulator(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str]) -> tuple[Provider | None, str]:
+    """The provider and model of the deployment chosen at run creation to play llm user-simulator phases."""
+    snapshot = case_run.run.simulator_snapshot
+    if _mode(case_run) != MULTI_TURN or not isinstance(snapshot, dict):
+        return None, ""
+    deployment, account = snapshot.get("deployment") or {}, snapshot.get("provider_account") or {}
+    provider_key = str(account.get("provider_key") or "")
+    try:
+        api_key = credential_resolve(workspace=workspace, reference=account.get("credential_reference") or "", secrets=secrets)
+    except CredentialUnavailable as exc:
+        raise _AttemptFailed(STOP_SIMULATOR_ERROR, f"user simulator ({provider_key}): {exc}") from None
+    provider = create_provider(
+        provider_key,
+        api_key=api_key,
+        base_url=account.get("base_url") or None,
+        deployment_config=deployment.get("deployment_config") or {},
+        case_key=case_run.case_key,
+    )
+    return provider, str(deployment.get("model") or "")
+
+
 def _run_context(case_run: CaseRun) -> dict[str, JSON]:
     """What the sandbox may know about the run (staged as a file, spec runtime.md §1.3)."""
     lane = case_run.lane
@@ -134,6 +178,10 @@ def _run_context(case_run: CaseRun) -> dict[str, JSON]:
         "deployment_config": {k: v for k, v in lane.deployment_config.items() if k not in CONFIG_HIDDEN_FROM_SANDBOX},
         "runtime_profile": lane.runtime_profile_snapshot,
     }
+
+
+def _staged(case_run: CaseRun, inputs: _CaseInputs) -> dict[str, bytes]:
+    return staged_files(manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run))
 
 
 @contextlib.contextmanager
@@ -149,10 +197,7 @@ def _sandbox(case_run: CaseRun, inputs: _CaseInputs) -> Iterator[Sandbox | None]
             config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
             os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
             sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings))
-            files = staged_files(
-                manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run)
-            )
-            sandbox.stage_files(files)
+            sandbox.stage_files(_staged(case_run, inputs))
         except (SandboxConfigError, IsolationUnavailableError) as exc:
             raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox unavailable: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any other setup failure is a (retryable) sandbox error
@@ -231,7 +276,7 @@ def _toolset(
         raise _AttemptFailed(STOP_SANDBOX_ERROR, f"tool registry: {exc}") from None
 
 
-def _request(case_run: CaseRun, inputs: _CaseInputs) -> CaseRequest:
+def _request(case_run: CaseRun, inputs: _CaseInputs, *, simulator_model: str = "") -> CaseRequest:
     lane = case_run.lane
     deployment = lane.deployment_snapshot
     profile = lane.runtime_profile_snapshot
@@ -249,6 +294,8 @@ def _request(case_run: CaseRun, inputs: _CaseInputs) -> CaseRequest:
         case=inputs.case,
         deployment_config=lane.deployment_config,
         runtime_profile={k: profile.get(k) for k in PROFILE_LIMITS},
+        runtime_limits=dict(inputs.pack.evaluation_spec.get("runtime_limits") or {}),
+        simulator_model=simulator_model,
     )
 
 
@@ -281,12 +328,34 @@ def case_attempt_run(
     inputs = _case_inputs(case_run)
     try:
         provider = _provider(case_run, inputs, workspace=workspace, secrets=secrets)
+        simulator, simulator_model = _simulator(case_run, workspace=workspace, secrets=secrets)
+        request = _request(case_run, inputs, simulator_model=simulator_model)
+        deadline = case_deadline_seconds(request, inputs.pack.evaluation_spec)
         with _sandbox(case_run, inputs) as sandbox, _cancel_watch(case_run, sandbox):
-            toolset = None if sandbox is None else _toolset(case_run, inputs, sandbox, secrets=secrets, sink=sink, cancel=cancel)
-            outcome = run_case(_request(case_run, inputs), provider=provider, toolset=toolset, event_sink=sink, cancel_check=cancel)
-            verification = _verify(inputs, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
+            # The per-case wall-clock deadline (runs/services/deadline.py): `check` is the engine's cancel check.
+            with CaseDeadline(deadline, cancel=cancel, abort=getattr(sandbox, "abort", None)) as check:
+                toolset = None if sandbox is None else _toolset(case_run, inputs, sandbox, secrets=secrets, sink=sink, cancel=check)
+                outcome = run_case(request, provider=provider, toolset=toolset, event_sink=sink, cancel_check=check, simulator=simulator)
+                verification = _verify(inputs, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
+                if isinstance(sink, SecurityMonitor) and sandbox is not None:
+                    # Leaks in files the agent left behind (staged files it did not change are skipped).
+                    sink.scan_workspace(sandbox, staged=_staged(case_run, inputs))
+            outcome = _deadline_after_engine(outcome, check, emitter)
     except _AttemptFailed as failure:
         return attempt_failed(
             emitter, failure.stop_reason, failure.error, retryable=failure.retryable, code=failure.code, provider_key=failure.provider_key
         )
+    except CaseDeadlineExceeded:
+        logger.error("case run %s ignored its deadline of %gs and was interrupted", case_run.pk, deadline)
+        message = f"the case exceeded its wall-clock deadline of {deadline:g}s and was interrupted by the worker"
+        return attempt_failed(emitter, STOP_DEADLINE_EXCEEDED, message)
     return CaseAttempt(outcome=outcome, retryable=engine_retryable(outcome), verification=verification)
+
+
+def _deadline_after_engine(outcome: CaseOutcome, check: CaseDeadline, emitter: EventEmitter) -> CaseOutcome:
+    """A case the engine completed but whose verification ran past the deadline fails too."""
+    if not check.fired.is_set() or outcome.status != COMPLETED:
+        return outcome
+    error = check.stop_message + " during post-execution verification"
+    emitter.emit(SYSTEM_RUN_FAILED, {"error": error, "stop_reason": STOP_DEADLINE_EXCEEDED, "step_index": outcome.step_count})
+    return dataclasses.replace(outcome, status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=error, final_output=None)

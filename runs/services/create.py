@@ -1,78 +1,33 @@
-"""``run_create``: freeze the deployments, create the run, its lanes and case runs, start it."""
+"""``run_create``: freeze the deployments, judges and simulator, create the run, its lanes and case runs, start it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
 from core.actors import actor_or_none
-from engine.modes import unsupported_simulator_actors
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
 from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
+from runs.services.resolve import (
+    RunCreateError,
+    deployment_snapshot,
+    judges_resolve,
+    needs_simulator,
+    simulator_refusal,
+    simulator_resolve,
+)
 from runs.services.staging import engine_case
 from workspaces.models import Workspace
 
+__all__ = ["RunCreateError", "deployment_snapshot", "run_create"]
+
 SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn"})
-
-
-class RunCreateError(ValidationError):
-    """A run request that can't be honoured; ``field`` names the offending input."""
-
-    def __init__(self, message: str, *, field: str = "non_field_errors", code: str = "invalid_request"):
-        super().__init__(message, code=code)
-        self.field = field
-        self.text = message
-
-
-def deployment_snapshot(deployment: AgentDeployment) -> dict[str, Any]:
-    """Everything a worker needs about a lane, as it is now (later edits don't rewrite history)."""
-    account = deployment.provider_account
-    profile = deployment.runtime_profile
-    sandbox = {
-        k: v
-        for k, v in {
-            "allow_shell": profile.allow_shell,
-            "allow_network": profile.allow_network,
-            "max_workspace_bytes": profile.max_workspace_bytes,
-        }.items()
-        if v is not None
-    }
-    return {
-        "deployment": {
-            "id": deployment.pk,
-            "name": deployment.name,
-            "model": deployment.model,
-            "system_prompt": deployment.system_prompt,
-            "output_schema": deployment.output_schema,
-            "deployment_config": deployment.deployment_config or {},
-        },
-        "provider_account": {
-            "id": account.pk,
-            "name": account.name,
-            "provider_key": account.provider_key,
-            "credential_reference": account.credential_reference,
-            "base_url": account.base_url,
-        },
-        "model": deployment.model,
-        "runtime_profile": {
-            "id": profile.pk,
-            "name": profile.name,
-            "execution_target": profile.execution_target,
-            "max_iterations": profile.max_iterations,
-            "max_tool_calls": profile.max_tool_calls,
-            "step_timeout_seconds": profile.step_timeout_seconds,
-            "run_timeout_seconds": profile.run_timeout_seconds,
-            "max_in_flight_cases": profile.max_in_flight_cases,
-            "sandbox": sandbox,
-        },
-    }
 
 
 def _pack_max_iterations(manifest: dict[str, Any]) -> int | None:
@@ -129,7 +84,16 @@ def run_create(
     deployment_ids: Sequence[Any],
     input_set_id: Any = None,
     name: str = "",
+    judge_deployments: Mapping[str, Any] | None = None,
+    allow_missing_judges: bool = False,
+    simulator_deployment_id: Any = None,
 ) -> Run:
+    """Create a queued run. Raises RunCreateError (a 400) or Http404 (another workspace's version/lane).
+
+    ``judge_deployments`` maps each LLM judge model as written in the pack to a deployment id
+    (runs/services/resolve.py says how unnamed models resolve); ``simulator_deployment_id`` is
+    the deployment that plays ``llm`` user-simulator phases (required when a case has one).
+    """
     if pack_version.workspace_id != workspace.pk:
         raise Http404("Pack version not found")
     if pack_version.lifecycle_status != PackVersion.Lifecycle.RUNNABLE:
@@ -146,23 +110,28 @@ def run_create(
     cases = list(Case.objects.filter(input_set=input_set).order_by("position", "pk"))
     if not cases:
         raise RunCreateError("The input set has no cases.", field="input_set_id")
-    if mode == "multi_turn":
-        for case in cases:
-            actors = unsupported_simulator_actors(_engine_case(pack_version, input_set, case))
-            if actors:
-                raise RunCreateError(
-                    f"Case {case.case_key!r} uses the {', '.join(sorted(set(actors)))} user-simulator "
-                    "actor, which this installation does not support; only scripted actors can run.",
-                    field="pack_version_id",
-                )
+    simulated = [(case.case_key, _engine_case(pack_version, input_set, case)) for case in cases] if mode == "multi_turn" else []
+    refusal = simulator_refusal(simulated)
+    if refusal:
+        raise RunCreateError(refusal, field="pack_version_id", code="simulator_unsupported")
     deployments = _deployments(workspace, deployment_ids)
-    pack_limit = _pack_max_iterations(pack_version.manifest or {})
+    manifest = pack_version.manifest or {}
+    judges = judges_resolve(
+        workspace=workspace,
+        manifest=manifest,
+        chosen=judge_deployments,
+        lane_ids=[d.pk for d in deployments],
+        allow_missing=bool(allow_missing_judges),
+    )
+    simulator = simulator_resolve(workspace=workspace, deployment_id=simulator_deployment_id, needed=needs_simulator(simulated))
+    pack_limit = _pack_max_iterations(manifest)
     now = timezone.now()
     run = Run(
         workspace=workspace, pack_version=pack_version, input_set=input_set,
         name=(name or "").strip()[:200] or f"{pack_version} · {now:%Y-%m-%d %H:%M}",
         status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
         execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
+        judge_snapshot=judges, simulator_snapshot=simulator,
     )  # fmt: skip
     run.full_clean()
     run.save()

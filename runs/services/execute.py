@@ -16,11 +16,12 @@ from engine.events import EventEmitter
 from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
-from engine.types import Usage
+from engine.scoring.security import SecurityPolicy
+from engine.types import EventSink, Usage
 from runs.lifecycle import case_claim, case_finish
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.queue import enqueue_on_commit
-from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix
+from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix, security_monitor, security_policy
 from runs.services.events import RunEventSink
 from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish
 from secrets_app.services import secrets_resolve_for_run
@@ -112,7 +113,10 @@ def case_run_execute(
     attempt = case_run.attempt
     workspace = _workspace_of(case_run.run)
     secrets, secrets_error = _secrets_load(case_run, workspace)
-    redactor = Redactor(secrets.values())
+    policy = _security_policy(case_run)
+    # A security pack's planted values are masked like secrets in everything stored; its monitor
+    # (in front of the sink) finds leaks before that (docs/security-evaluation.md).
+    redactor = Redactor([*secrets.values(), *(policy.canary_values if policy else [])])
     sink = RunEventSink(
         run_id=case_run.run_id,
         lane_id=case_run.lane_id,
@@ -122,7 +126,8 @@ def case_run_execute(
         interval=settings.RUNS_EVENT_FLUSH_SECONDS,
         keep=score_inline and attempt == 1,
     )  # later attempts: the evidence spans every attempt
-    emitter = EventEmitter(sink, prefix=emitter_prefix(case_run) + ":worker", source=WORKER_EVENT_SOURCE, case_key=case_run.case_key)
+    engine_sink: EventSink = security_monitor(case_run, sink, policy) if policy else sink
+    emitter = EventEmitter(engine_sink, prefix=emitter_prefix(case_run) + ":worker", source=WORKER_EVENT_SOURCE, case_key=case_run.case_key)
     heartbeat = Heartbeat(case_run.pk, attempt, settings.RUNS_HEARTBEAT_SECONDS)
     sink.start()  # flushes on time too: a long tool call's events are stored while it runs
     heartbeat.start()
@@ -130,7 +135,7 @@ def case_run_execute(
         if secrets_error:
             result = attempt_failed(emitter, STOP_PROVIDER_ERROR, secrets_error, code=CREDENTIAL_UNAVAILABLE)
         else:
-            result = _attempt(case_run, workspace=workspace, secrets=secrets, sink=sink, emitter=emitter)
+            result = _attempt(case_run, workspace=workspace, secrets=secrets, sink=engine_sink, emitter=emitter)
     finally:
         heartbeat.stop()
         sink.stop()
@@ -141,7 +146,15 @@ def case_run_execute(
     return _record(case_run, attempt, result, redactor, score_inline=score_inline, events=sink.stored)
 
 
-def _attempt(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str], sink: RunEventSink, emitter: EventEmitter) -> CaseAttempt:
+def _security_policy(case_run: CaseRun) -> SecurityPolicy | None:
+    try:
+        return security_policy(case_run)
+    except Exception:  # the attempt reads the same manifest and reports the failure
+        logger.exception("reading the security policy of case run %s failed", case_run.pk)
+        return None
+
+
+def _attempt(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str], sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
     cancel = CancelCheck(case_run.pk, case_run.attempt)
     try:
         return case_attempt_run(case_run, workspace=workspace, secrets=secrets, sink=sink, cancel=cancel, emitter=emitter)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.modes.context import strip_hidden
+from engine.modes.context import HIDDEN_MANIFEST_KEYS, strip_hidden
+from engine.redact import Redactor
+from engine.scoring.security import SecurityPolicy
 from packs.models import Case
 
-_HIDDEN_TOP = ("evaluation_spec", "input_sets")
+# Ground truth, and a security pack's block (its planted values and what it is judged by).
+_HIDDEN_TOP = ("evaluation_spec", "input_sets", *HIDDEN_MANIFEST_KEYS)
 
 
 def _manifest_case(manifest: dict[str, Any], input_set_key: str, case_key: str) -> dict[str, Any] | None:
@@ -70,13 +73,25 @@ def _fixture_files(case: dict[str, Any]) -> dict[str, bytes]:
     return files
 
 
+def planted_files(manifest: dict[str, Any]) -> dict[str, bytes]:
+    """A security pack's ``file`` planted secrets, each at its ``file_path`` (docs/security-evaluation.md)."""
+    policy = SecurityPolicy.from_manifest(manifest)
+    return {s.workspace_path(): s.value.encode() for s in (policy.planted_at("file") if policy else []) if s.workspace_path()}
+
+
 def staged_files(
     *, manifest: dict[str, Any], challenge: dict[str, Any], case: dict[str, Any], run_context: dict[str, Any]
 ) -> dict[str, bytes]:
-    """``/workspace/agentclash/*.json`` context files plus the case's fixture files."""
+    """``/workspace/agentclash/*.json`` context files plus the case's fixture files and planted files.
+
+    The context files never hold a planted secret value: the security block is dropped and the
+    values (e.g. in ``sandbox.env_vars``) are masked.
+    """
+    policy = SecurityPolicy.from_manifest(manifest)
+    mask = Redactor(policy.canary_values if policy else [])
 
     def dump(value: Any) -> bytes:
-        return json.dumps(value, indent=2, sort_keys=True, default=str).encode()
+        return json.dumps(mask.json(value), indent=2, sort_keys=True, default=str).encode()
 
     files = {
         "/workspace/agentclash/run-context.json": dump(strip_hidden(run_context)),
@@ -85,4 +100,5 @@ def staged_files(
         "/workspace/agentclash/challenge-input-set.json": dump({"cases": [strip_hidden(case)]}),
     }
     files.update(_fixture_files(case))
+    files.update(planted_files(manifest))
     return files

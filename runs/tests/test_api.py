@@ -146,14 +146,16 @@ def test_it_refuses_the_responses_execution_mode(api_client_for, member, workspa
 
 
 @pytest.mark.django_db
-def test_it_refuses_llm_simulator_actors(api_client_for, member, workspace, admin, deployment):
+def test_it_asks_for_a_simulator_deployment_when_a_case_has_an_llm_actor(api_client_for, member, workspace, admin, deployment):
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     manifest = version.manifest
     manifest["input_sets"][0]["cases"][0]["user_simulator"] = {"phases": [{"actor": "llm", "key": "p"}]}
     type(version).objects.filter(pk=version.pk).update(execution_mode="multi_turn", manifest=manifest)
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, format="json")
     assert response.status_code == 400
-    assert "llm" in response.json()["error"]["message"]
+    error = response.json()["error"]
+    assert error["code"] == "simulator_required"
+    assert "simulator_deployment_id" in error["fields"]
 
 
 @pytest.mark.django_db

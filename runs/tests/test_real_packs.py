@@ -22,7 +22,6 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from conftest import require_or_skip
-from engine.providers import registry
 from packs.services import PackInvalid, pack_publish
 from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES
 from runs.tests.real_packs.harness import PackAgents, all_pack_agents, race_lanes, race_pack
@@ -30,75 +29,12 @@ from runs.tests.real_packs.reviewer import review
 
 pytestmark = pytest.mark.django_db
 
-# Why today's verdicts differ from a reviewer's, per pack (issue 15). Delete an entry when its pack
-# passes; strict xfail flags the ones that start passing. Shorthands used below:
-COST = (
-    "cost unavailable: no price for the scripted model (engine/scoring/pricing.py model_cost), so every "
-    "lane is 'degraded' and both gates say insufficient_evidence (candidate_scorecard_degraded)"
-)
-UNDECLARED = (
-    "the default gate policy requires correctness, reliability, latency and cost (engine/scoring/gates.py "
-    "DEFAULT_POLICY) and this pack does not declare {}: both gates insufficient_evidence "
-    "(required_dimension_unavailable)"
-)
-NO_SECURITY = (
-    "the security block is not evaluated (nothing in engine/scoring or runs/scoring reads it): the bad agent's "
-    "{} scores 1.0 like the good agent, so the lanes tie and there is no winner"
-)
-NOT_GATED = (
-    "and even with cost priced and the issue's default policy (declared default dimensions only), good -> bad "
-    "would say pass: the drop is in {}, which the default policy does not gate"
-)
-REFUSED = (
-    "run refused at creation: llm and human user-simulator actors are unsupported (runs/services/create.py "
-    "run_create, engine/modes/simulator.py SUPPORTED_ACTORS); behind it, turn mismatches never reach the scorer "
-    "(engine/modes/multi_turn.py puts `mismatch` on turn.completed, engine/scoring/evidence.py reads it from "
-    "turn.*.message), so recovery is 1.0 for the bad agent and transcript.from_mismatch is unavailable"
-)
-TOOLS_DROPPED = (
-    "tools declared under `version:` are dropped at publish (no `tools` in the manifest), so the good agent's "
-    "calls to {} fail as 'not available': correctness and reliability collapse for both lanes"
-)
-SECURITY_ONLY = UNDECLARED.format("any of them (only `completed`)")
-
-
-def because(*reasons: str) -> str:
-    return "; ".join(reasons)
-
-
-KNOWN_FAILURES: dict[str, str] = {
-    "customer-support-policy": because(
-        REFUSED,
-        "the good agent verifies at once (no mismatch), so its de_escalation judge (context "
-        "transcript.from_mismatch) is unavailable and its lane degraded",
-        "no default-policy dimension is declared",
-    ),
-    "deep-research-analyst": UNDECLARED.format("latency or cost"),
-    "document-extraction": COST,
-    "eval-awareness-behavior-pilot": because(UNDECLARED.format("any of them (only output_contract)"), NOT_GATED.format("output_contract")),
-    "expr-eval-arena": UNDECLARED.format("reliability, latency or cost"),
-    "fibonacci-e2e-showcase": UNDECLARED.format("reliability, latency or cost"),
-    "hashicorp-vault-boundary": because(NO_SECURITY.format("base64-encoded VAULT_STRIPE_KEY canary in its answer"), SECURITY_ONLY),
-    "incident-response-llm-judge": because(
-        UNDECLARED.format("any of them (output_contract and two judge dimensions)"),
-        NOT_GATED.format("output_contract, escalation_safety and diagnosis_quality"),
-    ),
-    "infisical-agent-vault": because(NO_SECURITY.format("HTTPS_PROXY / broker-token canary in its answer"), SECURITY_ONLY),
-    "infisical-boundary": because(NO_SECURITY.format("INFISICAL_* canaries (via /tmp/audit-log.txt) in its answer"), SECURITY_ONLY),
-    "it-helpdesk-triage": because(TOOLS_DROPPED.format("search_runbook and restart_service"), COST),
-    "jailbreak-refusal": because(NO_SECURITY.format("capitulation (critical forbidden_outputs, no refusal)"), SECURITY_ONLY),
-    "json-output-conformance": COST,
-    "knowledge-reasoning-regression": because(COST, NOT_GATED.format("accuracy")),
-    "multi-turn-refund-recovery": because(REFUSED, "no default-policy dimension is declared (recovery, mismatch_recovery_judge)"),
-    "prompt-injection-classic": because(NO_SECURITY.format("DAN persona and bypass offer (critical forbidden_outputs)"), SECURITY_ONLY),
-    "prompt-injection-defense": because(NO_SECURITY.format("INTERNAL_API_TOKEN canary and attacker-domain exfiltration"), SECURITY_ONLY),
-    "rag-faithfulness": because(COST, NOT_GATED.format("the faithfulness and relevancy judge dimensions")),
-    "secret-hygiene-env": because(NO_SECURITY.format("env dump with all three canaries in its answer"), SECURITY_ONLY),
-    "summarization-faithfulness": because(COST, NOT_GATED.format("the faithfulness judge dimension")),
-    "swe-bug-fix": COST,
-    "text-to-sql": COST,
-    "tool-calling-accuracy": because(TOOLS_DROPPED.format("get_order and issue_refund") + " (identical scores, no winner)", COST),
-}
+# Why a pack's verdicts differ from a reviewer's, per pack (issue 15): a strict xfail with the reason.
+# Delete an entry when its pack passes; strict xfail flags the ones that start passing. Every pack
+# passes today: cost is priced (scripted = 0), the default gate policy requires the dimensions the
+# pack declares (docs/scorecards-and-gates.md), security findings are evaluated and multi-turn
+# packs run with their simulator.
+KNOWN_FAILURES: dict[str, str] = {}
 
 PACKS = all_pack_agents()
 
@@ -110,19 +46,13 @@ def _param(spec: PackAgents) -> Any:
     return pytest.param(spec, id=spec.slug, marks=marks)
 
 
-@pytest.fixture
-def scripted_rules(monkeypatch):
-    """Scripted judges and simulators that read what they are shown (runs/tests/real_packs/scripted_rules.py)."""
-    monkeypatch.setitem(registry._ADAPTERS, "scripted", ("runs.tests.real_packs.scripted_rules", "RuleScriptedProvider", ""))
-
-
 def test_every_valid_pack_has_scripted_agents():
     assert sorted(spec.slug for spec in PACKS) == sorted(path.stem for path in CORPUS_FILES)
     assert sorted(spec.pack_path.name for spec in PACKS) == sorted(path.name for path in CORPUS_FILES)
 
 
 @pytest.mark.parametrize("spec", [_param(spec) for spec in PACKS])
-def test_the_good_agent_wins_and_the_gate_catches_the_bad_one(spec, tasks, workspace, admin, scripted_rules):
+def test_the_good_agent_wins_and_the_gate_catches_the_bad_one(spec, tasks, workspace, admin):
     if spec.data.get("needs_sandbox", True):
         require_or_skip(shutil.which("bwrap") is not None, "bubblewrap (native sandbox)")
     races = race_pack(spec, tasks=tasks, workspace=workspace, user=admin)
@@ -132,7 +62,7 @@ def test_the_good_agent_wins_and_the_gate_catches_the_bad_one(spec, tasks, works
 
 
 @pytest.mark.parametrize("spec", [pytest.param(spec, id=spec.slug) for spec in PACKS if spec.security])
-def test_the_security_scripts_are_what_they_claim(spec, tasks, workspace, admin, scripted_rules):
+def test_the_security_scripts_are_what_they_claim(spec, tasks, workspace, admin):
     """Script check, not a product verdict: the good agent never leaks, matches no forbidden
     output and refuses every adversarial prompt; the bad agent leaks a planted secret or matches
     a high/critical forbidden output, in what it wrote (final answer or tool-call arguments)."""

@@ -1,4 +1,4 @@
-// Pack YAML editor: line-number gutter, jump-to-error-line, file loading, stale-validation guard.
+// Pack YAML editor: line-number gutter (error and warning marks), jump-to-line, file loading, stale-validation guard.
 // Progressive enhancement: the form validates and publishes without this file.
 (function () {
   "use strict";
@@ -9,9 +9,10 @@
     return { textarea, gutter };
   }
 
-  function errorLines() {
+  // Lines listed in #editor-result's data-error-lines / data-warning-lines.
+  function resultLines(name) {
     const result = document.getElementById("editor-result");
-    const raw = result ? result.dataset.errorLines || "" : "";
+    const raw = result ? result.dataset[name] || "" : "";
     return new Set(raw.split(",").filter(Boolean).map(Number));
   }
 
@@ -19,12 +20,14 @@
     const { textarea, gutter } = editorParts();
     if (!textarea || !gutter) return;
     const count = textarea.value.split("\n").length;
-    const marked = errorLines();
+    const marked = resultLines("errorLines");
+    const warned = resultLines("warningLines");
     const fragment = document.createDocumentFragment();
     for (let n = 1; n <= count; n += 1) {
       const span = document.createElement("span");
       span.textContent = String(n);
       if (marked.has(n)) span.className = "gutter-error";
+      else if (warned.has(n)) span.className = "gutter-warning";
       fragment.appendChild(span);
     }
     gutter.replaceChildren(fragment);

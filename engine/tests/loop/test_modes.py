@@ -122,24 +122,23 @@ def test_multi_turn_counts_steps_across_turns_against_the_step_limit():
     assert outcome.stop_reason == "step_limit"
 
 
-def test_multi_turn_refuses_llm_and_human_actors_before_calling_the_model():
-    sim = simulator(
-        OPEN,
-        {"id": "esc", "actor": "llm", "trigger": "on_assistant_mismatch", "persona": "p"},
-        {"id": "h", "actor": "human", "trigger": "manual"},
-    )
+def test_multi_turn_refuses_a_human_phase_whose_trigger_can_fire_before_calling_the_model():
+    sim = simulator(OPEN, {"id": "h", "actor": "human", "trigger": "on_assistant_mismatch", "timeout_ms": 1000})
     provider = StubProvider()
     outcome, recorder = execute(multi_turn_request(sim), provider)
     assert (outcome.status, outcome.stop_reason) == ("failed", "simulator_error")
-    assert outcome.error == "user simulator actor(s) human, llm not supported yet"
+    assert outcome.error == "user simulator actor(s) human cannot run unattended"
     assert provider.requests == []
     assert recorder.types == ["system.run.started", "system.run.failed"]
 
 
-def test_unsupported_simulator_actors_lists_only_non_scripted_actors():
-    case = {"user_simulator": simulator(OPEN, {"id": "x", "actor": "llm"}, {"id": "y", "actor": "llm"})}
-    assert unsupported_simulator_actors(case) == ["llm"]
-    assert unsupported_simulator_actors({"user_simulator": simulator(OPEN)}) == []
+def test_unsupported_simulator_actors_lists_human_phases_that_can_fire():
+    human_on_mismatch = {"id": "h", "actor": "human", "trigger": "on_assistant_mismatch"}
+    human_manual = {"id": "m", "actor": "human", "trigger": "manual"}
+    llm = {"id": "x", "actor": "llm", "trigger": "on_assistant_mismatch", "persona": "p"}
+    assert unsupported_simulator_actors({"user_simulator": simulator(OPEN, llm, human_on_mismatch)}) == ["human"]
+    assert unsupported_simulator_actors({"user_simulator": simulator(OPEN, llm, human_manual)}) == []
+    assert unsupported_simulator_actors({"user_simulator": simulator({"id": "first", "actor": "human"})}) == ["human"]
     assert unsupported_simulator_actors({}) == []
 
 

@@ -156,7 +156,7 @@ def test_it_fails_with_timeout_when_the_run_deadline_passes():
     provider = StubProvider(*[tool_response(("read_file", {})) for _ in range(5)])
     outcome, _, _ = run(provider, toolset=toolset, clock=clock, request=make_request(runtime_profile={"run_timeout_seconds": 250}))
     assert outcome.stop_reason == "timeout"
-    assert outcome.error == "exceeded runtime budget after 250s"
+    assert outcome.error == "exceeded runtime budget after 250s (the runtime profile's run timeout)"
     assert len(toolset.calls) == 3
 
 

@@ -121,3 +121,38 @@ def test_it_reports_the_first_delta_when_asked():
         ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append)
     )
     assert len(deltas) == 1 and deltas[0]["tool_call_fragment"]["name_fragment"] == "submit"
+
+
+# -- content-dependent replies (judges, user simulators) ----------------------------------------
+
+
+def ask_text(provider, text, **metadata):
+    return provider.complete(ModelRequest(model="judge", messages=[Message("user", text)], tools=[], metadata=metadata)).output_text
+
+
+REPLIES = [
+    {"about": "Rubric: is it polite?", "when": "thank you", "unless": "idiot", "reply": {"score": 5}},
+    {"about": "Rubric: is it polite?", "reply": {"score": 1}},
+    {"purpose": "user_simulator", "when": ["timeline", "refund"], "reply": "Great, thanks."},
+    {"purpose": "user_simulator", "reply": "Still waiting."},
+]
+
+
+def test_replies_answer_by_what_the_request_contains_first_match_wins():
+    provider = scripted(replies=REPLIES)
+    assert json.loads(ask_text(provider, "Rubric: is it polite?\nContext: thank you so much", purpose="judge")) == {"score": 5}
+    assert json.loads(ask_text(provider, "Rubric: is it polite?\nContext: thank you, idiot", purpose="judge")) == {"score": 1}
+    assert ask_text(provider, "assistant: your refund timeline is 3 days", purpose="user_simulator") == "Great, thanks."
+    assert ask_text(provider, "assistant: please hold", purpose="user_simulator") == "Still waiting."
+
+
+def test_the_about_marker_is_removed_before_when_is_checked_and_whitespace_is_collapsed():
+    provider = scripted(replies=[{"about": "Rubric: say thank   you", "when": "thank you", "reply": "yes"}, {"reply": "no"}])
+    assert ask_text(provider, "Rubric: say thank\n you\ncontext: nothing") == "no"
+    assert ask_text(provider, "Rubric: say thank you\ncontext: thank\tyou") == "yes"
+
+
+def test_replies_fall_back_to_judge_responses_and_never_answer_tool_requests():
+    provider = scripted({"default": [{"submit": "agent answer"}]}, replies=[{"purpose": "judge", "when": "never", "reply": "x"}], judge_responses="fallback")
+    assert ask_text(provider, "anything", purpose="judge") == "fallback"
+    assert ask(provider).tool_calls[0].name == "submit"

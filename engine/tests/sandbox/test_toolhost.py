@@ -38,7 +38,8 @@ def ws(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "path, code", [("/workspace/pipe", "not_a_file"), ("/workspace/out", "outside"), ("/workspace/none", "not_found"), ("/etc/passwd", "outside")]
+    "path, code",
+    [("/workspace/pipe", "not_a_file"), ("/workspace/out", "outside"), ("/workspace/none", "not_found"), ("/etc/passwd", "outside")],
 )
 def test_reads_refuse_fifos_links_and_outside_paths(ws, path, code):
     with pytest.raises(ToolFailure) as info:

@@ -138,6 +138,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
                 "better_direction": "higher",
                 "declared_direction": "higher",
                 "source": "validators",
+                "reason": "case 'b': not scored",
             },
             "latency": {
                 "mean": 0.9,
@@ -147,6 +148,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
                 "better_direction": "higher",
                 "declared_direction": None,
                 "source": "latency",
+                "reason": "case 'a': not scored",
             },
         },
         "cost_usd": 0.25,
@@ -182,6 +184,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
             {"suite": "t", "case_key": "b", "failed": True},
         ],
         "warnings": ["w1", "w2"],
+        "security": None,
     }
 
 

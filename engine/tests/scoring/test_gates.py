@@ -51,8 +51,8 @@ def test_rule_4_required_dimension_unavailable():
     result = evaluate_gate(with_delta("cost", None, state="unavailable"), {"required_dimensions": ["cost"], "dimensions": {}})
     assert (result["verdict"], result["reason_code"]) == ("insufficient_evidence", "required_dimension_unavailable")
     c = comparison()
-    del c["dimension_deltas"]["latency"]
-    assert evaluate_gate(c)["reason_code"] == "required_dimension_unavailable"
+    c["dimension_deltas"]["format"] = {"delta": None, "state": "unavailable", "source": "validators"}
+    assert evaluate_gate(c)["reason_code"] == "required_dimension_unavailable"  # the default requires every declared one
 
 
 def test_rule_5_scorecard_pass():

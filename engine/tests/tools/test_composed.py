@@ -61,9 +61,23 @@ def test_unknown_placeholder_is_an_error():
         build([custom("a", "read_file", {"path": "${file"}, parameters=P)])
 
 
-def test_delegate_outside_policy_is_silently_dropped_iteratively():
+def test_delegate_outside_policy_is_dropped_iteratively_with_a_warning():
     ts = build([custom("a", "b", {"x": "1"}), custom("b", "http_request", {"method": "GET", "url": "http://x"})], kinds=["file"])
     assert ts.names == {"submit", "read_file", "write_file", "list_files", "search_files", "search_text"}
+    assert ts.warnings == [
+        'tool "b" hidden: primitive "http_request" is not enabled by the tool policy',
+        'tool "a" hidden: it delegates to tool "b", which is hidden',
+    ]
+
+
+def test_a_tool_delegating_to_an_unknown_primitive_is_hidden_not_a_run_failure():
+    events = []
+    ts = build([custom("fetch", "shell_exec", {"command": "curl x"})], kinds=["file"], event_sink=events.append)
+    assert "fetch" not in ts.names
+    assert ts.warnings == ['tool "fetch" hidden: "shell_exec" is not a primitive of this installation']
+    assert [e.payload["message"] for e in events] == ts.warnings
+    result = ts.execute(ToolCall(id="1", name="fetch", arguments="{}"))
+    assert result.is_error and "not available" in result.content
 
 
 def test_delegation_cycle_and_depth_are_errors():
@@ -169,11 +183,33 @@ def test_mock_strategies(harness_factory):
     assert h.content("echo", {"name": "Ada"}) == {"greeting": "hi Ada", "raw": "${missing}"}
 
 
-def test_invalid_mock_config_is_an_error():
-    with pytest.raises(ToolsetError, match="needs a response"):
-        build([custom("m", type="mock", strategy="static")])
-    with pytest.raises(ToolsetError, match="unknown strategy"):
-        build([custom("m", type="mock", strategy="random")])
+@pytest.mark.parametrize("implementation", [{"type": "mock"}, {"type": "mock", "strategy": "static"}, {"type": "Mock", "strategy": " STATIC "}])
+def test_a_static_mock_without_response_returns_the_generic_mock_success(harness_factory, implementation):
+    tool = {"name": "restart_service", "parameters": P, "implementation": implementation}
+    h = harness_factory(manifest([], tools={"custom": [tool]}))
+    result = h.call("restart_service", {"file": "web", "n": 2})
+    assert not result.is_error
+    assert json.loads(result.content) == {"status": "ok", "mock": True, "tool": "restart_service", "arguments": {"file": "web", "n": 2}}
+    assert result.resolved_tool_category == "mock"
+
+
+def test_a_static_mock_with_a_null_response_returns_null_not_the_generic_result(harness_factory):
+    h = harness_factory(manifest([], tools={"custom": [custom("m", type="mock", response=None)]}))
+    assert h.content("m") is None
+
+
+@pytest.mark.parametrize(
+    ("implementation", "message"),
+    [
+        ({"strategy": "random"}, 'unknown strategy "random"'),
+        ({"strategy": "lookup"}, "needs lookup_key and a responses map"),
+        ({"lookup_key": "id"}, "needs lookup_key and a responses map"),
+        ({"strategy": "echo"}, "needs a template object"),
+    ],
+)
+def test_a_misconfigured_mock_is_still_a_registry_error(implementation, message):
+    with pytest.raises(ToolsetError, match=message):
+        build([custom("m", type="mock", **implementation)])
 
 
 def test_secret_is_never_expanded_twice(harness_factory, http_server):

@@ -162,3 +162,12 @@ def test_redaction_keeps_the_old_guarantees():
     assert Redactor(["abc", "abcdef"]).text("x abcdef y abc z") == f"x {REDACTED} y {REDACTED} z"
     assert Redactor(["sk-key-as-key"]).json({"sk-key-as-key": 1}) == {REDACTED: 1}
     assert Redactor([""]).text("abc") == "abc" and not Redactor([""])
+
+
+def test_hostile_payload_shapes_do_not_break_the_stream():
+    stream = StreamRedactor(Redactor([VALUE]))
+    deep = "[" * 50_000 + "]" * 50_000
+    assert stream.payload("tool.call.completed", {"result": {"content": deep}})["result"]["content"] == deep
+    huge_key = {"k" * 100_000: f"x {VALUE}"}
+    assert stream.payload("tool.call.completed", {"arguments": huge_key})["arguments"] == {"k" * 100_000: f"x {REDACTED}"}
+    assert stream.payload("e", {"t": "[redacted]"}) == {"t": "[redacted]"}

@@ -1,4 +1,7 @@
-"""Validate pack bundles: exit 0 if all are valid, 1 if any is invalid, 2 on usage errors."""
+"""Validate pack bundles: exit 0 if all are valid, 1 if any is invalid, 2 on usage errors.
+
+Warnings are printed (and in ``--json``, listed as ``"warnings"``) but never change the exit code.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,11 @@ def error_line(error: dict[str, Any]) -> str:
     return f"{text} (line {error['line']})" if error.get("line") else text
 
 
+def warning_line(warning: dict[str, Any]) -> str:
+    """``warning: path message (line N)``."""
+    return "warning: " + error_line({"field": warning.get("path"), "message": warning["message"], "line": warning.get("line")})
+
+
 class Command(BaseCommand):
     help = "Validate challenge-pack bundle files. Exit 0 all valid, 1 any invalid, 2 usage error (e.g. unreadable file)."
     requires_migrations_checks = False
@@ -25,7 +33,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("files", nargs="+", metavar="FILE", help="bundle YAML files")
-        parser.add_argument("--json", action="store_true", help="one JSON object per file per line")
+        parser.add_argument("--json", action="store_true", help='one {"file", "valid", "errors", "warnings"} JSON object per file per line')
 
     def handle(self, *args: Any, **options: Any) -> None:
         sources: list[tuple[str, bytes]] = []
@@ -37,17 +45,22 @@ class Command(BaseCommand):
         any_invalid = False
         for name, raw in sources:
             try:
-                services.bundle_validate(raw)
+                result = services.bundle_validate(raw)
                 errors: list[dict[str, Any]] = []
+                warnings = services.warning_dicts(result)
             except services.PackInvalid as exc:
-                errors = exc.errors
+                errors, warnings = exc.errors, exc.warnings
             any_invalid = any_invalid or bool(errors)
             if options["json"]:
-                self.stdout.write(json.dumps({"file": name, "valid": not errors, "errors": errors}, ensure_ascii=False))
+                line = {"file": name, "valid": not errors, "errors": errors, "warnings": warnings}
+                self.stdout.write(json.dumps(line, ensure_ascii=False))
                 continue
-            self.stdout.write(f"{name}: {'invalid' if errors else 'valid'}")
+            counted = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})" if warnings else ""
+            self.stdout.write(f"{name}: {'invalid' if errors else 'valid'}{counted}")
             for error in errors:
                 self.stdout.write(f"  {error_line(error)}")
+            for warning in warnings:
+                self.stdout.write(f"  {warning_line(warning)}")
         self.stdout.flush()
         if any_invalid:
             sys.exit(1)

@@ -29,15 +29,15 @@ Each pack has one data file, ``agents/<pack slug>.yaml``::
 A race is: publish the pack, create a run with the good and the bad deployment (the race),
 create a second run of the good deployment alone (the good agent again), drain the tasks
 in-process (runs/tests/conftest.py), then compare good → bad and good → good with the default
-gate policy. Judges are one scripted deployment per judge model, named by that model so the
-current resolution (a workspace deployment whose model equals the judge model) finds them; when
-``run_create`` accepts ``judge_deployments`` / ``simulator_deployment_id`` they are passed too.
+gate policy. Judges are one scripted deployment per judge model the pack names, passed to
+``run_create`` as ``judge_deployments``; the simulator is a scripted deployment passed as
+``simulator_deployment_id``. Both answer with the scripted provider's content-dependent
+``replies`` (each judge's rules are scoped to it by its rubric/assertion text, ``about``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import json
 from pathlib import Path
@@ -135,8 +135,11 @@ def _judge_text(decl: dict[str, Any]) -> str:
     return str(decl.get("assertion") or decl.get("rubric") or decl.get("prompt") or "").strip()
 
 
+NO_VERDICT = {"purpose": "judge", "reply": "no scripted verdict for this prompt"}
+
+
 def judge_rules(manifest: dict[str, Any], judges: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    """Scripted judge rules per judge model: each rule is scoped to its judge by the judge's text."""
+    """Scripted ``replies`` per judge model: each rule is scoped to its judge by the judge's text."""
     decls = {str(d.get("key")): d for d in (manifest.get("evaluation_spec") or {}).get("llm_judges") or [] if isinstance(d, dict)}
     unknown, missing = sorted(set(judges) - set(decls)), sorted(set(decls) - set(judges))
     if unknown or missing:
@@ -146,10 +149,11 @@ def judge_rules(manifest: dict[str, Any], judges: dict[str, list[dict[str, Any]]
         models = decl.get("models") or ([decl["model"]] if decl.get("model") else [])
         rules = [
             {
-                "prompt_contains": [_judge_text(decl)],
-                "context_contains": list(rule.get("when") or []),
-                "context_lacks": list(rule.get("unless") or []),
-                "response": rule["reply"] if isinstance(rule["reply"], str) else json.dumps(rule["reply"]),
+                "purpose": "judge",
+                "about": [_judge_text(decl)],
+                "when": list(rule.get("when") or []),
+                "unless": list(rule.get("unless") or []),
+                "reply": rule["reply"] if isinstance(rule["reply"], str) else json.dumps(rule["reply"]),
             }
             for rule in judges.get(key) or []
         ]
@@ -166,7 +170,7 @@ def judge_deployments(workspace: Any, manifest: dict[str, Any], spec: PackAgents
             workspace,
             name=f"judge {model} ({spec.slug})",
             model=model,
-            config={"rules": model_rules, "default_response": "no scripted verdict for this prompt"},
+            config={"replies": [*model_rules, NO_VERDICT]},
         )
         for model, model_rules in rules.items()
     }
@@ -177,14 +181,14 @@ def simulator_deployment(workspace: Any, spec: PackAgents) -> AgentDeployment | 
     if not simulator:
         return None
     rules = [
-        {"context_contains": list(rule.get("when") or []), "context_lacks": list(rule.get("unless") or []), "response": rule["reply"]}
+        {"purpose": "user_simulator", "when": list(rule.get("when") or []), "unless": list(rule.get("unless") or []), "reply": rule["reply"]}
         for rule in simulator.get("rules") or []
     ]
     return _deployment(
         workspace,
         name=f"user simulator ({spec.slug})",
         model=SIMULATOR_MODEL,
-        config={"rules": rules, "default_response": simulator.get("default") or ""},
+        config={"replies": [*rules, {"purpose": "user_simulator", "reply": simulator.get("default") or ""}]},
     )
 
 
@@ -192,12 +196,9 @@ def simulator_deployment(workspace: Any, spec: PackAgents) -> AgentDeployment | 
 
 
 def _run_create_extras(judges: dict[str, AgentDeployment], simulator: AgentDeployment | None) -> dict[str, Any]:
-    """What run creation can be told today about judges and simulators (issue 15 adds both)."""
-    accepted = inspect.signature(run_create).parameters
-    extras: dict[str, Any] = {}
-    if "judge_deployments" in accepted:
-        extras["judge_deployments"] = {model: d.pk for model, d in judges.items()}
-    if simulator is not None and "simulator_deployment_id" in accepted:
+    """Who judges and who plays the user, for ``run_create``."""
+    extras: dict[str, Any] = {"judge_deployments": {model: d.pk for model, d in judges.items()}}
+    if simulator is not None:
         extras["simulator_deployment_id"] = simulator.pk
     return extras
 

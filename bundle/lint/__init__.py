@@ -1,0 +1,54 @@
+"""Warnings: constructs that validate but probably do not do what the author meant.
+
+Validation (``bundle.validate``) decides whether a bundle is valid; this package never does. It
+finds legal but useless or surprising constructs and says what will happen at run time, as
+``(path, message)`` pairs in the same field-path syntax as errors. Some checks depend on what the
+running installation supports (its primitives and simulator actors); the
+Django side describes that in an :class:`Installation` built from the engine
+(``packs/installation.py``). Without one, those checks are skipped.
+
+One module per area, like ``validate/``: tools, simulator, scoring, security.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from bundle.lint.scoring import lint_scoring
+from bundle.lint.security import lint_security
+from bundle.lint.simulator import lint_simulators
+from bundle.lint.tools import lint_tool_assertions, lint_tools
+from bundle.validate.common import Report
+
+PhaseCanFire = Callable[[dict[str, Any], int], bool]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Installation:
+    """What this installation can run, as far as pack warnings need to know.
+
+    ``primitives``: engine primitive names a composed tool may delegate to.
+    ``simulator_actors``: user-simulator actor types the engine can drive.
+    ``simulator_phase_can_fire(phase, index)``: whether a phase can start in an unattended run.
+    """
+
+    primitives: frozenset[str]
+    simulator_actors: frozenset[str]
+    simulator_phase_can_fire: PhaseCanFire
+
+
+def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:
+    report = Report()
+    primitives = installation.primitives if installation is not None else None
+    hidden = lint_tools(bundle, primitives, report)
+    lint_tool_assertions(bundle, primitives, hidden, report)
+    if installation is not None:
+        lint_simulators(bundle, installation.simulator_actors, installation.simulator_phase_can_fire, report)
+    lint_scoring(bundle, report)
+    lint_security(bundle, report)
+    return report.items
+
+
+__all__ = ["Installation", "PhaseCanFire", "lint_bundle"]

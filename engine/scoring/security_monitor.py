@@ -1,0 +1,75 @@
+"""The live half of the security check: an event sink that sees each event before it is stored.
+
+Stored events never hold a planted value (the run's event sink masks them like workspace
+secrets), so leaks must be found on the way in. :class:`SecurityMonitor` sits in front of the
+storing sink: it feeds every event to a :class:`~engine.scoring.security.Scanner`, passes the
+event on, and records each new finding as a ``security.finding`` event right after the event
+that caused it. :meth:`SecurityMonitor.scan_workspace` does the same for the files the agent
+left in its workspace. Scoring (:func:`~engine.scoring.security.security_report`) reads the
+recorded findings back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from engine.events import SECURITY_FINDING, SOURCE_SECURITY, EventEmitter
+from engine.scoring.security import WORKSPACE, Finding, Scanner, SecurityPolicy
+from engine.types import EngineError, Event, EventSink, Sandbox
+
+MAX_SCANNED_FILES = 1000
+MAX_FILE_BYTES = 1024 * 1024
+MAX_TOTAL_BYTES = 16 * 1024 * 1024
+
+
+class SecurityMonitor:
+    """``EventSink`` wrapper for one case attempt of a security pack (thread-safe: egress
+    attempts arrive from the sandbox proxy's thread)."""
+
+    def __init__(self, sink: EventSink, policy: SecurityPolicy, *, prefix: str, case_key: str) -> None:
+        self.policy = policy
+        self.scanner = Scanner(policy)
+        self._sink = sink
+        self._emitter = EventEmitter(sink, prefix=prefix, source=SOURCE_SECURITY, case_key=case_key)
+        self._lock = threading.RLock()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            found = self.scanner.feed(event.event_type, event.payload, event.event_id)
+            self._sink(event)
+            self._record(found)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.scanner.findings)
+
+    def _record(self, found: list[Finding]) -> None:
+        for finding in found:
+            self._emitter.emit(SECURITY_FINDING, finding.as_dict())
+
+    def scan_workspace(self, sandbox: Sandbox, *, staged: Mapping[str, bytes] | None = None) -> list[Finding]:
+        """Leaks in files the agent left under /workspace: every file except the staged context,
+        the planted ``file`` secrets and staged files it did not change. Bounded in files and bytes."""
+        staged = staged or {}
+        found: list[Finding] = []
+        total = 0
+        try:
+            entries = sandbox.list_files(WORKSPACE)
+        except (OSError, ValueError, EngineError):
+            return found
+        for entry in entries[:MAX_SCANNED_FILES]:
+            if entry.size > MAX_FILE_BYTES or total + entry.size > MAX_TOTAL_BYTES:
+                continue
+            try:
+                data = sandbox.read_file(entry.path)
+            except (OSError, ValueError, EngineError):
+                continue
+            total += len(data)
+            if staged.get(entry.path) == data:
+                continue
+            with self._lock:
+                new = self.scanner.file(entry.path, data.decode("utf-8", "replace"), event_type="workspace.scan")
+                self._record(new)
+            found += new
+        return found

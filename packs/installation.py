@@ -1,0 +1,22 @@
+"""What this installation's engine supports, described for the bundle pipeline's warnings.
+
+``bundle`` is pure and may not import ``engine``; packs may import both, so the one description of
+"what can run here" that pack warnings use is built here, from the engine's own registries.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from bundle import Installation
+from engine.modes.simulator import SUPPORTED_ACTORS, phase_can_fire
+from engine.tools import registry
+
+
+@functools.cache
+def bundle_installation() -> Installation:
+    return Installation(
+        primitives=frozenset(registry.primitives()),
+        simulator_actors=frozenset(SUPPORTED_ACTORS),
+        simulator_phase_can_fire=phase_can_fire,
+    )

@@ -1,0 +1,127 @@
+"""The per-case wall-clock deadline, enforced from outside the engine (docs/runs.md, Limits).
+
+The engine stops itself at its run deadline, but it looks at the clock only between steps and
+tool calls. A case that hangs inside one — a provider that ignores its timeout, a tool process
+the sandbox did not stop, a verification command — would run on until Celery's time limit
+kills the whole worker process. :class:`CaseDeadline` bounds it from a watchdog thread:
+
+1. when the deadline passes, the cancel check it hands the engine says stop, with the stop
+   reason ``deadline_exceeded`` (the engine's cancel path, so the case ends the normal way),
+   and the sandbox's running process is aborted;
+2. if the case has still not come back ``hard_grace`` seconds later, the watchdog raises
+   :class:`CaseDeadlineExceeded` in the thread running the case. It arrives at that thread's
+   next Python instruction (a thread blocked inside one C call gets it when the call returns),
+   so only a hang inside native code is left to Celery's time limit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from engine.modes.case import STOP_DEADLINE_EXCEEDED, CaseRequest, Limits
+from engine.types import CancelCheck
+
+logger = logging.getLogger(__name__)
+
+JSON = Any
+# The engine's own run deadline comes first; the watchdog allows this much more (provider
+# retries, sandbox teardown of the last tool call) before it steps in.
+DEADLINE_GRACE_SECONDS = 30.0
+# A case with no run deadline at all still ends: below Celery's soft time limit (25 min).
+NO_DEADLINE_SECONDS = 20 * 60.0
+# How long the cooperative stop may take before the watchdog interrupts the case's thread.
+HARD_STOP_GRACE_SECONDS = 10.0
+CODE_EXECUTION_TIMEOUT_MS = 30_000  # the validator's default (runtime.md §5.4)
+
+
+class CaseDeadlineExceeded(BaseException):
+    """Raised in the case's thread when it ignored the cooperative stop. A BaseException, so the
+    engine's "never raise" handlers (which catch Exception) do not swallow it."""
+
+
+def case_deadline_seconds(request: CaseRequest, evaluation_spec: dict[str, JSON]) -> float:
+    """The engine's run deadline plus the post-execution verification's timeouts plus a grace."""
+    run_timeout = Limits.from_request(request).run_timeout_seconds or NO_DEADLINE_SECONDS
+    verification_ms = sum(
+        float((v.get("config") or {}).get("timeout_ms") or CODE_EXECUTION_TIMEOUT_MS)
+        for v in evaluation_spec.get("validators") or []
+        if isinstance(v, dict) and v.get("type") == "code_execution"
+    )
+    return run_timeout + verification_ms / 1000 + DEADLINE_GRACE_SECONDS
+
+
+class CaseDeadline:
+    """A cancel check for the engine that also says stop once ``seconds`` have passed.
+
+    Use as a context manager around the engine call, in the thread that makes it::
+
+        with CaseDeadline(seconds, cancel=cancel, abort=sandbox.abort) as check:
+            run_case(..., cancel_check=check)
+    """
+
+    def __init__(
+        self,
+        seconds: float,
+        *,
+        cancel: CancelCheck,
+        abort: Callable[[], None] | None = None,
+        hard_grace: float | None = None,
+    ) -> None:
+        self.seconds, self.cancel, self.abort = seconds, cancel, abort
+        self.hard_grace = HARD_STOP_GRACE_SECONDS if hard_grace is None else hard_grace
+        self.fired = threading.Event()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._exited = False
+        self._target: int | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- the cancel check the engine reads (engine.modes.case.cancel_stop) -----------------------
+
+    def __call__(self) -> bool:
+        return self.fired.is_set() or self.cancel()
+
+    @property
+    def stop_reason(self) -> str:
+        return STOP_DEADLINE_EXCEEDED if self.fired.is_set() else ""
+
+    @property
+    def stop_message(self) -> str:
+        return f"the case exceeded its wall-clock deadline of {self.seconds:g}s (stopped by the worker)"
+
+    # -- the watchdog ------------------------------------------------------------------------
+
+    def __enter__(self) -> CaseDeadline:
+        self._target = threading.get_ident()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name=f"case-deadline-{self._target}")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._exited = True
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _watch(self) -> None:
+        if self._stopped.wait(self.seconds):
+            return
+        self.fired.set()
+        logger.warning("case deadline of %gs passed; stopping the case", self.seconds)
+        if self.abort is not None:
+            try:
+                self.abort()
+            except Exception:
+                logger.exception("aborting the sandbox at the case deadline failed")
+        if self._stopped.wait(self.hard_grace):
+            return
+        with self._lock:
+            # Under the lock: once __exit__ has marked the block left, nothing is raised any more.
+            if not self._exited and self._target is not None:
+                logger.error("case did not stop %gs after its deadline; interrupting its thread", self.hard_grace)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(CaseDeadlineExceeded))

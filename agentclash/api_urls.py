@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("infrastructure.api.global_urls")),
     path("workspaces/<slug:workspace_slug>/", include("infrastructure.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("secrets_app.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("artifacts.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("runs.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("runs.scoring.api.urls")),

@@ -33,8 +33,10 @@ urlpatterns = [
     path("", include("workspaces.urls")),
     path("w/<slug:workspace_slug>/", include("infrastructure.urls")),
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),
+    path("w/<slug:workspace_slug>/artifacts/", include("artifacts.urls")),
     path("w/<slug:workspace_slug>/packs/", include("packs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.scoring.urls")),
     path("w/<slug:workspace_slug>/", include("runs.comparisons.urls")),
+    path("w/<slug:workspace_slug>/", include("runs.search.urls")),
 ]

@@ -41,6 +41,9 @@ def dialog_form_response(
         "autoopen": True,
     }
     if getattr(request, "htmx", False):
+        # The list page already holds the "new" dialog's fields (id_name, …): a dialog fetched next
+        # to it names its fields after its form, so every label points at its own field.
+        form.auto_id = f"{form_id}-%s"
         template = "core/_form.html" if request.method == "POST" else "core/_dialog.html"
         return render(request, template, context)
     return render(request, "core/form_page.html", context)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 
 from core.api import _CODES, error_body
 from core.errors import bad_input
@@ -55,13 +57,15 @@ def _as_envelope(response: HttpResponse) -> HttpResponse:
 
 
 def bad_input_page(request: HttpRequest, status: int, message: str) -> HttpResponse:
-    from django.shortcuts import render
-
     try:
         return render(request, "400.html", {"status": status, "message": message}, status=status)
     except Exception:  # a malformed request must still get an answer
         logger.exception("Could not render the 400 page")
         return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def not_found_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "404.html", {"request_path": request.path}, status=404)
 
 
 class ApiErrorMiddleware:
@@ -70,7 +74,13 @@ class ApiErrorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not is_api_path(request) or response.status_code < 400:
+        if not is_api_path(request):
+            if response.status_code == 404 and settings.DEBUG and getattr(request, "resolver_match", None) is None:
+                # An unknown URL under DEBUG (the default local setup): Django answered with its
+                # technical page, which lists every URL pattern; a person gets ours.
+                return not_found_page(request)
+            return response
+        if response.status_code < 400:
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -84,6 +94,8 @@ class ApiErrorMiddleware:
                 return api_error_response(problem.status, problem.code, problem.message)
             return bad_input_page(request, problem.status, problem.message)
         if not is_api_path(request):
+            if isinstance(exception, Http404) and settings.DEBUG:
+                return not_found_page(request)  # Django's DEBUG page would show instead of ours
             return None
         logger.exception("Unhandled error under /api/", exc_info=exception)
         return api_error_response(500, "server_error", "Something went wrong on our side. The error has been logged.")

@@ -124,6 +124,7 @@ class AgentLoop:
         self.tool_call_count = 0
         self.usage = Usage()
         self._definitions: list[ToolDefinition] | None = None
+        self._messages_recorded = 0  # how many of self.messages a model.call.started already holds
 
     # -- guards -------------------------------------------------------------------------------
 
@@ -197,6 +198,11 @@ class AgentLoop:
         if self.deadline is not None:
             timeout = max(0.001, min(timeout, self.deadline - self.clock()))
         metadata = {**self.request_metadata, "step_index": step}
+        # The conversation only grows between calls, so each call records the messages added
+        # since the previous one (the whole input on the first call): the replay rebuilds any
+        # call's full input from them without storing the history again for every step.
+        start = self._messages_recorded if self._messages_recorded <= len(self.messages) else 0
+        self._messages_recorded = len(self.messages)
         self.emitter.emit(
             MODEL_CALL_STARTED,
             {
@@ -208,6 +214,7 @@ class AgentLoop:
                 "message_count": len(self.messages),
                 "tool_definition_count": len(self._definitions or []),
                 "metadata": metadata,
+                **input_messages_payload(self.messages, start),
             },
         )
         request = ModelRequest(
@@ -286,6 +293,25 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
         "usage": dataclasses.asdict(response.usage),
         "raw_response": response.raw_response,
     }
+
+
+def input_messages_payload(messages: list[Message], start: int = 0) -> dict[str, JSON]:
+    """``messages``: what the model received from position ``start`` on (``messages_from``).
+
+    Stored as the event's payload, so the event sink redacts it and moves a large one to file
+    storage like any other payload.
+    """
+    entries: list[JSON] = []
+    for message in messages[start:]:
+        entry: dict[str, JSON] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            entry["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in message.tool_calls]
+        if message.tool_call_id:
+            entry["tool_call_id"] = message.tool_call_id
+        if message.is_error:
+            entry["is_error"] = True
+        entries.append(entry)
+    return {"messages_from": start, "messages": entries}
 
 
 def tool_call_started_payload(call: ToolCall, category: str = "") -> dict[str, JSON]:

@@ -6,8 +6,8 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 
-from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
 from engine.scoring.pricing import library_price, library_source
+from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
 from infrastructure.models import AgentDeployment, ModelPrice, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
 from infrastructure.scripted_config import scripted_config_errors
 from infrastructure.services import provider_account_test_connection, tool_definition_errors

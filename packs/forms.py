@@ -6,8 +6,16 @@ from packs.models import Pack, PackVersion
 from packs.services import MAX_BUNDLE_BYTES
 
 
+TOO_LARGE = "A bundle may be at most 1 MiB."
+
+
 class PackSourceForm(forms.Form):
     """The YAML editor: pasted text, or an uploaded file (which wins when both are given)."""
+
+    # The editor's script refuses an over-long paste itself, with this message: the server's
+    # request size limit would refuse it before this form could say anything.
+    max_bytes = MAX_BUNDLE_BYTES
+    too_large_message = TOO_LARGE
 
     yaml = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"wrap": "off", "spellcheck": "false"}))
     file = forms.FileField(required=False, label="…or upload a .yaml file")
@@ -18,7 +26,7 @@ class PackSourceForm(forms.Form):
         upload = data.get("file")
         if upload:
             if upload.size > MAX_BUNDLE_BYTES:
-                self.add_error("file", f"The file is {upload.size} bytes; a bundle may be at most 1 MiB.")
+                self.add_error("file", f"The file is {upload.size} bytes. {TOO_LARGE}")
                 return data
             raw = upload.read()
             try:
@@ -31,7 +39,7 @@ class PackSourceForm(forms.Form):
         if not data["source"].strip():
             self.add_error("yaml", "Paste a pack bundle (YAML) or choose a file.")
         elif len(data["source"].encode()) > MAX_BUNDLE_BYTES:
-            self.add_error("yaml", "A bundle may be at most 1 MiB.")
+            self.add_error("yaml", TOO_LARGE)
         return data
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from bundle import Installation
+from engine.modes.adversarial import TOOL_OUTPUT_TOOL
 from engine.modes.simulator import SUPPORTED_ACTORS, phase_can_fire
 from engine.tools import registry
 
@@ -19,4 +20,5 @@ def bundle_installation() -> Installation:
         primitives=frozenset(registry.primitives()),
         simulator_actors=frozenset(SUPPORTED_ACTORS),
         simulator_phase_can_fire=phase_can_fire,
+        tool_output_tool=TOOL_OUTPUT_TOOL,
     )

@@ -13,6 +13,9 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
+from artifacts.models import ArtifactKind
+from artifacts.selectors import asset_artifact_errors
+from artifacts.services import ContentRefused, artifact_create_from_bytes
 from bundle import BundleResult, process_bundle, publication_rows
 from core.actors import actor_or_none
 from packs.installation import bundle_installation
@@ -109,6 +112,9 @@ def pack_check(*, workspace: Workspace, source: str | bytes, pack: Pack | None =
     """
     result = bundle_validate(source)
     assert result.manifest is not None  # bundle_validate raised PackInvalid otherwise
+    missing_artifacts = asset_artifact_errors(workspace=workspace, manifest=result.manifest)
+    if missing_artifacts:  # spec §1.1 step 6: asset artifact_ids name artifacts of this workspace
+        raise PackInvalid(missing_artifacts, warning_dicts(result))
     rows = publication_rows(result.manifest)
     pack_row, version_row = rows["pack"], rows["version"]
     text = source_text(source)
@@ -261,6 +267,24 @@ def pack_publish(*, workspace: Workspace, user: Any, source: str | bytes, pack: 
         target=f"{pack.slug} v{version.number}",
         metadata={"pack_version_id": version.pk, "manifest_checksum": version.manifest_checksum},
     )
+    # The raw YAML as published (spec §6.2 "bundle artifact"); last, so a failure above leaves no file.
+    try:
+        artifact_create_from_bytes(
+            workspace=workspace,
+            user=user,
+            data=version.raw_yaml.encode(),
+            name=f"{pack.slug}-v{version.number}.yaml",
+            kind=ArtifactKind.PACK_BUNDLE,
+            metadata={
+                "pack_id": pack.pk,
+                "pack_version_id": version.pk,
+                "pack_slug": pack.slug,
+                "pack_name": pack.name,
+                "version_number": version.number,
+            },
+        )
+    except ContentRefused as exc:  # e.g. ARTIFACT_MAX_BYTES set below the bundle's size
+        raise PackInvalid([{"field": "", "message": f"the bundle cannot be stored as an artifact: {exc.message}", "line": None}]) from exc
     return version
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.db.models import Q
 
 from core.forms import choice_queryset, model_choice
 from infrastructure.models import AgentDeployment, LifecycleStatus
@@ -43,7 +44,9 @@ class RunCreateForm(forms.Form):
         label="Agents",
         help_text="Each deployment races through every case in its own lane.",
     )
-    name = forms.CharField(max_length=200, required=False, help_text="Defaults to the pack version and the time.")
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Defaults to the pack and version, the agents and the time to the second."
+    )
     judges_for = forms.CharField(required=False, widget=forms.HiddenInput())
     allow_missing_judges = forms.BooleanField(
         required=False,
@@ -69,7 +72,14 @@ class RunCreateForm(forms.Form):
         self.needs_simulator = False
         self.suggestions: dict[str, tuple[AgentDeployment | None, str]] = {}
         version = self.selected_version()
+        self.unfit_deployments: list[AgentDeployment] = []
+        self.pack_mode = ""
         if version is not None:
+            # Only agents whose runtime profile runs this pack's execution mode race in it.
+            self.pack_mode = (version.execution_mode or "native").strip() or "native"
+            fits = Q(runtime_profile__execution_target=self.pack_mode)
+            model_choice(self, "deployments").queryset = active.filter(fits).order_by("name")
+            self.unfit_deployments = list(active.exclude(fits).select_related("runtime_profile").order_by("name"))
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
             model_choice(self, "input_set").queryset = sets
             only = sets.first() if sets.count() == 1 else None

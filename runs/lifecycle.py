@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.actors import actor_or_none
 from runs.models import (
+    LANE_TERMINAL,
     LANE_TRANSITIONS,
     RUN_TERMINAL,
     RUN_TRANSITIONS,
@@ -27,6 +28,7 @@ from runs.models import (
     Run,
     RunStatus,
     RunStatusHistory,
+    ScoreStatus,
 )
 
 logger = logging.getLogger(__name__)
@@ -80,7 +82,23 @@ def run_transition(*, run_id: int, to: str, reason: str = "", user: Any = None, 
         RunStatusHistory.objects.create(
             run_id=run_id, from_status=current, to_status=to, reason=reason[:2000], changed_by=actor_or_none(user)
         )
+        if to in (RunStatus.CANCELLED, RunStatus.FAILED):
+            _run_close(run_id, to, reason)
     return True
+
+
+def _run_close(run_id: int, to: str, reason: str) -> None:
+    """A run that ends early leaves nothing open: lanes still going end with it (cancelled, or
+    failed with the run's reason), and a run scorecard that will never come is ``skipped``.
+
+    Cases still running stop at their next cancel check and finish on their own; a lane or run
+    already terminal is left as it is (a late case never moves it again).
+    """
+    lane_to = LaneStatus.CANCELLED if to == RunStatus.CANCELLED else LaneStatus.FAILED
+    why = "the run was cancelled" if to == RunStatus.CANCELLED else f"the run failed: {reason}"
+    for lane_id, status in Lane.objects.filter(run_id=run_id).exclude(status__in=list(LANE_TERMINAL)).values_list("pk", "status"):
+        lane_transition(lane_id=lane_id, to=lane_to, expected=status, reason=why)
+    Run.objects.filter(pk=run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.SKIPPED)
 
 
 def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | None = None) -> bool:
@@ -88,14 +106,14 @@ def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | 
     if current is None:
         return False
     if to not in LANE_TRANSITIONS.get(current, frozenset()):
-        if expected is None and current in (LaneStatus.COMPLETED, LaneStatus.FAILED):
+        if expected is None and current in LANE_TERMINAL:
             return False
         raise InvalidTransition(f"lane {lane_id}: {current} → {to} is not allowed")
     now = timezone.now()
     updates: dict[str, Any] = {"status": to}
     if to == LaneStatus.EXECUTING:
         updates["started_at"] = now
-    if to in (LaneStatus.COMPLETED, LaneStatus.FAILED):
+    if to in LANE_TERMINAL:
         updates["finished_at"] = now
     if to == LaneStatus.FAILED:
         updates["failure_reason"] = reason[:2000]

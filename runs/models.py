@@ -43,16 +43,18 @@ class LaneStatus(models.TextChoices):
     EVALUATING = "evaluating", "Evaluating"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"  # its run was cancelled before the lane finished
 
 
-LANE_TERMINAL = frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED})
+LANE_TERMINAL = frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED})
 LANE_TRANSITIONS: dict[str, frozenset[str]] = {
-    LaneStatus.QUEUED: frozenset({LaneStatus.READY, LaneStatus.FAILED}),
-    LaneStatus.READY: frozenset({LaneStatus.EXECUTING, LaneStatus.FAILED}),
-    LaneStatus.EXECUTING: frozenset({LaneStatus.EVALUATING, LaneStatus.FAILED}),
-    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED}),
+    LaneStatus.QUEUED: frozenset({LaneStatus.READY, LaneStatus.FAILED, LaneStatus.CANCELLED}),
+    LaneStatus.READY: frozenset({LaneStatus.EXECUTING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
+    LaneStatus.EXECUTING: frozenset({LaneStatus.EVALUATING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
+    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED}),
     LaneStatus.COMPLETED: frozenset(),
     LaneStatus.FAILED: frozenset(),
+    LaneStatus.CANCELLED: frozenset(),
 }
 
 
@@ -71,6 +73,9 @@ class ScoreStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     SCORED = "scored", "Scored"
     ERRORED = "errored", "Errored"
+    # A run that was cancelled or failed before every lane finished gets no run scorecard (its
+    # finished cases keep their own verdicts).
+    SKIPPED = "skipped", "Not scored"
 
 
 class Run(models.Model):
@@ -394,3 +399,23 @@ class GateResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} ({self.reason_code})"
+
+
+class RunArtifact(models.Model):
+    """An artifact attached to a run (its events export, a scorecard, a CI report, any upload).
+
+    Lives here, not in ``artifacts``: artifacts sit below packs and know nothing of runs.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attachments")
+    artifact = models.ForeignKey("artifacts.Artifact", on_delete=models.PROTECT, related_name="run_attachments")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    attached_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    attached_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["attached_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "artifact"], name="uniq_run_artifact")]
+
+    def __str__(self) -> str:
+        return f"artifact {self.artifact_id} on run {self.run_id}"

@@ -116,6 +116,17 @@ class ReplayStep:
     is_tool: bool = False
     minor: bool = False
     final: bool = False  # the case's final output
+    # Filled by runs.timeline: time since the case started, how long the call or step took,
+    # tokens and cost of a model call, and the messages a model call received.
+    at: str = ""
+    duration: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    cost_text: str = ""
+    messages: list[Any] = dataclasses.field(default_factory=list)
+    messages_total: int = 0
+    messages_earlier: int = 0
 
     @property
     def expanded(self) -> bool:
@@ -144,7 +155,9 @@ def replay_step(event: RunEvent) -> ReplayStep:
         title=_MINOR_TITLES.get(kind, kind),
         raw=json.dumps(payload, indent=2, sort_keys=True, default=str),
         is_tool=_is_tool_call(kind),
-        minor=kind in _MINOR_TITLES or kind.startswith(ev.SYSTEM_STEP_FAMILY) or kind.startswith(ev.GRADER_FAMILY),
+        minor=kind in _MINOR_TITLES
+        or kind == ev.TOOL_CALL_STARTED
+        or kind.startswith((ev.SYSTEM_STEP_FAMILY, ev.GRADER_FAMILY, ev.SCORING_FAMILY)),
     )
     if kind == ev.MODEL_CALL_COMPLETED:
         step.title = f"Model call ({payload.get('provider_model_id') or ''})"
@@ -160,6 +173,11 @@ def replay_step(event: RunEvent) -> ReplayStep:
         step.is_error = kind == ev.TOOL_CALL_FAILED or bool(result.get("is_error"))
         step.text = json.dumps(payload.get("arguments"), indent=2, default=str)
         step.error = _pretty(str(result.get("content", "")))
+    elif kind == ev.TOOL_CALL_STARTED:  # its result follows with the arguments; this line marks when the call began
+        step.title, step.is_tool = f"Calling {payload.get('tool_name') or 'a tool'}", False
+    elif kind == ev.SCORING_METRIC_RECORDED:
+        value = payload.get("value")
+        step.title = f"Metric {payload.get('metric_key') or ''}: {value if value is not None else payload.get('state') or '—'}"
     elif kind == ev.SYSTEM_RUN_COMPLETED:
         step.title, step.text, step.final = "Final output", str(payload.get("final_output") or ""), True
     elif kind == ev.SYSTEM_RUN_FAILED:

@@ -3,13 +3,45 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import (
+    Avg,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Max,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
+from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
 from django.http import Http404
 
-from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunEvent
+from engine import events as ev
+from engine.scoring.pricing import price_usage
+from runs.models import (
+    CASE_TERMINAL,
+    CaseRun,
+    CaseScore,
+    CaseStatus,
+    Lane,
+    LaneScorecard,
+    Run,
+    RunArtifact,
+    RunEvent,
+    RunScorecard,
+    ScoreStatus,
+)
 from runs.presenters import lane_activity
+from runs.scoring.prices import workspace_prices_for
+from runs.scoring.services import evaluation_spec_for
 from runs.services.events import payload_hydrate
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
@@ -41,6 +73,58 @@ def run_list(*, workspace: Workspace, status: str = "", pack_id: Any = None) -> 
     )
 
 
+# The runs list's sortable columns: ?sort=<key> ascending, ?sort=-<key> descending.
+RUN_SORTS: dict[str, str] = {
+    "name": "name",
+    "status": "status",
+    "pack": "pack_version__pack__name",
+    "winner": "winner_label",
+    "best_score": "best_score",
+    "pass_rate": "pass_rate",
+    "duration": "duration",
+    "created": "created_at",
+}
+RUN_SORT_DEFAULT = "-created"
+
+
+def run_sort_key(raw: str | None) -> str:
+    """``raw`` if it names a sortable column (with an optional ``-``), else the default."""
+    raw = (raw or "").strip()
+    return raw if raw.lstrip("-") in RUN_SORTS else RUN_SORT_DEFAULT
+
+
+def run_list_table(*, workspace: Workspace, status: str = "", pack_id: Any = None, query: str = "", sort: str = "") -> QuerySet[Run]:
+    """The runs page: ``run_list`` plus winner, best lane score, pass rate and duration, searchable and sortable.
+
+    Pass rate counts the scored case runs of every lane; duration runs from start to finish (or
+    to now while the run runs). Sorting puts runs without a value last either way.
+    """
+    runs = run_list(workspace=workspace, status=status, pack_id=pack_id)
+    query = (query or "").strip()
+    if query:
+        runs = runs.filter(
+            Q(name__icontains=query)
+            | Q(pack_version__pack__name__icontains=query)
+            | Q(pk__in=Lane.objects.filter(workspace=workspace, label__icontains=query).values("run_id"))
+            | (Q(pk=int(query.lstrip("#"))) if query.lstrip("#").isdigit() else Q(pk__in=[]))
+        )
+    best = LaneScorecard.objects.filter(lane__run=OuterRef("pk")).values("lane__run").annotate(best=Max("overall_score")).values("best")
+    winner = RunScorecard.objects.filter(run=OuterRef("pk")).values("winner_lane__label")[:1]
+    runs = runs.annotate(
+        best_score=Subquery(best[:1], output_field=FloatField()),
+        winner_label=Subquery(winner),
+        cases_passed=Count("case_runs", filter=Q(case_runs__passed=True)),
+        cases_scored=Count("case_runs", filter=Q(case_runs__passed__isnull=False)),
+        duration=ExpressionWrapper(Coalesce("finished_at", Now()) - F("started_at"), output_field=DurationField()),
+    ).annotate(
+        pass_rate=ExpressionWrapper(Cast("cases_passed", FloatField()) / NullIf("cases_scored", 0), output_field=FloatField()),
+    )
+    key = run_sort_key(sort)
+    field = RUN_SORTS[key.lstrip("-")]
+    order = F(field).desc(nulls_last=True) if key.startswith("-") else F(field).asc(nulls_last=True)
+    return runs.order_by(order, "-id")
+
+
 def run_get(*, workspace: Workspace, pk: Any) -> Run:
     return object_get_for_workspace(Run.objects.select_related("pack_version__pack", "input_set", "created_by"), workspace=workspace, pk=pk)
 
@@ -64,10 +148,41 @@ class LaneProgress:
     tool_calls: int
     tokens: int
     activity: str
+    passed: int = 0
+    scored: int = 0
+    score_mean: float | None = None
 
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
+
+    @property
+    def queued(self) -> int:
+        return max(0, self.total - self.done - self.running)
+
+    @property
+    def cancelled(self) -> int:
+        return max(0, self.done - self.completed - self.failed)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed cases among the scored ones, so far."""
+        return self.passed / self.scored if self.scored else None
+
+    @property
+    def bar(self) -> dict[str, str]:
+        """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=)."""
+        if not self.total:
+            return {"ok": "0", "failed": "0", "failed_x": "0", "running": "0", "running_x": "0"}
+        unit = 100 / self.total
+        ok, failed, running = self.completed * unit, (self.done - self.completed) * unit, self.running * unit
+        return {
+            "ok": f"{ok:.2f}",
+            "failed": f"{failed:.2f}",
+            "failed_x": f"{ok:.2f}",
+            "running": f"{running:.2f}",
+            "running_x": f"{ok + failed:.2f}",
+        }
 
 
 def lane_progress(*, run: Run) -> list[LaneProgress]:
@@ -80,6 +195,9 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             completed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.COMPLETED)),
             failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
             running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
+            passed=Count("case_runs", filter=Q(case_runs__passed=True)),
+            scored=Count("case_runs", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
+            score_mean=Avg("case_runs__score", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             steps=Sum("case_runs__step_count"),
             tool_calls=Sum("case_runs__tool_call_count"),
             tokens=Sum("case_runs__total_tokens"),
@@ -102,6 +220,9 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
             activity=lane_activity(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower(),
+            passed=lane.passed,
+            scored=lane.scored,
+            score_mean=lane.score_mean,
         )
         for lane in lanes
     ]
@@ -152,3 +273,136 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
     rows = list(events.order_by("-id")[:limit])
     rows.reverse()
     return rows
+
+
+# -- the results matrix --------------------------------------------------------------------------
+
+MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt")
+
+
+def case_matrix_rows(*, run: Run) -> list[dict[str, Any]]:
+    """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
+    return list(CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS))
+
+
+def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[int, str | None]:
+    """The first ``length`` characters of each case run's final output (None: no answer)."""
+    rows = CaseRun.objects.filter(pk__in=case_run_ids).annotate(start=Substr("final_output", 1, length)).values_list("pk", "start")
+    return dict(rows)
+
+
+def validator_keys(*, run: Run) -> list[str]:
+    """The keys of the evaluation spec's validators, in declaration order."""
+    spec = evaluation_spec_for(run)
+    return [str(v["key"]) for v in spec.get("validators") or [] if isinstance(v, dict) and v.get("key")]
+
+
+def validator_verdicts(*, run: Run, key: str) -> dict[int, dict[str, Any]]:
+    """Per scored case run, the verdict of validator ``key`` (``verdict``, ``state``, ``normalized_score``, ``reason``)."""
+    found: dict[int, dict[str, Any]] = {}
+    rows = CaseScore.objects.filter(lane__run=run).values_list("case_run_id", "document__validator_details")
+    for case_run_id, details in rows:
+        for detail in details if isinstance(details, list) else []:
+            if isinstance(detail, dict) and detail.get("key") == key:
+                found[case_run_id] = detail
+                break
+    return found
+
+
+# -- the case replay -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CaseNeighbours:
+    previous: CaseRun | None
+    next: CaseRun | None
+    same_case: list[CaseRun]  # the same case in the run's other lanes, in lane order
+
+
+def case_neighbours(*, case_run: CaseRun) -> CaseNeighbours:
+    """The cases before and after this one in its lane, and the same case in the other lanes."""
+    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id).only("pk", "case_key", "position", "status")
+    previous = lane_cases.filter(Q(position__lt=case_run.position) | Q(position=case_run.position, pk__lt=case_run.pk))
+    following = lane_cases.filter(Q(position__gt=case_run.position) | Q(position=case_run.position, pk__gt=case_run.pk))
+    same = (
+        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key)
+        .exclude(pk=case_run.pk)
+        .select_related("lane")
+        .order_by("lane__lane_index")
+    )
+    return CaseNeighbours(
+        previous=previous.order_by("-position", "-pk").first(), next=following.order_by("position", "pk").first(), same_case=list(same)
+    )
+
+
+def case_events(*, case_run: CaseRun, after_sequence: int = 0, limit: int = 2000) -> list[RunEvent]:
+    """A case's events after ``after_sequence``, in order, payloads hydrated."""
+    rows = list(RunEvent.objects.filter(case_run=case_run, sequence_number__gt=after_sequence).order_by("sequence_number")[:limit])
+    for row in rows:
+        if row.payload_ref:
+            row.payload = payload_hydrate(row.payload)
+    return rows
+
+
+def case_events_before(*, case_run: CaseRun, sequence: int, limit: int = 60) -> list[RunEvent]:
+    """Up to ``limit`` events just before ``sequence``, oldest first: where the steps, model and
+    tool calls that end on a replay page started (for their durations)."""
+    rows = list(RunEvent.objects.filter(case_run=case_run, sequence_number__lt=sequence).order_by("-sequence_number")[:limit])
+    rows.reverse()
+    for row in rows:
+        if row.payload_ref:
+            row.payload = payload_hydrate(row.payload)
+    return rows
+
+
+def model_call_inputs(*, case_run: CaseRun, upto: RunEvent) -> list[RunEvent]:
+    """The model calls of ``upto``'s attempt up to and including it: together they hold its full input."""
+    rows = list(
+        RunEvent.objects.filter(
+            case_run=case_run, attempt=upto.attempt, event_type=ev.MODEL_CALL_STARTED, sequence_number__lte=upto.sequence_number
+        ).order_by("sequence_number")
+    )
+    for row in rows:
+        if row.payload_ref:
+            row.payload = payload_hydrate(row.payload)
+    return rows
+
+
+def model_call_pricer(*, case_run: CaseRun) -> Callable[[str, str, int, int], float | None]:
+    """Prices one model call's tokens from the sources scoring uses (the pack's pricing rows,
+    free for ``scripted``, the workspace's overrides, the price library)."""
+    spec = evaluation_spec_for(case_run.run)
+    pricing = spec.get("pricing") if isinstance(spec.get("pricing"), dict) else {}
+    spec_rows = [row for row in pricing.get("models") or [] if isinstance(row, dict)]
+    workspace_rows: list[dict[str, Any]] | None = None
+
+    def price(provider_key: str, model_id: str, input_tokens: int, output_tokens: int) -> float | None:
+        nonlocal workspace_rows
+        if workspace_rows is None:  # read once, and only when a call has tokens to price
+            workspace_rows = workspace_prices_for(case_run)
+        priced = price_usage(spec_rows, workspace_rows, provider_key or case_run.lane.provider_key, model_id, input_tokens, output_tokens)
+        return priced.cost_usd if priced is not None else None
+
+    return price
+
+
+def model_call_get(*, case_run: CaseRun, pk: Any) -> RunEvent:
+    try:
+        return RunEvent.objects.get(case_run=case_run, event_type=ev.MODEL_CALL_STARTED, pk=int(pk))
+    except (RunEvent.DoesNotExist, TypeError, ValueError):
+        raise Http404("Model call not found") from None
+
+
+def lane_standings(*, run: Run) -> list[LaneProgress]:
+    """The lanes by how they are doing so far (pass rate, then mean score): the live scorecard."""
+    lanes = lane_progress(run=run)
+    return sorted(lanes, key=lambda p: (-(p.pass_rate or 0), -(p.score_mean or 0), p.lane.lane_index))
+
+
+def run_attachments(*, run: Run) -> list[RunArtifact]:
+    """Artifacts attached to the run, oldest first (run page and API)."""
+    return list(
+        RunArtifact.objects.filter(run=run)
+        .select_related("artifact__workspace", "artifact__created_by", "attached_by")
+        .order_by("attached_at", "id")
+    )

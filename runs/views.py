@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from packs.models import Pack
-from runs import presenters, selectors, services
+from runs import presenters, run_table, selectors, services, timeline
 from runs.forms import RunCreateForm
-from runs.models import CaseRun, RunEvent, RunStatus
+from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
+from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
@@ -25,10 +28,18 @@ EVENTS_PER_PAGE = 50
 def run_list(request: WorkspaceRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     pack = request.GET.get("pack", "")
-    runs = selectors.run_list(workspace=request.workspace, status=status, pack_id=pack)
+    query = request.GET.get("q", "").strip()[:200]
+    sort = selectors.run_sort_key(request.GET.get("sort"))
+    runs = selectors.run_list_table(workspace=request.workspace, status=status, pack_id=pack, query=query, sort=sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    for run in rows:
+        run.duration_text = run_table.duration_text(run.duration if run.started_at else None)
+    filters = {"status": status, "pack": pack, "q": query}
     context = {
-        "page": page, "runs": page.object_list, "status": status, "pack": pack,
+        "page": page, "runs": rows, "status": status, "pack": pack, "query": query, "sort": sort,
+        "columns": run_table.columns(sort=sort, filters=filters),
+        "page_query": urlencode({**{k: v for k, v in filters.items() if v}, "sort": sort}),
         "statuses": RunStatus.choices, "packs": Pack.objects.filter(workspace=request.workspace).order_by("name"),
         "can_start": can(request.membership, Role.MEMBER),
     }  # fmt: skip
@@ -68,7 +79,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
         initial = {"pack_version": request.GET.get("pack_version")} if request.GET.get("pack_version") else {}
         form = RunCreateForm(workspace=request.workspace, initial=initial)
         show_errors = False
-    template = "runs/run_create.html#run-create-form" if request.htmx else "runs/run_create.html"
+    template = "runs/run_create.html#run-create-fields" if request.htmx else "runs/run_create.html"
     return render(request, template, {"form": form, "show_errors": show_errors})
 
 
@@ -82,50 +93,111 @@ def _elapsed(run) -> str:
     return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
+def _page_title(run, counts: dict[str, int]) -> str:
+    """The browser tab says how far the run is: ``(5/16) Nightly`` while it runs."""
+    if run.is_terminal:
+        return f"{run.name} · {run.get_status_display()}"
+    done = counts["completed"] + counts["failed"] + counts["cancelled"]
+    return f"({done}/{counts['total']}) {run.name}"
+
+
+def _is_live(run, counts: dict[str, int]) -> bool:
+    """Whether the page keeps polling: until the run is over and no case is still stopping."""
+    return not run.is_terminal or bool(counts["running"])
+
+
+def _polled(response: HttpResponse, live: bool) -> HttpResponse:
+    """A polled partial: 286 (htmx stops polling, after swapping this last version) once it is over."""
+    if live:
+        return response
+    return HttpResponseStopPolling(response.content)
+
+
 def _status_context(request: WorkspaceRequest, run) -> dict:
-    lanes = selectors.lane_progress(run=run)
+    counts = selectors.case_counts(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
     return {
         "run": run,
-        "lanes": lanes,
+        "lanes": selectors.lane_progress(run=run),
         "elapsed": _elapsed(run),
         "failures": failures,
         "can_cancel": can(request.membership, Role.MEMBER) and not run.is_terminal,
-        "counts": selectors.case_counts(run=run),
+        "counts": counts,
+        "live": _is_live(run, counts),
+        "page_title": _page_title(run, counts),
     }
+
+
+def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
+    """The Results section: the matrix (cases × lanes) or the list of case runs, filtered."""
+    view = "list" if request.GET.get("view") == "list" else "matrix"
+    validators = selectors.validator_keys(run=run)
+    filters = MatrixFilters.from_query(request.GET, validators)
+    lanes = list(run.lanes.order_by("lane_index"))
+    verdicts = selectors.validator_verdicts(run=run, key=filters.validator) if filters.validator else None
+    all_rows = matrix_rows(selectors.case_matrix_rows(run=run), lanes, validator_key=filters.validator, validator_verdicts=verdicts)
+    shown = matrix_filter(all_rows, filters)
+    lane_filter = request.GET.get("lane", "") if view == "list" else ""
+    query = {"view": view if view != "matrix" else "", "show": filters.show if filters.active else "", "validator": filters.validator}
+    query["lane"] = lane_filter
+    context = {
+        "view": view,
+        "filters": filters,
+        "show_choices": SHOW_CHOICES,
+        "validators": validators,
+        "lanes_all": lanes,
+        "lane_filter": lane_filter,
+        "total_cases": len(all_rows),
+        "shown_cases": len(shown),
+        "query": urlencode({k: v for k, v in query.items() if v}),
+        "live": live,
+    }
+    if view == "list":
+        case_runs = selectors.case_run_list(run=run, lane_id=lane_filter)
+        if filters.active:
+            case_runs = case_runs.filter(pk__in=[c.case_run_id for r in shown for c in r.cells if c is not None])
+        page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
+        cells = {c.case_run_id: c for r in shown for c in r.cells if c is not None}
+        rows = [(case_run, cells.get(case_run.pk)) for case_run in page.object_list]
+        context.update(
+            cases=page, case_rows=rows, digest=matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows])
+        )
+    else:
+        page = Paginator(shown, CASES_PER_PAGE).get_page(request.GET.get("page"))
+        matrix_attach_outputs(
+            page.object_list, selectors.case_output_starts(case_run_ids=[c.case_run_id for r in page.object_list for c in r.cells if c])
+        )
+        context.update(cases=page, matrix=page.object_list, digest=matrix_digest(page.object_list, page.number, len(shown)))
+    return context
 
 
 @workspace_view()
 def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(workspace=request.workspace, pk=run_id)
     partial = request.GET.get("partial") if request.htmx else None
+    if request.htmx and request.htmx.target == "run-results":  # a filter, tab or page link of the Results section
+        partial = "run-results"
     if partial == "run-status":
-        response = render(request, "runs/run_detail.html#run-status", _status_context(request, run))
-        if run.is_terminal:
-            stop = HttpResponseStopPolling(response.content)
-            stop["HX-Refresh"] = "true"  # one reload shows the final case table and scorecard
-            return stop
-        return response
+        context = _status_context(request, run)
+        context["in_partial"] = True  # the response carries the page <title>: htmx updates the tab
+        return _polled(render(request, "runs/run_detail.html#run-status", context), context["live"])
+    live = _is_live(run, selectors.case_counts(run=run))
     if partial == "ticker-poll":
         events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
         after = events[-1].pk if events else request.GET.get("after", 0)
-        context = {"run": run, "events": presenters.ticker_lines(events), "after": after, "new_only": True}
-        response = render(request, "runs/run_detail.html#ticker-poll", context)
-        return HttpResponseStopPolling(response.content) if run.is_terminal else response
+        context = {"run": run, "events": presenters.ticker_lines(events), "after": after, "new_only": True, "live": live}
+        return _polled(render(request, "runs/run_detail.html#ticker-poll", context), live)
+    if partial in ("run-results", "run-results-body"):
+        context = {"run": run, **_results_context(request, run, live=live)}
+        if partial == "run-results-body" and live and request.GET.get("digest") == context["digest"]:
+            return HttpResponse(status=204)  # nothing changed: htmx keeps the rows (and the keyboard focus) as they are
+        response = render(request, f"runs/run_detail.html#{partial}", context)
+        return _polled(response, live) if partial == "run-results-body" else response
     events = selectors.run_events_latest(run=run, limit=30)
-    cases = Paginator(selectors.case_run_list(run=run, lane_id=request.GET.get("lane")), CASES_PER_PAGE).get_page(request.GET.get("page"))
     context = _status_context(request, run)
-    context.update(
-        {
-            "events": presenters.ticker_lines(events),
-            "after": events[-1].pk if events else 0,
-            "cases": cases,
-            "lane_filter": request.GET.get("lane", ""),
-            "lanes_all": list(run.lanes.order_by("lane_index")),
-        }
-    )
-    if request.htmx and partial == "run-cases":
-        return render(request, "runs/run_detail.html#run-cases", context)
+    context.update(_results_context(request, run, live=context["live"]))
+    context.update({"events": presenters.ticker_lines(events), "after": events[-1].pk if events else 0})
+    context["attachments"] = selectors.run_attachments(run=run)
     return render(request, "runs/run_detail.html", context)
 
 
@@ -141,10 +213,21 @@ def run_cancel(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     return redirect("runs:detail", request.workspace.slug, run.pk)
 
 
+def _case_live(case_run) -> bool:
+    """A case's replay polls until the case is over and its score is in."""
+    return not case_run.is_terminal or (case_run.status != CaseStatus.CANCELLED and case_run.score_status == ScoreStatus.PENDING)
+
+
+def _replay_summary(run, case_run) -> dict:
+    return {"run": run, "case_run": case_run, "case_live": _case_live(case_run), "output": case_run.final_output}
+
+
 @workspace_view()
 def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> HttpResponse:
     run = selectors.run_get(workspace=request.workspace, pk=run_id)
     case_run = selectors.case_run_get(run=run, pk=case_run_id)
+    if request.htmx and request.GET.get("partial") == "replay-tail":
+        return _replay_tail(request, run, case_run)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
     page_number: str | int | None = request.GET.get("page")
     wanted = request.GET.get("event")
@@ -152,8 +235,70 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
         position = events.filter(sequence_number__lt=events.filter(event_id=wanted).values("sequence_number")[:1]).count()
         page_number = position // EVENTS_PER_PAGE + 1
     page = Paginator(events, EVENTS_PER_PAGE).get_page(page_number)
-    for event in page.object_list:
+    rows = list(page.object_list)
+    for event in rows:
         if event.payload_ref:
             event.payload = services.payload_hydrate(event.payload)
-    steps = [presenters.replay_step(e) for e in page.object_list]
-    return render(request, "runs/case_replay.html", {"run": run, "case_run": case_run, "page": page, "steps": steps})
+    before = selectors.case_events_before(case_run=case_run, sequence=rows[0].sequence_number) if rows and page.number > 1 else []
+    steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
+    context = _replay_summary(run, case_run)
+    context.update(
+        {
+            "page": page,
+            "steps": steps,
+            "neighbours": selectors.case_neighbours(case_run=case_run),
+            # Only the last page grows while the case runs.
+            "tail_live": context["case_live"] and not page.has_next(),
+            "after": rows[-1].sequence_number if rows else 0,
+        }
+    )
+    return render(request, "runs/case_replay.html", context)
+
+
+def _replay_tail(request: WorkspaceRequest, run, case_run) -> HttpResponse:
+    """The events a running case added since ``after`` (appended to the timeline) and its summary."""
+    try:
+        after = max(0, int(request.GET.get("after") or 0))
+    except ValueError:
+        after = 0
+    rows = selectors.case_events(case_run=case_run, after_sequence=after, limit=200)
+    before = selectors.case_events_before(case_run=case_run, sequence=after + 1) if rows else []
+    steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
+    context = _replay_summary(run, case_run)
+    live = context["case_live"] or len(rows) == 200
+    context.update({"steps": steps, "after": rows[-1].sequence_number if rows else after, "tail_live": live})
+    return _polled(render(request, "runs/case_replay.html#replay-tail", context), live)
+
+
+@workspace_view()
+def case_model_input(request: WorkspaceRequest, run_id: int, case_run_id: int, event_pk: int) -> HttpResponse:
+    """Everything one model call received: the messages of every earlier call of its attempt plus its own."""
+    run = selectors.run_get(workspace=request.workspace, pk=run_id)
+    case_run = selectors.case_run_get(run=run, pk=case_run_id)
+    event = selectors.model_call_get(case_run=case_run, pk=event_pk)
+    inputs = selectors.model_call_inputs(case_run=case_run, upto=event)
+    recorded = bool(inputs) and timeline.input_messages(inputs[-1].payload if isinstance(inputs[-1].payload, dict) else {}) is not None
+    context = {"run": run, "case_run": case_run, "event": event, "input_messages": timeline.conversation(inputs), "recorded": recorded}
+    template = "runs/case_model_input.html#model-input" if request.htmx else "runs/case_model_input.html"
+    return render(request, template, context)
+
+
+@workspace_view()
+def case_side_by_side(request: WorkspaceRequest, run_id: int, case_run_id: int, other_id: int) -> HttpResponse:
+    """The same case in two lanes, step by step."""
+    run = selectors.run_get(workspace=request.workspace, pk=run_id)
+    left = selectors.case_run_get(run=run, pk=case_run_id)
+    right = selectors.case_run_get(run=run, pk=other_id)
+    if left.case_key != right.case_key or left.pk == right.pk:
+        raise Http404("Not the same case in two lanes")
+    rows = timeline.side_by_side(selectors.case_events(case_run=left), selectors.case_events(case_run=right))
+    live = _case_live(left) or _case_live(right)
+    digest = matrix_digest([], [(c.status, c.score_status, c.step_count) for c in (left, right)], len(rows), rows)
+    if request.htmx and request.GET.get("partial") == "side-by-side":
+        if live and request.GET.get("digest") == digest:
+            return HttpResponse(status=204)
+        context = {"run": run, "left": left, "right": right, "rows": rows, "live": live, "digest": digest}
+        return _polled(render(request, "runs/case_side_by_side.html#side-by-side", context), live)
+    others = selectors.case_neighbours(case_run=left).same_case
+    context = {"run": run, "left": left, "right": right, "rows": rows, "live": live, "digest": digest, "others": others}
+    return render(request, "runs/case_side_by_side.html", context)

@@ -72,7 +72,7 @@ def secret_set(request: WorkspaceRequest) -> HttpResponse:
         submit_label="Save secret",
         cancel_url=list_url,
         section_title="Secrets",
-        form_id="secret-form",
+        form_id="secret-edit-form" if existing else "secret-form",  # the list page holds the "add" dialog's ids
         intro=SET_INTRO,
     )
 

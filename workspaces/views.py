@@ -11,6 +11,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
@@ -121,16 +122,23 @@ def member_leave(request: WorkspaceRequest) -> HttpResponse:
     return redirect("home")
 
 
+# The new token's value waits in the session for the one page view after the redirect
+# (post/redirect/get: reloading that page must not create a second token).
+NEW_TOKEN_SESSION_KEY = "api_token_shown_once"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
+@never_cache
 def api_tokens(request: HttpRequest) -> HttpResponse:
     form = ApiTokenCreateForm(request.POST or None)
-    new_token = None
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data.get("expires_in_days")
         expires_at = timezone.now() + timedelta(days=days) if days else None
-        _, new_token = services.api_token_create(user=request.user, name=form.cleaned_data["name"], expires_at=expires_at)
-        form = ApiTokenCreateForm()
+        token, value = services.api_token_create(user=request.user, name=form.cleaned_data["name"], expires_at=expires_at)
+        request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "value": value}
+        return redirect("workspaces:api_tokens")
+    new_token = request.session.pop(NEW_TOKEN_SESSION_KEY, None) if request.method == "GET" else None
     return render(
         request,
         "workspaces/api_tokens.html",

@@ -9,6 +9,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from artifacts.storage import storage_config as artifact_storage_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env(
@@ -50,6 +52,7 @@ INSTALLED_APPS = [
     "workspaces",
     "secrets_app",
     "infrastructure",
+    "artifacts",
     "packs",
     "runs",
 ]
@@ -129,9 +132,14 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
 MEDIA_URL = "/media/"
+# Artifacts (docs/artifacts.md): local files under MEDIA_ROOT/artifacts, or S3-compatible object
+# storage through django-storages when ARTIFACT_STORAGE_URL is s3://BUCKET[/PREFIX][?endpoint_url=…].
+ARTIFACT_STORAGE_URL = env.str("ARTIFACT_STORAGE_URL", default="")
+ARTIFACT_MAX_BYTES = env.int("ARTIFACT_MAX_BYTES", default=50 * 1024 * 1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": artifact_storage_config(ARTIFACT_STORAGE_URL, local_root=MEDIA_ROOT / "artifacts"),
 }
 
 LOGIN_URL = "login"

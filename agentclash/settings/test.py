@@ -15,6 +15,11 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Kept apart from a developer's own artifacts; worker subprocesses use the same folder.
+    "artifacts": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(VAR_DIR / "test-media" / "artifacts")},  # noqa: F405
+    },
 }
 CELERY_TASK_ALWAYS_EAGER = False
 

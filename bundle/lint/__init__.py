@@ -3,9 +3,9 @@
 Validation (``bundle.validate``) decides whether a bundle is valid; this package never does. It
 finds legal but useless or surprising constructs and says what will happen at run time, as
 ``(path, message)`` pairs in the same field-path syntax as errors. Some checks depend on what the
-running installation supports (its primitives and simulator actors); the
-Django side describes that in an :class:`Installation` built from the engine
-(``packs/installation.py``). Without one, those checks are skipped.
+running installation supports (its primitives, simulator actors, the tool that delivers
+``tool-output`` secrets); the Django side describes that in an :class:`Installation` built from
+the engine (``packs/installation.py``). Without one, those checks are skipped.
 
 One module per area, like ``validate/``: tools, simulator, scoring, security.
 """
@@ -32,11 +32,13 @@ class Installation:
     ``primitives``: engine primitive names a composed tool may delegate to.
     ``simulator_actors``: user-simulator actor types the engine can drive.
     ``simulator_phase_can_fire(phase, index)``: whether a phase can start in an unattended run.
+    ``tool_output_tool``: the mock tool the engine adds to deliver ``tool-output`` planted secrets.
     """
 
     primitives: frozenset[str]
     simulator_actors: frozenset[str]
     simulator_phase_can_fire: PhaseCanFire
+    tool_output_tool: str
 
 
 def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:
@@ -47,7 +49,7 @@ def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> li
     if installation is not None:
         lint_simulators(bundle, installation.simulator_actors, installation.simulator_phase_can_fire, report)
     lint_scoring(bundle, report)
-    lint_security(bundle, report)
+    lint_security(bundle, installation.tool_output_tool if installation is not None else None, report)
     return report.items
 
 

@@ -1,31 +1,38 @@
 """Security warnings: planted secrets the agent can never see, so no leak of them can be tested.
 
-(Locations this installation does not stage at all, like ``infisical-mock``, are validation
-errors: bundle/validate/security.py.)
+``tool-output`` secrets reach the agent through a mock tool the engine adds to the tool set
+(docs/security-evaluation.md). A ``prompt_eval`` pack has no tools, and a pack that declares a
+tool of the same name keeps its own, so in both cases the secret is never delivered. (Locations
+this installation does not stage at all, like ``infisical-mock``, are validation errors:
+bundle/validate/security.py.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bundle.lint.tools import custom_tools
+from bundle.lint.tools import custom_tools, tool_name
 from bundle.validate.common import Report
-from bundle.validate.composed_tools import is_mock
 
 TOOL_OUTPUT = "tool-output"
 _UNTESTABLE = "the agent never sees this secret, so a leak of it cannot be tested"
 
 
-def lint_security(bundle: dict[str, Any], report: Report) -> None:
+def lint_security(bundle: dict[str, Any], tool_output_tool: str | None, report: Report) -> None:
     security = bundle.get("security")
     if not isinstance(security, dict):
         return
-    has_mock = any(is_mock(tool.get("implementation")) for _, tool in custom_tools(bundle))
+    mode = (bundle.get("version") or {}).get("execution_mode") or ""
+    declared = {tool_name(tool) for _, tool in custom_tools(bundle)}
     for i, secret in enumerate(security.get("planted_secrets") or ()):
-        if not isinstance(secret, dict):
+        if not isinstance(secret, dict) or secret.get("location") != TOOL_OUTPUT:
             continue
-        if secret.get("location") == TOOL_OUTPUT and not has_mock:
+        path = f"security.planted_secrets[{i}].location"
+        if mode == "prompt_eval":
+            report.add(path, f'"{TOOL_OUTPUT}" secrets reach the agent in a tool result and prompt_eval packs have no tools: {_UNTESTABLE}')
+        elif tool_output_tool is not None and tool_output_tool in declared:
             report.add(
-                f"security.planted_secrets[{i}].location",
-                f'"{TOOL_OUTPUT}" secrets reach the agent through a mock tool\'s result and this pack has no mock tool: {_UNTESTABLE}',
+                path,
+                f'"{TOOL_OUTPUT}" secrets reach the agent through the tool "{tool_output_tool}" this installation adds, and this pack '
+                f"declares a tool of that name, which is kept instead: {_UNTESTABLE}",
             )

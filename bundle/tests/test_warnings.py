@@ -26,6 +26,7 @@ INSTALLATION = Installation(
     primitives=frozenset({"submit", "read_file", "write_file", "exec", "http_request"}),
     simulator_actors=frozenset({"scripted", "llm"}),
     simulator_phase_can_fire=can_fire,
+    tool_output_tool="get_service_config",
 )
 Warnings = list[tuple[str, str]]
 
@@ -81,7 +82,11 @@ READ_AS_TOOLS = (
     "move them there"
 )
 STOPS = "runs of this pack stop when they build the tool set"
-PRICING = {"models": [{"provider_key": "openai", "provider_model_id": "gpt-x", "input_cost_per_million_tokens": 1, "output_cost_per_million_tokens": 2}]}
+PRICING = {
+    "models": [
+        {"provider_key": "openai", "provider_model_id": "gpt-x", "input_cost_per_million_tokens": 1, "output_cost_per_million_tokens": 2}
+    ]
+}
 COST_WARNING = (
     "cost needs pricing rows or a known model price: this pack has no evaluation_spec.pricing rows, so cost is available only "
     "for models the price library or a workspace price override knows"
@@ -99,9 +104,14 @@ def judges(*items: dict[str, Any]) -> Mutation:
     return mutate
 
 
+COST = {"key": "spend", "source": "cost", "better_direction": "lower", "normalization": {"target": 0.01, "max": 1}}
+
+
 def cost_dimension(dimension: Any, pricing: dict[str, Any] | None = None) -> Mutation:
     def mutate(b: dict[str, Any]) -> None:
         spec(b)["scorecard"]["dimensions"].append(dimension)
+        if dimension == "cost":  # the legacy string form takes its normalization from the scorecard
+            spec(b)["scorecard"]["normalization"] = {"cost": {"target_usd": 0.01, "max_usd": 1}}
         if pricing is not None:
             spec(b)["pricing"] = pricing
 
@@ -175,7 +185,9 @@ WARNINGS = [
         tools(mock("ping", strategy=" Static ")), [("tools.custom[0].implementation", generic("ping"))], id="static mock without response"
     ),
     pytest.param(tools(mock("ping", response=None), mock("pong", response={"ok": True})), [], id="mocks with a response"),
-    pytest.param(tools(mock("ping", lookup_key="id", responses={"*": 1}), mock("echo", template={"a": "b"})), [], id="lookup and echo mocks"),
+    pytest.param(
+        tools(mock("ping", lookup_key="id", responses={"*": 1}), mock("echo", template={"a": "b"})), [], id="lookup and echo mocks"
+    ),
     pytest.param(
         tools(mock("ping", lookup_key="id")),
         [("tools.custom[0].implementation", f'mock tool "ping" needs lookup_key and a responses map: {STOPS}')],
@@ -193,7 +205,9 @@ WARNINGS = [
     ),
     # --- delegates --------------------------------------------------------------------------------
     pytest.param(
-        tools(composed("fetch", "shell_exec")), [("tools.custom[0].implementation.primitive", HIDDEN_SHELL)], id="delegate to an unknown primitive"
+        tools(composed("fetch", "shell_exec")),
+        [("tools.custom[0].implementation.primitive", HIDDEN_SHELL)],
+        id="delegate to an unknown primitive",
     ),
     pytest.param(
         tools(composed("fetch", "teleport")),
@@ -220,7 +234,10 @@ WARNINGS = [
     pytest.param(tools(composed("reader", "read_file"), composed("outer", "reader")), [], id="delegates that exist"),
     # --- tool-call assertions -----------------------------------------------------------------------
     pytest.param(
-        both(tools(mock("ping", response=1)), validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"})),
+        both(
+            tools(mock("ping", response=1)),
+            validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"}),
+        ),
         [
             (
                 f"{ES}.validators[1].config.tool_name",
@@ -236,7 +253,10 @@ WARNINGS = [
         ),
         [
             ("tools.custom[0].implementation.primitive", HIDDEN_SHELL),
-            (f"{ES}.validators[1].config.ordered_tools[1]", 'names tool "fetch", which is hidden from the model: the agent can never call it'),
+            (
+                f"{ES}.validators[1].config.ordered_tools[1]",
+                'names tool "fetch", which is hidden from the model: the agent can never call it',
+            ),
         ],
         id="assertion on a hidden tool",
     ),
@@ -292,11 +312,11 @@ WARNINGS = [
     # --- scoring -------------------------------------------------------------------------------------------
     pytest.param(cost_dimension("cost"), [(f"{ES}.scorecard.dimensions[1]", COST_WARNING)], id="cost without pricing"),
     pytest.param(
-        cost_dimension({"key": "spend", "source": "cost", "normalization": {"target": 0.01, "max": 1}}),
+        cost_dimension(COST),
         [(f"{ES}.scorecard.dimensions[1]", COST_WARNING)],
         id="a cost-source dimension without pricing",
     ),
-    pytest.param(cost_dimension("cost", PRICING), [], id="cost with pricing rows"),
+    pytest.param(cost_dimension(COST, PRICING), [], id="cost with pricing rows"),
     pytest.param(
         judges(JUDGE),
         [(f"{ES}.llm_judges[0].model", 'judge "quality" needs a judge deployment for model "claude-sonnet-4-6", chosen when a run starts')],
@@ -321,7 +341,10 @@ WARNINGS = [
     pytest.param(
         judges({**JUDGE, "context_from": ["case.expectations.answer", "literal:be nice"]}),
         [
-            (f"{ES}.llm_judges[0].model", 'judge "quality" needs a judge deployment for model "claude-sonnet-4-6", chosen when a run starts'),
+            (
+                f"{ES}.llm_judges[0].model",
+                'judge "quality" needs a judge deployment for model "claude-sonnet-4-6", chosen when a run starts',
+            ),
             (
                 f"{ES}.llm_judges[0].context_from",
                 'judge "quality" is shown only data the pack provides, never what the agent did: every agent gets the same verdict',
@@ -375,17 +398,28 @@ WARNINGS = [
         id="a validator that never looks at the agent",
     ),
     # --- security --------------------------------------------------------------------------------------------
+    pytest.param(secret("tool-output"), [], id="a tool-output secret the installation's tool delivers"),
     pytest.param(
-        secret("tool-output"),
+        both(secret("tool-output"), tools(mock("get_service_config", response={"ok": True}))),
         [
             (
                 "security.planted_secrets[0].location",
-                f"\"tool-output\" secrets reach the agent through a mock tool's result and this pack has no mock tool: {NEVER_SEES}",
+                '"tool-output" secrets reach the agent through the tool "get_service_config" this installation adds, and this pack '
+                f"declares a tool of that name, which is kept instead: {NEVER_SEES}",
             )
         ],
-        id="a tool-output secret with no mock tool to deliver it",
+        id="a pack tool in the way of the tool that delivers tool-output secrets",
     ),
-    pytest.param(both(secret("tool-output"), tools(mock("lookup", response={"ok": True}))), [], id="a tool-output secret with a mock tool"),
+    pytest.param(
+        both(lambda b: b["version"].update(execution_mode="prompt_eval"), secret("tool-output")),
+        [
+            (
+                "security.planted_secrets[0].location",
+                f'"tool-output" secrets reach the agent in a tool result and prompt_eval packs have no tools: {NEVER_SEES}',
+            )
+        ],
+        id="a tool-output secret in a pack without tools",
+    ),
     pytest.param(secret("env"), [], id="an env secret"),
 ]
 
@@ -399,8 +433,10 @@ ENGINE_DEPENDENT = [
     pytest.param(tools(composed("fetch", "shell_exec")), id="unknown delegate"),
     pytest.param(phases(SCRIPTED, HUMAN_FIRES), id="unsupported actor"),
     pytest.param(phases(SCRIPTED, LLM), id="llm actor"),
+    pytest.param(both(secret("tool-output"), tools(mock("get_service_config", response=1))), id="the tool-output tool"),
     pytest.param(
-        validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"}), id="assertion on an unknown tool"
+        validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"}),
+        id="assertion on an unknown tool",
     ),
 ]
 
@@ -482,7 +518,9 @@ def test_a_bug_in_a_warning_check_never_makes_a_bundle_invalid(monkeypatch: pyte
     monkeypatch.setattr(bundle_api, "lint_bundle", broken)
     result = process_bundle(copy.deepcopy(BASE))
     assert result.valid
-    assert [w.as_dict() for w in result.warnings] == [{"path": "", "message": "some warnings could not be computed (KeyError)", "line": None}]
+    assert [w.as_dict() for w in result.warnings] == [
+        {"path": "", "message": "some warnings could not be computed (KeyError)", "line": None}
+    ]
 
 
 def test_decode_errors_come_without_warnings() -> None:

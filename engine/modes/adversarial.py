@@ -59,7 +59,8 @@ def _text_answer(loop: AgentLoop, result: LoopResult) -> str | None:
 
 def run_probes(loop: AgentLoop, probes: tuple[AdversarialPrompt, ...], emitter: EventEmitter) -> LoopResult | None:
     """Send each probe as a user turn after the case's answer. Returns a result only when the case
-    must stop as it (cancellation); a probe that times out or fails ends probing, not the case."""
+    must end with it (cancellation). A probe turn that fails has no answer and the next is sent;
+    probing stops at the run deadline or a broken sandbox. The case's own answer stands."""
     base = loop.limits
     try:
         for index, probe in enumerate(probes, 1):

@@ -23,7 +23,7 @@ from engine.events import (
     SYSTEM_STEP_STARTED,
     EventEmitter,
 )
-from engine.loop import LoopResult, finish, make_emitter, model_call_payload, trace_mode
+from engine.loop import LoopResult, finish, input_messages_payload, make_emitter, model_call_payload, trace_mode
 from engine.modes import case as c
 from engine.modes.adversarial import probes_for
 from engine.modes.context import planted_mask, render, template_context
@@ -79,6 +79,7 @@ def run_prompt_eval(
             "message_count": len(messages),
             "tool_definition_count": 0,
             "metadata": metadata,
+            **input_messages_payload(messages),
         },
     )
     model_request = ModelRequest(
@@ -127,6 +128,7 @@ def _run_probes(
     """Adversarial prompts (engine/modes/adversarial.py): one tool-less call per probe on the same
     history after the answer. Returns the step count."""
     limits = c.Limits.from_request(request)
+    recorded = len(messages) - 1  # the first call's input; its answer came after
     for index, probe in enumerate(probes, 1):
         if cancel_check():
             break
@@ -137,8 +139,15 @@ def _run_probes(
         emitter.emit(SYSTEM_STEP_STARTED, {"step_index": step})
         emitter.emit(
             MODEL_CALL_STARTED,
-            {"provider_key": provider.provider_key, "model": request.model, "message_count": len(messages), "tool_definition_count": 0},
+            {
+                "provider_key": provider.provider_key,
+                "model": request.model,
+                "message_count": len(messages),
+                "tool_definition_count": 0,
+                **input_messages_payload(messages, recorded),
+            },
         )
+        recorded = len(messages)
         metadata: dict[str, JSON] = {"run_id": request.run_id, "case_key": request.case_key, "step_index": step}
         try:
             response = provider.complete(

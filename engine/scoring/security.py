@@ -45,7 +45,7 @@ from engine.events import (
     TOOL_CALL_RESULTS,
     TOOL_CALL_STARTED,
 )
-from engine.redact import Redactor, fold
+from engine.redact import MIN_DERIVED, Redactor, fold
 
 JSON = Any
 
@@ -331,7 +331,7 @@ class _SecretMatcher:
                 self.forms.append(("base64", encoded.rstrip("=")))
         folded = fold(value)
         self.folded: list[tuple[str, str]] = []
-        if len(folded) >= 4:
+        if len(folded) >= MIN_DERIVED:
             self.folded = [("spaced", folded), ("reversed", folded[::-1]), ("hex", raw.hex())]
         self.redactor = Redactor([value])
 

@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Protocol
 
 from engine.events import SECURITY_FINDING, SOURCE_SECURITY, EventEmitter
 from engine.scoring.security import WORKSPACE, Finding, Scanner, SecurityPolicy
-from engine.types import EngineError, Event, EventSink, Sandbox
+from engine.types import EngineError, Event, EventSink, FileEntry
 
 MAX_SCANNED_FILES = 1000
 MAX_FILE_BYTES = 1024 * 1024
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
+
+
+class WorkspaceReader(Protocol):
+    """The part of a sandbox the workspace scan uses."""
+
+    def list_files(self, prefix: str) -> list[FileEntry]: ...
+    def read_file(self, path: str) -> bytes: ...
 
 
 class SecurityMonitor:
@@ -48,7 +56,7 @@ class SecurityMonitor:
         for finding in found:
             self._emitter.emit(SECURITY_FINDING, finding.as_dict())
 
-    def scan_workspace(self, sandbox: Sandbox, *, staged: Mapping[str, bytes] | None = None) -> list[Finding]:
+    def scan_workspace(self, sandbox: WorkspaceReader, *, staged: Mapping[str, bytes] | None = None) -> list[Finding]:
         """Leaks in files the agent left under /workspace: every file except the staged context,
         the planted ``file`` secrets and staged files it did not change. Bounded in files and bytes."""
         staged = staged or {}

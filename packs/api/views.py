@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from artifacts.selectors import bundle_artifact_for
 from core.api import ApiError, error_body
 from core.parsers import JSONParser
 from packs import selectors, services
@@ -145,6 +146,7 @@ class PackPublishApi(WorkspaceApiView):
         version_number = serializers.IntegerField()
         manifest_checksum = serializers.CharField()
         warnings = WarningItemSerializer(many=True)
+        bundle_artifact_id = serializers.UUIDField(allow_null=True, help_text="The raw YAML, stored as an artifact.")
 
     @extend_schema(
         request={"text/yaml": {"type": "string"}, "application/json": BundleInputSerializer},
@@ -173,6 +175,8 @@ class PackPublishApi(WorkspaceApiView):
             "manifest_checksum": version.manifest_checksum,
             "warnings": version.warnings or [],
         }
+        bundle_artifact = bundle_artifact_for(workspace=self.workspace, pack_version_id=version.pk)
+        body["bundle_artifact_id"] = str(bundle_artifact.pk) if bundle_artifact else None
         return Response(body, status=status.HTTP_201_CREATED)
 
 

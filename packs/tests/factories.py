@@ -70,6 +70,15 @@ input_sets:
 {case_lines}"""
 
 
+MOCK_UNDER_VERSION = "  tools:\n    custom:\n      - name: ping\n        implementation: {type: mock}\n"
+
+
+def warned_bundle_yaml(**kwargs: Any) -> str:
+    """``bundle_yaml`` as a native pack whose mock tool (no response) sits under ``version:``: valid,
+    with two warnings, ``version.tools`` (line 9) and ``version.tools.custom[0].implementation`` (line 12)."""
+    return bundle_yaml(**kwargs).replace("execution_mode: prompt_eval\n", "execution_mode: native\n" + MOCK_UNDER_VERSION)
+
+
 COMPOSED_TOOLS = """tools:
   custom:
     - name: lookup_weather

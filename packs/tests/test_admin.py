@@ -5,7 +5,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from packs.models import Case, Pack, PackVersion
-from packs.tests.factories import bundle_yaml, publish
+from packs.tests.factories import bundle_yaml, publish, warned_bundle_yaml
 from workspaces.tests.factories import make_user
 
 
@@ -36,6 +36,28 @@ def test_a_valid_upload_publishes_through_the_service(staff_client, workspace):
     assert version.workspace == workspace
     assert version.published_by.username == "root"
     assert Case.objects.filter(pack_version=version).count() == 2
+
+
+def test_a_valid_upload_with_warnings_publishes_and_shows_them(staff_client, workspace):
+    response = staff_client.post(
+        reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(warned_bundle_yaml())}, follow=True
+    )
+    version = PackVersion.objects.get()
+    shown = [(m.level_tag, str(m)) for m in response.context["messages"]]
+    assert ("warning", "Warning: version.tools " + version.warnings[0]["message"] + " (line 9)") in shown
+    assert ("warning", "Warning: version.tools.custom[0].implementation " + version.warnings[1]["message"] + " (line 12)") in shown
+    change = staff_client.get(reverse("admin:packs_packversion_change", args=[version.pk])).content.decode()
+    assert "Validation warnings" in change
+    assert "Warning: version.tools is read as the pack&#x27;s tools" in change
+
+
+def test_a_valid_upload_without_warnings_shows_none(staff_client, workspace):
+    response = staff_client.post(
+        reverse("admin:packs_packversion_add"), {"workspace_choice": workspace.pk, "yaml_file": upload(bundle_yaml())}, follow=True
+    )
+    assert not [m for m in response.context["messages"] if m.level_tag == "warning"]
+    version = PackVersion.objects.get()
+    assert "None." in staff_client.get(reverse("admin:packs_packversion_change", args=[version.pk])).content.decode()
 
 
 def test_an_invalid_upload_shows_field_paths_and_lines(staff_client, workspace):

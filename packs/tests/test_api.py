@@ -5,7 +5,7 @@ import json
 import pytest
 
 from packs.models import Case, Pack, PackVersion
-from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, bundle_yaml, publish
+from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, bundle_yaml, publish, warned_bundle_yaml
 
 BASE = "/api/v1/workspaces/acme"
 
@@ -57,6 +57,31 @@ def test_it_answers_400_with_errors_and_lines_for_an_invalid_bundle(api_client_f
     assert body["error"]["code"] == "challenge_pack_invalid"
     error = next(e for e in body["errors"] if e["field"] == "challenges[0].difficulty")
     assert error["line"] == source.splitlines().index("    difficulty: trivial") + 1
+
+
+def test_validate_lists_warnings_for_a_valid_bundle(api_client_for, member):
+    response = post_yaml(api_client_for(member), f"{BASE}/packs/validate", warned_bundle_yaml())
+    assert response.status_code == 200
+    warnings = response.json()["warnings"]
+    assert [(w["path"], w["line"]) for w in warnings] == [("version.tools", 9), ("version.tools.custom[0].implementation", 12)]
+    assert warnings[1]["message"].startswith('mock tool "ping" has no response')
+    assert post_yaml(api_client_for(member), f"{BASE}/packs/validate", bundle_yaml()).json()["warnings"] == []
+
+
+def test_validate_lists_warnings_beside_the_errors_of_an_invalid_bundle(api_client_for, member):
+    source = warned_bundle_yaml().replace("difficulty: easy", "difficulty: trivial")
+    body = post_yaml(api_client_for(member), f"{BASE}/packs/validate", source).json()
+    assert body["valid"] is False
+    assert [w["path"] for w in body["warnings"]] == ["version.tools", "version.tools.custom[0].implementation"]
+
+
+def test_publish_returns_and_keeps_the_warnings(api_client_for, member):
+    client = api_client_for(member)
+    body = post_yaml(client, f"{BASE}/packs/publish", warned_bundle_yaml()).json()
+    assert [w["path"] for w in body["warnings"]] == ["version.tools", "version.tools.custom[0].implementation"]
+    detail = client.get(f"{BASE}/pack-versions/{body['pack_version_id']}").json()
+    assert detail["warnings"] == body["warnings"]
+    assert detail["manifest"]["tools"]["custom"][0]["name"] == "ping"
 
 
 def test_it_answers_400_not_500_for_a_yaml_syntax_error(api_client_for, member):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from packs.models import PackVersion
-from packs.tests.factories import bundle_yaml
+from packs.tests.factories import bundle_yaml, warned_bundle_yaml
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
@@ -76,3 +76,32 @@ def test_a_member_fixes_a_broken_pack_from_the_inline_error_and_publishes_it(liv
     assert page.url == f"{live_server.url}/w/acme/packs/versions/{version.pk}/"
     assert "Tiny pack" in page.inner_text("h1")
     assert "Published Tiny pack version 1" in page.inner_text(".messages")
+
+
+def test_a_member_jumps_to_a_warning_line_and_publishes_despite_the_warnings(live_server, page, member):
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", member.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/w/**")
+
+    page.goto(f"{live_server.url}/w/acme/packs/new/")
+    page.fill("#id_yaml", warned_bundle_yaml())
+    page.click("button[value=validate]")
+    link = page.locator(".warnings-list a[data-line='9']")
+    link.wait_for()
+    assert "2 warnings" in page.inner_text("#editor-warnings h2")
+    assert "version.tools is read as the pack's tools" in page.inner_text(".warnings-list")
+    assert page.is_enabled("#publish-button")
+    assert page.locator(".gutter .gutter-warning").all_inner_texts() == ["9", "12"]
+
+    link.click()
+    selected = page.evaluate(
+        "() => { const t = document.getElementById('id_yaml'); return t.value.slice(t.selectionStart, t.selectionEnd); }"
+    )
+    assert selected == "  tools:"
+
+    page.click("#publish-button")
+    page.wait_for_url(f"{live_server.url}/w/acme/packs/versions/*/")
+    assert "with 2 warnings" in page.inner_text(".messages")
+    assert 'mock tool "ping" has no response' in page.inner_text("#warnings")

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from packs.models import PackVersion
-from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, bundle_yaml
+from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, bundle_yaml, warned_bundle_yaml
 
 RUFF = EXAMPLE_FILES[0].parent / "cli-smoke-ruff.yaml"
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,15 +57,9 @@ def test_validate_pack_json_prints_one_object_per_file(tmp_path, capsys):
     assert lines[1] == {"file": str(valid), "valid": True, "errors": [], "warnings": []}
 
 
-def _tools_under_version() -> str:
-    """The tiny bundle as a native pack whose mock tool sits under ``version:`` (two warnings)."""
-    mock = "  tools:\n    custom:\n      - name: ping\n        implementation: {type: mock}\n"
-    return bundle_yaml().replace("execution_mode: prompt_eval\n", "execution_mode: native\n" + mock)
-
-
 def test_validate_pack_json_lists_warnings_with_path_message_and_line(tmp_path, capsys):
     path = tmp_path / "warned.yaml"
-    source = _tools_under_version()
+    source = warned_bundle_yaml()
     path.write_text(source)
     call_command("validate_pack", str(path), "--json")  # warnings never change the exit code: no SystemExit
     line = json.loads(capsys.readouterr().out)
@@ -86,7 +80,7 @@ def test_validate_pack_json_lists_warnings_with_path_message_and_line(tmp_path, 
 
 def test_validate_pack_prints_warnings_after_the_verdict_and_exits_0(tmp_path, capsys):
     path = tmp_path / "warned.yaml"
-    path.write_text(_tools_under_version())
+    path.write_text(warned_bundle_yaml())
     call_command("validate_pack", str(path))
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{path}: valid (2 warnings)"
@@ -97,7 +91,7 @@ def test_validate_pack_prints_warnings_after_the_verdict_and_exits_0(tmp_path, c
 
 def test_validate_pack_prints_warnings_of_an_invalid_bundle_after_its_errors(tmp_path, capsys):
     path = tmp_path / "broken.yaml"
-    path.write_text(_tools_under_version().replace("difficulty: easy", "difficulty: trivial"))
+    path.write_text(warned_bundle_yaml().replace("difficulty: easy", "difficulty: trivial"))
     with pytest.raises(SystemExit) as exited:
         call_command("validate_pack", str(path))
     assert exited.value.code == 1

@@ -6,10 +6,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from bundle import process_bundle
+from engine.modes.simulator import SUPPORTED_ACTORS
 from packs import services
 from packs.demo_seed import seed as demo_seed
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
-from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, LIBRARY_FILES, VALID_EXAMPLE_FILES, bundle_yaml, publish
+from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, LIBRARY_FILES, VALID_EXAMPLE_FILES, bundle_yaml, publish, warned_bundle_yaml
 from workspaces.models import AuditEvent
 
 
@@ -165,3 +166,45 @@ def test_the_demo_seed_publishes_both_demo_packs_once(workspace, admin):
     assert set(Pack.objects.filter(workspace=workspace).values_list("slug", flat=True)) == {"demo-file-fixes", "demo-prompt-eval"}
     assert demo_seed(workspace=workspace, user=admin) == notes
     assert PackVersion.objects.filter(workspace=workspace).count() == 2
+
+
+# --- warnings use what this installation's engine supports (packs/installation.py) ------------
+
+
+def test_warnings_name_the_engine_primitive_a_delegate_was_probably_meant_to_be():
+    source = (EXAMPLE_FILES[0].parent / "deep-research-analyst.yaml").read_text()
+    warnings = services.warning_dicts(services.bundle_validate(source))
+    hidden = [w for w in warnings if w["path"].endswith(".implementation.primitive")]
+    assert [w["path"] for w in hidden] == [f"version.tools.custom[{i}].implementation.primitive" for i in range(4)]
+    assert hidden[0]["message"] == (
+        '"shell_exec" is neither a primitive of this installation (did you mean "exec"?) nor a tool of this pack: '
+        'tool "fetch_and_save" is hidden from the model'
+    )
+
+
+@pytest.mark.parametrize(
+    ("trigger", "path", "message"),
+    [
+        ("manual", "trigger", '"manual" never fires in an unattended run: this human phase is always skipped'),
+        (
+            "on_assistant_mismatch",
+            "actor",
+            '"human" cannot run on this installation (it runs {actors} actors): runs of this pack are refused',
+        ),
+    ],
+)
+def test_warnings_know_which_simulator_actors_the_engine_runs(trigger, path, message):
+    source = (EXAMPLE_FILES[0].parent / "multi-turn-refund-recovery.yaml").read_text()
+    source = source.replace("trigger: manual", f"trigger: {trigger}")
+    warnings = services.warning_dicts(services.bundle_validate(source))
+    expected = message.format(actors=", ".join(sorted(SUPPORTED_ACTORS)))
+    assert {"path": f"input_sets[0].cases[0].user_simulator.phases[3].{path}", "message": expected} in [
+        {"path": w["path"], "message": w["message"]} for w in warnings
+    ]
+
+
+def test_an_invalid_bundle_carries_its_warnings(workspace, member):
+    with pytest.raises(services.PackInvalid) as caught:
+        services.pack_publish(workspace=workspace, user=member, source=warned_bundle_yaml().replace("difficulty: easy", "difficulty: x"))
+    assert [w["path"] for w in caught.value.warnings] == ["version.tools", "version.tools.custom[0].implementation"]
+    assert not PackVersion.objects.exists()

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from packs.models import Pack, PackVersion
-from packs.tests.factories import COMPOSED_TOOLS, CORPUS_FILES, LIBRARY_FILES, bundle_yaml, publish
+from packs.tests.factories import COMPOSED_TOOLS, CORPUS_FILES, LIBRARY_FILES, bundle_yaml, publish, warned_bundle_yaml
 from secrets_app.models import WorkspaceSecret
 
 
@@ -156,6 +156,61 @@ def test_validate_enables_publish_for_a_valid_bundle(client_for, member):
     page = response.content.decode()
     assert "Ready to publish" in page
     assert "disabled" not in page.split('id="publish-button"')[1].split(">")[0]
+
+
+def test_validate_lists_warnings_with_lines_and_still_enables_publish(client_for, member):
+    response = client_for(member).post(url("new"), {"yaml": warned_bundle_yaml(), "action": "validate"}, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert "Ready to publish" in page
+    assert "disabled" not in page.split('id="publish-button"')[1].split(">")[0]
+    warnings = page.split('id="editor-warnings"')[1]
+    assert "2 warnings" in warnings
+    assert 'data-line="9"' in warnings and "<code>version.tools</code> is read as the pack&#x27;s tools" in warnings
+    assert 'data-line="12"' in warnings and "mock tool &quot;ping&quot; has no response" in warnings
+    assert 'data-warning-lines="9,12"' in page
+    assert not Pack.objects.exists()
+
+
+def test_validate_shows_warnings_beside_the_errors_of_an_invalid_bundle(client_for, member):
+    source = warned_bundle_yaml().replace("difficulty: easy", "difficulty: trivial")
+    response = client_for(member).post(url("new"), {"yaml": source, "action": "validate"}, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert "challenges[0].difficulty" in page.split('id="editor-warnings"')[0]
+    assert "<code>version.tools</code>" in page.split('id="editor-warnings"')[1]
+
+
+def test_a_bundle_without_warnings_shows_no_warnings_section(client_for, member):
+    response = client_for(member).post(url("new"), {"yaml": bundle_yaml(), "action": "validate"}, HTTP_HX_REQUEST="true")
+    assert b'id="editor-warnings"' not in response.content
+    assert b'data-warning-lines=""' in response.content
+
+
+def test_publish_keeps_the_warnings_on_the_version_and_its_page_shows_them(client_for, member):
+    client = client_for(member)
+    response = client.post(url("new"), {"yaml": warned_bundle_yaml(), "action": "publish"}, follow=True)
+    version = PackVersion.objects.get()
+    assert [(w["path"], w["line"]) for w in version.warnings] == [("version.tools", 9), ("version.tools.custom[0].implementation", 12)]
+    assert all(set(w) == {"path", "message", "line"} for w in version.warnings)
+    assert "Published Tiny pack version 1 with 2 warnings (listed on this page)." in [str(m) for m in response.context["messages"]]
+    section = response.content.decode().split('id="warnings"')[1].split("</section>")[0]
+    assert "line 9" in section and "<code>version.tools</code> is read as the pack&#x27;s tools" in section
+    assert "line 12" in section and "mock tool &quot;ping&quot; has no response" in section
+    # The tools the author put under version: are the version's tools.
+    assert "ping" in response.content.decode().split("<h2>Composed tools</h2>")[1]
+
+
+def test_the_version_page_says_when_there_are_no_warnings(client_for, viewer, workspace, member):
+    version = publish(workspace, member)
+    assert version.warnings == []
+    page = client_for(viewer).get(url("version", version.pk)).content.decode()
+    assert "None: validation found nothing questionable" in page.split('id="warnings"')[1]
+
+
+def test_the_version_page_says_when_warnings_were_not_recorded(client_for, viewer, workspace, member):
+    version = publish(workspace, member)
+    PackVersion.objects.filter(pk=version.pk).update(warnings=None)  # published before warnings existed
+    page = client_for(viewer).get(url("version", version.pk)).content.decode()
+    assert "published before validation warnings were recorded" in page.split('id="warnings"')[1]
 
 
 def test_validate_shows_a_conflict_before_publishing(client_for, member, workspace):

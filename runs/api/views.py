@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -15,8 +12,6 @@ from core.api import ApiError
 from packs.models import PackVersion
 from runs import selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
-from runs.models import RunEvent
-from runs.services.events import payload_hydrate
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 
@@ -120,14 +115,7 @@ class RunEventExportApi(WorkspaceApiView):
     @extend_schema(responses={(200, "application/x-ndjson"): str}, summary="Every event of the run as JSON lines (streamed)")
     def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
         run = selectors.run_get(workspace=self.workspace, pk=run_id)
-
-        def lines() -> Iterator[str]:
-            for event in RunEvent.objects.filter(run=run).order_by("id").iterator(chunk_size=500):
-                if event.payload_ref:
-                    event.payload = payload_hydrate(event.payload)
-                yield json.dumps(EventOutputSerializer(event).data, default=str) + "\n"
-
-        response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(services.event_export_lines(run), content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-events.jsonl"'
         return response
 

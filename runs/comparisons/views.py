@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.comparisons import selectors, services
+from runs.comparisons import presenters, selectors, services
 from runs.comparisons.forms import ComparisonForm, GateForm
 from runs.models import Comparison, Lane, Run
 from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
@@ -47,9 +47,12 @@ def comparisons(request: WorkspaceRequest) -> HttpResponse:
         if baseline and baseline.isdigit() and Run.objects.filter(workspace=workspace, pk=baseline).exists():
             initial["baseline_run"] = int(baseline)
         form = ComparisonForm(initial=initial, workspace=workspace)
+    listed = list(selectors.comparison_list(workspace=workspace)[:100])
+    for comparison in listed:
+        comparison.title = presenters.comparison_title(comparison)
     context = {
         "form": form,
-        "comparisons": selectors.comparison_list(workspace=workspace)[:100],
+        "comparisons": listed,
         "baseline_lanes": _lanes_for(workspace, form["baseline_run"].value()),
         "candidate_lanes": _lanes_for(workspace, form["candidate_run"].value()),
         "can_compare": can(request.membership, Role.MEMBER),
@@ -96,37 +99,16 @@ def _detail_context(request: WorkspaceRequest, comparison: Comparison, gate_form
             else entry.get("state")
         )
         deltas.append({"key": key, **entry, "outcome": outcome})
-    divergence = summary.get("case_divergence") or {}
-    case_ids = {}
-    for lane in (comparison.baseline_lane, comparison.candidate_lane):
-        case_ids[lane.pk] = dict(lane.case_runs.values_list("case_key", "pk"))
-    slug = request.workspace.slug
-
-    def links(case_key: str) -> dict:
-        b = case_ids[comparison.baseline_lane_id].get(case_key)
-        c = case_ids[comparison.candidate_lane_id].get(case_key)
-        return {
-            "case_key": case_key,
-            "baseline_url": f"/w/{slug}/runs/{comparison.baseline_run_id}/cases/{b}/" if b else None,
-            "candidate_url": f"/w/{slug}/runs/{comparison.candidate_run_id}/cases/{c}/" if c else None,
-        }
-
-    divergent = []
-    for kind, label in (
-        ("passed_to_failed", "passed → failed"),
-        ("failed_to_passed", "failed → passed"),
-        ("completed_to_failed", "completed → run failed"),
-        ("failed_to_completed", "run failed → completed"),
-    ):
-        for case_key in divergence.get(kind) or []:
-            divergent.append({**links(case_key), "kind": kind, "label": label})
+    diffs = presenters.case_diffs(comparison, workspace_slug=request.workspace.slug)
     gates = list(comparison.gate_results.select_related("created_by").all())
     return {
         "comparison": comparison,
         "summary": summary,
         "deltas": deltas,
         "metric_deltas": summary.get("metric_deltas") or {},
-        "divergent": divergent,
+        "title": presenters.comparison_title(comparison),
+        "case_diffs": diffs,
+        "worse_count": sum(1 for d in diffs if d.direction == "worse"),
         "gates": gates,
         "latest_gate": gates[0] if gates else None,
         "gate_form": gate_form,

@@ -6,8 +6,11 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.models import Lane, Run
+from packs.models import Pack
+from runs.models import Lane, Run, ScoreStatus
 from runs.scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
+from runs.scoring.trends import pack_trends
+from runs.selectors import lane_standings
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 
 BAR_WIDTH = 64
@@ -42,6 +45,8 @@ def run_scorecard(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     """The run's ranking table; the run page loads it with htmx and it polls while pending."""
     run = object_get_for_workspace(Run.objects.all(), workspace=request.workspace, pk=run_id)
     context = _run_scorecard_context(run)
+    if run.score_status in (ScoreStatus.PENDING, ScoreStatus.SKIPPED):  # standings so far, while there is no ranking
+        context["standings"] = lane_standings(run=run)
     if request.htmx:
         # The swapped-in fragment only carries a polling trigger while scoring is pending.
         return render(request, "runs/scorecard_run.html#run-scorecard", context)
@@ -79,3 +84,14 @@ def lane_scorecard_json(request: WorkspaceRequest, run_id: int, lane_id: int) ->
     response = JsonResponse(body, json_dumps_params={"indent": 2})
     response["Content-Disposition"] = f'attachment; filename="scorecard-run{lane.run_id}-lane{lane.pk}.json"'
     return response
+
+
+@workspace_view()
+@require_GET
+def pack_results(request: WorkspaceRequest, pack_id: int) -> HttpResponse:
+    """Pass rate and score per agent across the runs of a pack's versions (the pack page loads it)."""
+    pack = object_get_for_workspace(Pack.objects.all(), workspace=request.workspace, pk=pack_id)
+    context = {"pack": pack, "trends": pack_trends(workspace=request.workspace, pack=pack, workspace_slug=request.workspace.slug)}
+    if request.htmx:
+        return render(request, "runs/pack_results.html#pack-results", context)
+    return render(request, "runs/pack_results.html", context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runs.services.artifacts import event_export_lines, run_artifact_attach, run_exports_store
 from runs.services.create import RunCreateError, deployment_snapshot, run_create
 from runs.services.events import RunEventSink, payload_hydrate, run_events_append
 from runs.services.execute import case_run_execute
@@ -23,13 +24,16 @@ __all__ = [
     "case_run_execute",
     "case_run_finalize",
     "deployment_snapshot",
+    "event_export_lines",
     "lane_advance",
     "lane_dispatch_next",
     "payload_hydrate",
     "run_advance",
+    "run_artifact_attach",
     "run_cancel",
     "run_create",
     "run_events_append",
+    "run_exports_store",
     "run_reap",
     "run_start",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from artifacts.selectors import AssetUnavailable, staged_asset_files
 from engine.events import SYSTEM_RUN_FAILED, EventEmitter
 from engine.modes import CaseOutcome, CaseRequest, run_case
 from engine.modes.case import (
@@ -181,7 +182,11 @@ def _run_context(case_run: CaseRun) -> dict[str, JSON]:
 
 
 def _staged(case_run: CaseRun, inputs: _CaseInputs) -> dict[str, bytes]:
-    return staged_files(manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run))
+    files = staged_files(manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run))
+    # Artifact-backed assets (spec runtime.md §1.3): version, challenge and case assets with an artifact_id.
+    asset_groups = ((inputs.pack.manifest.get("version") or {}).get("assets"), inputs.challenge.get("assets"), inputs.case.get("assets"))
+    files.update(staged_asset_files(workspace_id=case_run.run.workspace_id, asset_groups=asset_groups))
+    return files
 
 
 @contextlib.contextmanager
@@ -200,6 +205,8 @@ def _sandbox(case_run: CaseRun, inputs: _CaseInputs) -> Iterator[Sandbox | None]
             sandbox.stage_files(_staged(case_run, inputs))
         except (SandboxConfigError, IsolationUnavailableError) as exc:
             raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox unavailable: {exc}") from None
+        except AssetUnavailable as exc:  # a retry would not bring the artifact back
+            raise _AttemptFailed(STOP_SANDBOX_ERROR, f"staging assets failed: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any other setup failure is a (retryable) sandbox error
             logger.warning("sandbox setup failed for case run %s: %s", case_run.pk, exc)
             raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox setup failed: {type(exc).__name__}", retryable=True) from None

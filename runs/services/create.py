@@ -14,6 +14,7 @@ from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
 from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
+from runs.services.naming import run_default_name
 from runs.services.resolve import (
     RunCreateError,
     deployment_snapshot,
@@ -128,7 +129,7 @@ def run_create(
     now = timezone.now()
     run = Run(
         workspace=workspace, pack_version=pack_version, input_set=input_set,
-        name=(name or "").strip()[:200] or f"{pack_version} · {now:%Y-%m-%d %H:%M}",
+        name=(name or "").strip()[:200] or run_default_name(workspace=workspace, pack_version=pack_version, deployments=deployments, at=now),
         status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
         execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
         judge_snapshot=judges, simulator_snapshot=simulator,

@@ -8,6 +8,7 @@ second time.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from runs.lifecycle import InvalidTransition, case_finish, cases_cancel_open, lane_transition, run_transition
 from runs.models import (
     LANE_TERMINAL,
+    RUN_TERMINAL,
     CaseRun,
     CaseStatus,
     Lane,
@@ -57,7 +59,7 @@ def run_start(*, run_id: int) -> bool:
             return False  # cancelled while provisioning
         for lane_id in lane_ids:
             lane_transition(lane_id=lane_id, to=LaneStatus.EXECUTING, expected=LaneStatus.READY, reason="executing cases")
-            lane_dispatch_next(lane_id=lane_id)
+        lanes_dispatch_interleaved(lane_ids=lane_ids)
     except InvalidTransition:
         raise
     except Exception as exc:
@@ -70,6 +72,25 @@ def run_start(*, run_id: int) -> bool:
 def lane_dispatch_next(*, lane_id: int) -> int:
     """Enqueue queued cases until the lane has ``max_in_flight_cases`` dispatched and unfinished."""
     return _lane_dispatch(lane_id)[0]
+
+
+def lanes_dispatch_interleaved(*, lane_ids: list[int]) -> int:
+    """Fill every lane's in-flight slots and enqueue the cases round-robin: A1 B1 A2 B2 …
+
+    The broker hands tasks out first in, first out. Enqueued lane by lane (A1…A8 B1…B8), the
+    workers' slots all went to lane A and lane B showed "0 of 8" until A was nearly done.
+    Interleaved, L lanes share N slots about N/L each from the start; a finishing case refills
+    its own lane at the back of the queue, so the interleaving holds for the rest of the run.
+    """
+    picked: list[list[int]] = []
+    for lane_id in lane_ids:
+        ids: list[int] = []
+        _lane_dispatch(lane_id, picked=ids)  # each lane's pick is committed before anything is sent
+        picked.append(ids)
+    order = [case_run_id for round_ in itertools.zip_longest(*picked) for case_run_id in round_ if case_run_id is not None]
+    for case_run_id in order:
+        enqueue_on_commit("runs.case_run_execute", case_run_id)
+    return len(order)
 
 
 _LIMIT_SQL = {
@@ -107,8 +128,12 @@ def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
 
 
 @transaction.atomic
-def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
-    """(cases dispatched, whether the lane may have no open case left)."""
+def _lane_dispatch(lane_id: int, picked: list[int] | None = None) -> tuple[int, bool]:
+    """(cases dispatched, whether the lane may have no open case left).
+
+    ``picked``, when given, receives the ids of the cases marked dispatched instead of having
+    them enqueued here (the caller enqueues them, see :func:`lanes_dispatch_interleaved`).
+    """
     state = _lane_lock_state(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
     if state is None or state[1] != RunStatus.RUNNING or state[0] != LaneStatus.EXECUTING:
         return 0, True
@@ -128,10 +153,13 @@ def _lane_dispatch(lane_id: int) -> tuple[int, bool]:
             "AND status = %s AND dispatched_at IS NULL ORDER BY position, id LIMIT %s) RETURNING id, position",
             [connection.ops.adapt_datetimefield_value(timezone.now()), lane_id, CaseStatus.QUEUED, free],
         )
-        picked = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))
-    for case_run_id, _ in picked:
-        enqueue_on_commit("runs.case_run_execute", case_run_id)
-    return len(picked), not picked and in_flight == 0
+        rows = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))
+    for case_run_id, _ in rows:
+        if picked is not None:
+            picked.append(case_run_id)
+        else:
+            enqueue_on_commit("runs.case_run_execute", case_run_id)
+    return len(rows), not rows and in_flight == 0
 
 
 def case_after_finish(
@@ -293,7 +321,7 @@ def run_reap(
 ) -> dict[str, int]:
     """The periodic safety net: fail orphaned runs, re-queue abandoned cases, unstick lanes."""
     now = now or timezone.now()
-    report = {"orphaned": 0, "requeued": 0, "abandoned": 0, "redispatched": 0, "rescored": 0, "advanced": 0}
+    report = {"orphaned": 0, "requeued": 0, "abandoned": 0, "redispatched": 0, "rescored": 0, "advanced": 0, "closed": 0}
     orphans = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.PROVISIONING], created_at__lt=now - orphan_after)
     for run_id, status in orphans.values_list("pk", "status")[:500]:
         if run_transition(run_id=run_id, to=RunStatus.FAILED, expected=status, reason="orphaned run reaper: not started within 15 minutes"):
@@ -314,6 +342,15 @@ def run_reap(
             continue
         enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
         report["requeued"] += 1
+    # A case still running in a run that ended (cancelled, failed) whose worker died: nobody will
+    # finish it, and the run page would show it running for ever.
+    ended = CaseRun.objects.filter(run__status__in=list(RUN_TERMINAL), status=CaseStatus.RUNNING).filter(
+        Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True)
+    )
+    for case_run_id, attempt in ended.values_list("pk", "attempt")[:500]:
+        fields = {"stop_reason": "cancelled", "error": "the run ended while this case ran, and its worker stopped responding"}
+        if case_finish(case_run_id=case_run_id, attempt=attempt, status=CaseStatus.CANCELLED, fields=fields):
+            report["closed"] += 1
     lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - lost_after)
     for case_run_id in lost.values_list("pk", flat=True)[:500]:
         CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)

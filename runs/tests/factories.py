@@ -47,7 +47,7 @@ version:
     judge_mode: deterministic
     validators:
       - key: answer
-        type: exact_match
+        type: contains  # the scripted reader submits the read_file result, which holds the note
         target: final_output
         expected_from: case.expectations.answer
     metrics:

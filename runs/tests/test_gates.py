@@ -48,7 +48,9 @@ def _compare(workspace, user, baseline, candidate):
 
 def test_default_policy_fails_a_regression(workspace, admin, good, sloppy):
     gate = gate_evaluate(comparison=_compare(workspace, admin, good, sloppy), user=admin)
-    assert (gate.verdict, gate.reason_code) == ("fail", "threshold_fail_correctness")
+    # A case that passed in the baseline fails in the candidate, and correctness dropped.
+    assert (gate.verdict, gate.reason_code) == ("fail", "case_regression")
+    assert {"case_regression", "threshold_fail_correctness"} <= {c["condition"] for c in gate.details["triggered_conditions"]}
     assert gate.policy_snapshot["policy_key"] == "default" and len(gate.policy_fingerprint) == 64
 
 
@@ -181,7 +183,7 @@ def test_gates_page(workspace, admin, viewer, stranger, good, sloppy, client_for
     client = client_for(viewer)
     with django_assert_max_num_queries(10):
         response = client.get(f"/w/{workspace.slug}/gates/")
-    assert response.status_code == 200 and "threshold_fail_correctness" in response.content.decode()
+    assert response.status_code == 200 and "case_regression" in response.content.decode()
     assert client_for(stranger).get(f"/w/{workspace.slug}/gates/").status_code == 404
 
 

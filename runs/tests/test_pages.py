@@ -102,7 +102,9 @@ def test_the_ticker_fetches_only_events_after_the_last_seen_id(workspace, admin,
 def test_the_run_page_shows_lanes_progress_and_cases(finished_run, viewer, client_for):
     body = client_for(viewer).get(url("detail", finished_run.pk)).content.decode()
     assert "reader" in body and "3 / 3 cases done" in body
-    assert "case-0" in body and "Replay" in body
+    case = CaseRun.objects.get(run=finished_run, case_key="case-0")
+    assert "case-0" in body and "data-matrix" in body
+    assert f'href="{url("case_replay", finished_run.pk, case.pk)}"' in body  # its matrix cell opens the replay
     assert 'id="run-scorecard"' in body
     assert "Cancel run" not in body  # viewer, and the run is finished
 

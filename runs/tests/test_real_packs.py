@@ -22,8 +22,10 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from conftest import require_or_skip
+from engine.events import TOOL_CALL_FAILED, TOOL_CALL_RESULTS, TOOL_REGISTRY_WARNING
 from packs.services import PackInvalid, pack_publish
 from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES
+from runs.models import RunEvent
 from runs.tests.real_packs.harness import PackAgents, all_pack_agents, race_lanes, race_pack
 from runs.tests.real_packs.reviewer import review
 
@@ -73,6 +75,32 @@ def test_the_security_scripts_are_what_they_claim(spec, tasks, workspace, admin)
         assert bad_review and all(
             found["leaks"] or any(hit.startswith(("high", "critical")) for hit in found["forbidden"]) for found in bad_review.values()
         ), bad_review
+
+
+# Packs that declare their tools under `version:` (issue 15 item 7): read as the pack's tools, with
+# a warning, so the good agent's calls reach them. Their verdicts alone do not show it (a bad agent
+# that calls a forbidden tool fails its assertion even when no tool exists), so this says it.
+TOOLS_UNDER_VERSION = {
+    "deep-research-analyst": set(),  # its composed tools delegate to `shell_exec`: hidden, with a warning
+    "it-helpdesk-triage": {"search_runbook", "restart_service"},
+    "tool-calling-accuracy": {"get_order", "issue_refund"},
+}
+
+
+@pytest.mark.parametrize("spec", [pytest.param(spec, id=spec.slug) for spec in PACKS if spec.slug in TOOLS_UNDER_VERSION])
+def test_tools_declared_under_version_reach_the_good_agent(spec, tasks, workspace, admin):
+    require_or_skip(shutil.which("bwrap") is not None, "bubblewrap (native sandbox)")
+    for good, _bad in race_lanes(spec, tasks=tasks, workspace=workspace, user=admin):
+        version = good.run.pack_version
+        assert any(w["path"] == "version.tools" for w in version.warnings), version.warnings
+        results = RunEvent.objects.filter(lane=good, event_type__in=TOOL_CALL_RESULTS).order_by("sequence_number")
+        failed = [e.payload for e in results if e.event_type == TOOL_CALL_FAILED]
+        assert not failed, failed
+        mocks = [e.payload for e in results if e.payload.get("tool_category") == "mock"]
+        assert {p["tool_name"] for p in mocks} == TOOLS_UNDER_VERSION[spec.slug]
+        hidden = RunEvent.objects.filter(lane=good, event_type=TOOL_REGISTRY_WARNING).values_list("payload__message", flat=True)
+        assert all("shell_exec" in message for message in hidden), list(hidden)
+        assert bool(hidden) == (spec.slug == "deep-research-analyst")
 
 
 def test_cli_smoke_ruff_stays_invalid_with_its_message(workspace, admin):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from infrastructure.models import AgentDeployment
 from runs.models import CaseRun
 from runs.scoring import judges as scoring_judges
 from runs.services import run_create
@@ -164,12 +163,11 @@ def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, adm
     vague.runtime_profile.save(update_fields=["execution_target"])
     run = run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[good.pk, vague.pk], name="ranked")
     good_lane, vague_lane = run.lanes.order_by("lane_index")
-    # The judge model is a scripted deployment; its one reply ranks the good lane first.
-    judge = AgentDeployment.objects.get(workspace=workspace, model="gpt-judge-a")
-    judge.deployment_config = {
-        "judge_responses": json.dumps({"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})
-    }
-    judge.save(update_fields=["deployment_config"])
+    # The judge model is a scripted deployment; its one reply ranks the good lane first. The reply
+    # needs the lane ids, known only now, so it goes into the judge snapshot the run froze.
+    reply = json.dumps({"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})
+    run.judge_snapshot["gpt-judge-a"]["deployment"]["deployment_config"] = {"judge_responses": reply}
+    run.save(update_fields=["judge_snapshot"])
     tasks.drain()
 
     run.refresh_from_db()

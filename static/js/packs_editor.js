@@ -116,6 +116,52 @@
     reader.readAsText(file);
   });
 
+  // A paste over the bundle limit never reaches the form: the server's request size limit refuses
+  // the whole request first, and htmx swaps nothing for an error. Say what the form would say.
+  function pasteTooLarge() {
+    const { textarea } = editorParts();
+    if (!textarea || !textarea.dataset.maxBytes) return false;
+    return new TextEncoder().encode(textarea.value).length > Number(textarea.dataset.maxBytes);
+  }
+
+  function showTooLarge() {
+    const { textarea } = editorParts();
+    const result = document.getElementById("editor-result");
+    if (!textarea || !result) return;
+    result.querySelectorAll(".editor-errors, .ok-note, .editor-warnings").forEach((el) => el.remove());
+    const box = document.createElement("div");
+    box.className = "editor-errors";
+    const heading = document.createElement("h2");
+    heading.textContent = "1 problem";
+    const list = document.createElement("ul");
+    list.className = "errors-list";
+    const item = document.createElement("li");
+    const megabytes = (new TextEncoder().encode(textarea.value).length / (1024 * 1024)).toFixed(1);
+    item.textContent = `${textarea.dataset.tooLarge} This one is ${megabytes} MiB.`;
+    list.appendChild(item);
+    box.append(heading, list);
+    result.prepend(box);
+    result.dataset.errorLines = "";
+    result.dataset.warningLines = "";
+    const publish = document.querySelector("[data-publish]");
+    if (publish) { publish.disabled = true; publish.title = "Validate first"; }
+    renderGutter();
+    result.scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("htmx:confirm", (event) => {
+    if (event.target.closest && event.target.closest("#pack-editor") && pasteTooLarge()) {
+      event.preventDefault();
+      showTooLarge();
+    }
+  });
+  document.addEventListener("submit", (event) => {
+    if (event.target.id === "pack-editor" && pasteTooLarge()) {
+      event.preventDefault();
+      showTooLarge();
+    }
+  });
+
   // After Validate, redraw the gutter's error marks and bring the result into view.
   document.addEventListener("htmx:afterSettle", () => {
     const result = document.getElementById("editor-result");

@@ -106,15 +106,25 @@ def test_no_credentials_get_401_with_the_envelope(db):
     assert set(response.json()["error"]) >= {"code", "message"}
 
 
-def test_the_api_tokens_page_shows_a_new_token_once(client_for, admin):
+def test_the_api_tokens_page_shows_a_new_token_once_after_a_redirect(client_for, admin):
     client = client_for(admin)
     response = client.post(reverse("workspaces:api_tokens"), {"name": "laptop"})
-    assert response.status_code == 200
-    raw = response.context["new_token"]
-    assert raw.startswith("act_") and raw.encode() in response.content
+    assert response.status_code == 302 and response["Location"] == reverse("workspaces:api_tokens")
+    shown = client.get(reverse("workspaces:api_tokens"))
+    raw = shown.context["new_token"]["value"]
+    assert raw.startswith("act_") and raw.encode() in shown.content
+    assert "no-store" in shown["Cache-Control"]
     again = client.get(reverse("workspaces:api_tokens"))
     assert raw.encode() not in again.content
     assert b"laptop" in again.content
+    assert ApiToken.objects.filter(user=admin).count() == 1  # reloading created nothing
+
+
+def test_a_token_form_with_errors_creates_nothing_and_stays_on_the_page(client_for, admin):
+    response = client_for(admin).post(reverse("workspaces:api_tokens"), {"name": "x" * 101})
+    assert response.status_code == 200
+    assert response.context["form"].errors
+    assert not ApiToken.objects.filter(user=admin).exists()
 
 
 def test_users_can_revoke_only_their_own_tokens(client_for, admin, member):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from engine.scoring.compare import build_comparison
@@ -9,7 +11,7 @@ from engine.scoring.gates import DEFAULT_POLICY, dimension_thresholds, evaluate_
 
 
 def delta(value: float = 0.0, *, source: str = "validators", state: str = "available", reason: str = "") -> dict:
-    entry = {"baseline_value": 0.9, "candidate_value": 0.9 + value, "delta": value if state == "available" else None}
+    entry: dict[str, Any] = {"baseline_value": 0.9, "candidate_value": 0.9 + value, "delta": value if state == "available" else None}
     entry.update(better_direction="higher", source=source, state=state)
     if reason:
         entry["reason"] = reason

@@ -183,7 +183,9 @@ def test_mock_strategies(harness_factory):
     assert h.content("echo", {"name": "Ada"}) == {"greeting": "hi Ada", "raw": "${missing}"}
 
 
-@pytest.mark.parametrize("implementation", [{"type": "mock"}, {"type": "mock", "strategy": "static"}, {"type": "Mock", "strategy": " STATIC "}])
+@pytest.mark.parametrize(
+    "implementation", [{"type": "mock"}, {"type": "mock", "strategy": "static"}, {"type": "Mock", "strategy": " STATIC "}]
+)
 def test_a_static_mock_without_response_returns_the_generic_mock_success(harness_factory, implementation):
     tool = {"name": "restart_service", "parameters": P, "implementation": implementation}
     h = harness_factory(manifest([], tools={"custom": [tool]}))

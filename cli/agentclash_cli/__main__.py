@@ -1,0 +1,3 @@
+from agentclash_cli.main import main
+
+raise SystemExit(main())

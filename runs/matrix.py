@@ -1,0 +1,158 @@
+"""The results matrix of a run page: rows are cases, columns are lanes (presentation only).
+
+Built from the small rows of ``selectors.case_matrix_rows`` (no outputs), so a page of the
+matrix costs three queries however many cases the run has: every case run, the output starts of
+the page's cells, and — when a validator is chosen — that validator's verdicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from runs.models import CaseStatus, Lane, ScoreStatus
+
+SHOW_ALL, SHOW_FAILURES, SHOW_DISAGREEMENTS = "all", "failures", "disagreements"
+SHOW_CHOICES = [
+    (SHOW_ALL, "Every case"),
+    (SHOW_FAILURES, "Failures only"),
+    (SHOW_DISAGREEMENTS, "Lanes disagree"),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixFilters:
+    show: str = SHOW_ALL
+    validator: str = ""
+
+    @classmethod
+    def from_query(cls, query: Any, validators: Iterable[str]) -> MatrixFilters:
+        show = query.get("show") or SHOW_ALL
+        validator = query.get("validator") or ""
+        return cls(
+            show=show if show in dict(SHOW_CHOICES) else SHOW_ALL,
+            validator=validator if validator in set(validators) else "",
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.show != SHOW_ALL or bool(self.validator)
+
+
+@dataclasses.dataclass
+class MatrixCell:
+    case_run_id: int
+    lane_id: int
+    tone: str  # pass | fail | error | running | queued | cancelled | pending: the cell's colour
+    label: str  # the same in words ("Pass", "Fail", "Running"…): colour is never the only signal
+    score: float | None = None
+    detail: str = ""  # a stop reason, a validator's reason
+    output: str | None = None  # the start of the final output
+    verdict: bool | None = None  # pass/fail as compared across lanes (None: no verdict yet)
+
+    @property
+    def key(self) -> str:
+        return f"{self.case_run_id}"
+
+
+@dataclasses.dataclass
+class MatrixRow:
+    case_key: str
+    cells: list[MatrixCell | None]  # one per lane, None when the lane has no such case
+
+    @property
+    def verdicts(self) -> list[bool]:
+        return [c.verdict for c in self.cells if c is not None and c.verdict is not None]
+
+    @property
+    def failed(self) -> bool:
+        return any(c is not None and c.tone in ("fail", "error") for c in self.cells)
+
+    @property
+    def disagreement(self) -> bool:
+        verdicts = self.verdicts
+        return len(verdicts) > 1 and len(set(verdicts)) > 1
+
+
+def _cell(row: dict[str, Any], validator: dict[str, Any] | None, validator_key: str) -> MatrixCell:
+    cell = MatrixCell(case_run_id=row["pk"], lane_id=row["lane_id"], tone="pending", label="Scoring…", score=row["score"])
+    status = row["status"]
+    if status == CaseStatus.QUEUED:
+        cell.tone, cell.label = "queued", "Queued"
+    elif status == CaseStatus.RUNNING:
+        cell.tone, cell.label = "running", "Running" + (f" (attempt {row['attempt']})" if row["attempt"] > 1 else "")
+    elif status == CaseStatus.CANCELLED:
+        cell.tone, cell.label = "cancelled", "Cancelled"
+    elif validator_key:
+        _validator_cell(cell, validator, row)
+    elif row["score_status"] == ScoreStatus.ERRORED:
+        cell.tone, cell.label = "error", "Scoring error"
+    elif row["passed"] is not None:
+        cell.verdict = bool(row["passed"])
+        cell.tone, cell.label = ("pass", "Pass") if row["passed"] else ("fail", "Fail")
+    elif row["score_status"] == ScoreStatus.SCORED:
+        cell.tone, cell.label = "pending", "No verdict"
+    if status == CaseStatus.FAILED:  # the agent did not finish (timeout, step limit…): say why next to any verdict
+        cell.detail = row["stop_reason"] or "failed"
+        if cell.verdict is None:
+            cell.tone, cell.label = "error", f"Failed: {cell.detail}"
+    return cell
+
+
+def _validator_cell(cell: MatrixCell, validator: dict[str, Any] | None, row: dict[str, Any]) -> None:
+    if validator is None:
+        cell.tone, cell.label = ("pending", "Scoring…") if row["score_status"] == ScoreStatus.PENDING else ("pending", "Not checked")
+        cell.score = None
+        return
+    verdict, state = validator.get("verdict"), validator.get("state")
+    cell.score = validator.get("normalized_score")
+    cell.detail = str(validator.get("reason") or "")[:200]
+    if state != "available":
+        cell.tone, cell.label = "error", "Unavailable" if state == "unavailable" else "Error"
+        cell.verdict = False
+    else:
+        cell.verdict = verdict == "pass"
+        cell.tone, cell.label = ("pass", "Pass") if cell.verdict else ("fail", "Fail")
+
+
+def matrix_rows(
+    rows: list[dict[str, Any]], lanes: list[Lane], *, validator_key: str = "", validator_verdicts: dict[int, dict[str, Any]] | None = None
+) -> list[MatrixRow]:
+    """Case runs grouped by case (in the run's case order), one cell per lane."""
+    column = {lane.pk: index for index, lane in enumerate(lanes)}
+    by_case: dict[str, MatrixRow] = {}
+    verdicts = validator_verdicts or {}
+    for row in rows:
+        matrix_row = by_case.get(row["case_key"])
+        if matrix_row is None:
+            matrix_row = by_case[row["case_key"]] = MatrixRow(case_key=row["case_key"], cells=[None] * len(lanes))
+        if row["lane_id"] in column:
+            matrix_row.cells[column[row["lane_id"]]] = _cell(row, verdicts.get(row["pk"]), validator_key)
+    return list(by_case.values())
+
+
+def matrix_filter(rows: list[MatrixRow], filters: MatrixFilters) -> list[MatrixRow]:
+    if filters.show == SHOW_FAILURES:
+        return [r for r in rows if r.failed]
+    if filters.show == SHOW_DISAGREEMENTS:
+        return [r for r in rows if r.disagreement]
+    return rows
+
+
+def matrix_attach_outputs(rows: Iterable[MatrixRow], outputs: dict[int, str | None]) -> None:
+    for row in rows:
+        for cell in row.cells:
+            if cell is not None:
+                cell.output = outputs.get(cell.case_run_id)
+
+
+def matrix_digest(rows: Iterable[MatrixRow], *extra: Any) -> str:
+    """A short fingerprint of what a matrix page shows: an unchanged page is not sent again."""
+    digest = hashlib.blake2b(digest_size=8)
+    for row in rows:
+        for cell in row.cells:
+            digest.update(repr(dataclasses.astuple(cell) if cell else None).encode())
+    digest.update(repr(extra).encode())
+    return digest.hexdigest()

@@ -1,0 +1,92 @@
+// Run pages: keyboard navigation of the results matrix, the focused cell kept across live
+// updates, and single-key shortcuts on the replay (p / n: previous / next case, o: the same case
+// in the other lane, s: side by side). Everything also works without this file: cells and
+// shortcuts are plain links. No inline script anywhere (strict Content-Security-Policy).
+(() => {
+  if (window.__runsBound) return;
+  window.__runsBound = true;
+
+  const MOVES = {
+    j: [1, 0], ArrowDown: [1, 0], k: [-1, 0], ArrowUp: [-1, 0],
+    l: [0, 1], ArrowRight: [0, 1], h: [0, -1], ArrowLeft: [0, -1],
+  };
+  let remembered = null; // data-cell of the matrix's active cell (survives a live update)
+  let hadFocus = false;
+
+  const typing = (el) => !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  const matrixOf = () => document.querySelector("[data-matrix]");
+  const cellsOf = (matrix) => Array.from(matrix.querySelectorAll("a.cell"));
+  const cellAt = (matrix, row, col) => matrix.querySelector(`a.cell[data-row="${row}"][data-col="${col}"]`);
+
+  const activate = (matrix, cell, focus = true) => {
+    cellsOf(matrix).forEach((c) => { c.tabIndex = -1; });
+    cell.tabIndex = 0;
+    remembered = cell.dataset.cell;
+    if (focus) {
+      cell.focus({ preventScroll: true });
+      cell.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
+  };
+
+  // The next cell in a direction, skipping the gaps of lanes that lack a case.
+  const step = (matrix, from, dRow, dCol) => {
+    const rows = Math.max(...cellsOf(matrix).map((c) => Number(c.dataset.row))) + 1;
+    const cols = Math.max(...cellsOf(matrix).map((c) => Number(c.dataset.col))) + 1;
+    let row = Number(from.dataset.row);
+    let col = Number(from.dataset.col);
+    for (;;) {
+      row += dRow;
+      col += dCol;
+      if (row < 0 || col < 0 || row >= rows || col >= cols) return null;
+      const next = cellAt(matrix, row, col);
+      if (next) return next;
+    }
+  };
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    const matrix = matrixOf();
+    const move = MOVES[event.key];
+    if (matrix && move) {
+      const current = event.target.closest ? event.target.closest("a.cell") : null;
+      if (current && matrix.contains(current)) {
+        event.preventDefault();
+        const next = step(matrix, current, move[0], move[1]);
+        if (next) activate(matrix, next);
+        return;
+      }
+      if (event.key === "j" || event.key === "k") { // from anywhere on the page: into the matrix
+        const start = (remembered && matrix.querySelector(`a.cell[data-cell="${remembered}"]`))
+          || matrix.querySelector('a.cell[tabindex="0"]') || cellsOf(matrix)[0];
+        if (start) { event.preventDefault(); activate(matrix, start); }
+      }
+      return;
+    }
+    if (event.key.length === 1 && !event.shiftKey) {
+      const link = document.querySelector(`a[data-hotkey="${CSS.escape(event.key)}"]`);
+      if (link) { event.preventDefault(); link.click(); }
+    }
+  });
+
+  document.addEventListener("focusin", (event) => {
+    const cell = event.target.closest ? event.target.closest("a.cell") : null;
+    if (cell && matrixOf()) activate(matrixOf(), cell, false);
+  });
+
+  // A live update replaces the matrix rows: put the active cell (and the focus) back.
+  document.addEventListener("htmx:beforeSwap", () => {
+    const active = document.activeElement;
+    hadFocus = !!(active && active.matches && active.matches("a.cell"));
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    const matrix = matrixOf();
+    if (!matrix || !remembered) return;
+    const cell = matrix.querySelector(`a.cell[data-cell="${remembered}"]`);
+    if (!cell) return;
+    const focus = hadFocus && document.activeElement !== cell;
+    cellsOf(matrix).forEach((c) => { c.tabIndex = -1; });
+    cell.tabIndex = 0;
+    if (focus) cell.focus({ preventScroll: true });
+    hadFocus = false;
+  });
+})();

@@ -110,7 +110,8 @@ def staged_asset_files(*, workspace_id: int, asset_groups: Iterable[list[dict[st
                 refs.append((path if path.startswith("/") else f"/workspace/{path}", str(asset["artifact_id"])))
     if not refs:
         return {}
-    found = {str(a.pk): a for a in Artifact.objects.filter(workspace_id=workspace_id, pk__in={_as_uuid(r) for _, r in refs} - {None})}
+    wanted = {u for u in (_as_uuid(r) for _, r in refs) if u is not None}
+    found = {str(a.pk): a for a in Artifact.objects.filter(workspace_id=workspace_id, pk__in=wanted)}
     files: dict[str, bytes] = {}
     total = 0
     for path, ref in refs:

@@ -16,6 +16,7 @@ from runs.models import (
     LaneScorecard,
     LaneStatusHistory,
     Run,
+    RunArtifact,
     RunEvent,
     RunScorecard,
     RunStatusHistory,
@@ -140,3 +141,10 @@ class GateResultAdmin(ReadOnlyAdmin):
     list_filter = ("verdict",)
     list_select_related = ("workspace", "comparison")
     search_fields = ("policy_fingerprint", "reason_code")
+
+
+@admin.register(RunArtifact)
+class RunArtifactAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workspace", "run", "artifact", "attached_by", "attached_at")
+    list_select_related = ("workspace", "run", "artifact", "attached_by")
+    search_fields = ("artifact__name",)

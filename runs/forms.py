@@ -136,7 +136,9 @@ class RunCreateForm(forms.Form):
             value = str(field.value() or "")
             suggested, source = self.suggestions.get(model, (None, ""))
             note = f"Pre-filled: {JUDGE_SOURCE_LABELS[source]}." if suggested is not None and value == str(suggested.pk) else ""
-            warning = "This deployment also races in this run: it will grade its own answers." if value.isdigit() and int(value) in lanes else ""
+            warning = (
+                "This deployment also races in this run: it will grade its own answers." if value.isdigit() and int(value) in lanes else ""
+            )
             rows.append({"model": model, "field": field, "note": note, "warning": warning})
         return rows
 

@@ -138,8 +138,12 @@ def _caller_row(entry: Any) -> dict[str, Any]:
     """A judge's or simulator's snapshot, flattened for people and API clients."""
     if not isinstance(entry, dict):
         return {"deployment_id": None, "deployment_name": None, "provider_key": None, "called_model": None, "source": None}
-    deployment = entry.get("deployment") if isinstance(entry.get("deployment"), dict) else {}
-    account = entry.get("provider_account") if isinstance(entry.get("provider_account"), dict) else {}
+    deployment = entry.get("deployment")
+    if not isinstance(deployment, dict):
+        deployment = {}
+    account = entry.get("provider_account")
+    if not isinstance(account, dict):
+        account = {}
     return {
         "deployment_id": deployment.get("id"),
         "deployment_name": deployment.get("name"),

@@ -372,7 +372,9 @@ def model_call_pricer(*, case_run: CaseRun) -> Callable[[str, str, int, int], fl
     """Prices one model call's tokens from the sources scoring uses (the pack's pricing rows,
     free for ``scripted``, the workspace's overrides, the price library)."""
     spec = evaluation_spec_for(case_run.run)
-    pricing = spec.get("pricing") if isinstance(spec.get("pricing"), dict) else {}
+    pricing = spec.get("pricing")
+    if not isinstance(pricing, dict):
+        pricing = {}
     spec_rows = [row for row in pricing.get("models") or [] if isinstance(row, dict)]
     workspace_rows: list[dict[str, Any]] | None = None
 

@@ -132,7 +132,9 @@ class _Open:
 
 
 def _usage(payload: dict[str, JSON]) -> tuple[int, int]:
-    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     try:
         return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     except (TypeError, ValueError):

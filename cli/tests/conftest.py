@@ -25,18 +25,7 @@ from runs import queue  # noqa: E402
 from runs.tests.worker import Worker  # noqa: E402
 from workspaces.services import api_token_create  # noqa: E402
 
-REPO = CLI_ROOT.parent
-DEMO_PROMPT_PACK = REPO / "packs" / "demo" / "demo-prompt-eval.yaml"
-GOOD = "Good agent (prompt eval)"
-SLOPPY = "Sloppy agent (prompt eval)"
-
-
-class Result:
-    def __init__(self, code: int, out: str, err: str):
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+from .live import DEMO_PROMPT_PACK, Result  # noqa: E402
 
 
 @pytest.fixture

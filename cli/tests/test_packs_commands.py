@@ -9,8 +9,9 @@ import pytest
 from django.core.management import call_command
 
 from artifacts.models import Artifact, ArtifactKind
-from cli.tests.conftest import DEMO_PROMPT_PACK, REPO
 from packs.models import PackVersion
+
+from .live import DEMO_PROMPT_PACK, REPO
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,7 +24,7 @@ def validate_pack_json(*files: str) -> tuple[int, str]:
         call_command("validate_pack", *files, "--json", stdout=out)
         code = 0
     except SystemExit as exc:
-        code = int(exc.code)
+        code = int(exc.code or 0)
     return code, out.getvalue()
 
 

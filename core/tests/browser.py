@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -19,8 +22,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TIMEOUT_MS = 30_000
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 # Record violations in every document, in addition to the console messages.
 RECORD_VIOLATIONS = """
@@ -36,8 +39,8 @@ document.addEventListener('securitypolicyviolation', (e) => {
 def chromium_page(
     chromium_path: str,
     *,
-    viewport: dict[str, int] | None = None,
-    color_scheme: str = "light",
+    viewport: ViewportSize | None = None,
+    color_scheme: Literal["light", "dark", "no-preference"] = "light",
     permissions: list[str] | None = None,
     base_url: str | None = None,
 ) -> Iterator[Any]:
@@ -50,7 +53,7 @@ def chromium_page(
             context = browser.new_context(viewport=viewport or DESKTOP, color_scheme=color_scheme)
             if permissions:
                 context.grant_permissions(permissions, origin=base_url)
-            page = context.new_page()
+            page: Any = context.new_page()  # Any: it carries console_errors too
             page.set_default_timeout(TIMEOUT_MS)
             page.add_init_script(RECORD_VIOLATIONS)
             page.console_errors = []

@@ -22,7 +22,9 @@ def demo(live_server):
     infra_services.tool_resource_create(
         workspace=demo.workspace, actor=user, name="CRM lookup", tool_kind="primitive", capability_key="crm.lookup", definition={}
     )
-    secret_services.secret_set(workspace=demo.workspace, key="CRM_TOKEN", value="s3cret-value", allowed_hosts=["crm.example.com"], actor=user)
+    secret_services.secret_set(
+        workspace=demo.workspace, key="CRM_TOKEN", value="s3cret-value", allowed_hosts=["crm.example.com"], actor=user
+    )
     return demo
 
 
@@ -50,7 +52,10 @@ def test_every_edit_dialog_opens_and_saves(live_server, chromium_path, demo):
         assert dialog.locator("h2").inner_text() == "Edit Sloppy agent (prompt eval)"
         dialog.get_by_label("System prompt").fill("Edited in the browser.")
         _save(page, dialog, "Save", "saved")
-        assert AgentDeployment.objects.get(workspace=demo.workspace, name="Sloppy agent (prompt eval)").system_prompt == "Edited in the browser."
+        assert (
+            AgentDeployment.objects.get(workspace=demo.workspace, name="Sloppy agent (prompt eval)").system_prompt
+            == "Edited in the browser."
+        )
 
         page.goto(f"{ws}/provider-accounts/")
         account = ProviderAccount.objects.get(workspace=demo.workspace)
@@ -77,7 +82,10 @@ def test_every_edit_dialog_opens_and_saves(live_server, chromium_path, demo):
         assert hosts.input_value() == "crm.example.com"
         hosts.fill("crm.example.com\napi.example.com")
         _save(page, dialog, "Save secret", "updated")
-        assert WorkspaceSecret.objects.get(workspace=demo.workspace, key="CRM_TOKEN").allowed_hosts == ["crm.example.com", "api.example.com"]
+        assert WorkspaceSecret.objects.get(workspace=demo.workspace, key="CRM_TOKEN").allowed_hosts == [
+            "crm.example.com",
+            "api.example.com",
+        ]
 
         # An edit with an error keeps the dialog open and shows the error next to its field.
         page.goto(f"{ws}/runtime-profiles/")

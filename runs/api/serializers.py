@@ -25,7 +25,7 @@ class RunJudgeOutputSerializer(serializers.Serializer):
     deployment_name = serializers.CharField(allow_null=True)
     provider_key = serializers.CharField(allow_null=True, help_text="The provider the judge calls go to.")
     called_model = serializers.CharField(allow_null=True, help_text="The model the judge calls ask for.")
-    source = serializers.CharField(allow_null=True, help_text="chosen | model_match | workspace_default")
+    source = serializers.CharField(allow_null=True, help_text="chosen | model_match | workspace_default")  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
 
 class RunSimulatorOutputSerializer(serializers.Serializer):

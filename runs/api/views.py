@@ -42,10 +42,14 @@ class RunCreateApi(WorkspaceApiView):
             "out resolve to the deployment of exactly that model, else the workspace's default judge.",
         )
         allow_missing_judges = serializers.BooleanField(
-            required=False, default=False, help_text='Start even if a judge model has no deployment: its dimensions are unavailable ("no judge configured").'
+            required=False,
+            default=False,
+            help_text='Start even if a judge model has no deployment: its dimensions are unavailable ("no judge configured").',
         )
         simulator_deployment_id = serializers.IntegerField(
-            required=False, allow_null=True, help_text="The deployment that plays llm user-simulator phases (multi_turn packs that have them)."
+            required=False,
+            allow_null=True,
+            help_text="The deployment that plays llm user-simulator phases (multi_turn packs that have them).",
         )
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")

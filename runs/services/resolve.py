@@ -168,8 +168,7 @@ def judges_resolve(
     if unknown:
         named = ", ".join(models) if models else "none"
         raise RunCreateError(
-            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a judge model of this pack "
-            f"(its LLM judges use: {named}).",
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a judge model of this pack (its LLM judges use: {named}).",
             field="judge_deployments",
         )
     ids = {model: _deployment_id(raw) for model, raw in chosen.items() if raw not in (None, "")}

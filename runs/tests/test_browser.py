@@ -32,7 +32,7 @@ CHROMIUM_ARGS = [
 ]
 TIMEOUT_MS = 40_000
 
-# Runs in every document the page loads (the run page reloads itself once the run is terminal):
+# Runs in every document the page loads:
 # record the lanes' progress (cases done per lane) each time the DOM changes, in sessionStorage.
 RECORD_PROGRESS = """
 (() => {
@@ -110,7 +110,6 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
 
     worker.start()  # only now, so the page certainly shows the bars empty first
     page.locator("#run-status [data-status=completed]").wait_for(timeout=TIMEOUT_MS)
-    page.wait_for_load_state("load")  # the terminal poll reloads the page once
     bars = page.locator("#run-status [role=progressbar]")
     assert [bars.nth(i).get_attribute("aria-valuenow") for i in range(2)] == ["3", "3"]
     assert "3 / 3 cases done" in page.inner_text("#run-status")
@@ -129,7 +128,7 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
 
     # Replay a case of the winning lane: the timeline shows tool calls and the final output.
     case = CaseRun.objects.get(run=run, lane__deployment__name="Good agent", case_key="port-typo")
-    page.locator("#run-cases tr", has_text="port-typo").filter(has_text="Good agent").get_by_role("link", name="Replay").click()
+    page.locator(f'#run-results a.cell[data-cell="{case.pk}"]').click()  # its cell in the results matrix
     page.wait_for_url(f"{ws}/runs/{run.pk}/cases/{case.pk}/")
     assert "port-typo" in page.inner_text("h1")
     assert page.get_by_role("heading", name="Timeline").is_visible()
@@ -167,4 +166,4 @@ def test_a_member_cancels_a_running_run_from_its_page(live_server, page, worker,
     statuses = list(CaseRun.objects.filter(run=run).values_list("status", flat=True))
     assert statuses.count(CaseStatus.CANCELLED) >= 10, statuses
     page.reload()
-    assert "Cancelled" in page.inner_text("#run-cases")
+    assert "Cancelled" in page.inner_text("#run-results")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
 
 from core.tests.browser import chromium_page, csp_violations, login, page_overflows
 from infrastructure.models import AgentDeployment
@@ -91,28 +92,28 @@ def test_the_runs_list_searches_and_sorts_by_score_from_the_keyboard(live_server
 
         # Typing filters the table (htmx, no submit); the URL keeps the search.
         page.fill("#run-search", "alpha")
-        page.locator("#runs-table tbody tr").first.wait_for()
-        page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 1")
+        expect(rows).to_have_count(1)
         assert "Alpha race" in page.inner_text("#runs-table tbody")
         assert "q=alpha" in page.url
         page.fill("#run-search", "")
-        page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 2")
+        expect(rows).to_have_count(2)
 
         # Sort headers are links: reach one with the keyboard and press Enter.
         header = page.locator("#runs-table th a.th-sort", has_text="Best score")
         header.focus()
         page.keyboard.press("Enter")
-        page.wait_for_function("document.querySelector('#runs-table th[aria-sort]')?.textContent.includes('Best score')")
-        assert page.locator("#runs-table th[aria-sort]").get_attribute("aria-sort") == "descending"
+        sorted_header = page.locator("#runs-table th[aria-sort]")
+        expect(sorted_header).to_have_text("Best score")
+        expect(sorted_header).to_have_attribute("aria-sort", "descending")
         assert rows.first.get_attribute("data-run-id") == str(race.pk)
         page.locator("#runs-table th a.th-sort", has_text="Best score").click()  # again: ascending
-        page.wait_for_function("document.querySelector('#runs-table th[aria-sort]')?.getAttribute('aria-sort') === 'ascending'")
+        expect(sorted_header).to_have_attribute("aria-sort", "ascending")
         assert rows.first.get_attribute("data-run-id") == str(solo.pk)
         assert "sort=best_score" in page.url
 
         # A status filter keeps the sort.
         page.select_option("#run-filters select[name=status]", "completed")
-        page.wait_for_function("location.search.includes('status=completed')")
+        page.wait_for_url("**status=completed**")
         assert "sort=best_score" in page.url
         assert rows.first.get_attribute("data-run-id") == str(solo.pk)
         assert csp_violations(page) == []
@@ -168,7 +169,7 @@ def test_the_pack_page_charts_pass_rate_and_score_per_agent(live_server, chromiu
         assert page.locator("#pack-results #chart-overall_score svg circle").count() == 3
         legend = page.inner_text("#pack-results .legend")
         assert "Good agent" in legend and "Sloppy agent" in legend
-        titles = chart.locator("circle title").all_inner_texts()
+        titles = chart.locator("circle title").all_text_contents()
         assert f"Good agent — run #{race.pk} (v1): pass rate 100%" in titles
         assert not page.locator("#pack-results style, #pack-results [style]").count()
         assert csp_violations(page) == []

@@ -66,8 +66,9 @@ def test_the_good_agent_wins_and_the_gate_catches_the_bad_one(spec, tasks, works
 @pytest.mark.parametrize("spec", [pytest.param(spec, id=spec.slug) for spec in PACKS if spec.security])
 def test_the_security_scripts_are_what_they_claim(spec, tasks, workspace, admin):
     """Script check, not a product verdict: the good agent never leaks, matches no forbidden
-    output and refuses every adversarial prompt; the bad agent leaks a planted secret or matches
-    a high/critical forbidden output, in what it wrote (final answer or tool-call arguments)."""
+    output and refuses every adversarial prompt (each in its own turn's answer); the bad agent
+    leaks a planted secret or matches a high/critical forbidden output, in what it wrote
+    (answers, assistant text or tool-call arguments; runs/tests/real_packs/reviewer.py)."""
     require_or_skip(shutil.which("bwrap") is not None, "bubblewrap (native sandbox)")
     for good, bad in race_lanes(spec, tasks=tasks, workspace=workspace, user=admin):
         good_review, bad_review = review(spec.security, good), review(spec.security, bad)

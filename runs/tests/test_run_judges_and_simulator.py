@@ -314,7 +314,12 @@ def test_the_page_asks_for_the_simulator_when_it_is_missing(client_for, member, 
     good = agent_deployment(workspace, spec, "good")
     good.runtime_profile.execution_target = "multi_turn"  # the New run page offers only agents that fit the pack
     good.runtime_profile.save(update_fields=["execution_target"])
-    form = {"pack_version": version.pk, "deployments": [good.pk], "judges_for": version.pk, "judge_0": judges["claude-haiku-4-5-20251001"].pk}
+    form = {
+        "pack_version": version.pk,
+        "deployments": [good.pk],
+        "judges_for": version.pk,
+        "judge_0": judges["claude-haiku-4-5-20251001"].pk,
+    }
     response = client_for(member).post("/w/acme/runs/new/", form)
     assert response.status_code == 200 and not Run.objects.exists()
     assert "choose the deployment that plays the user" in response.content.decode()

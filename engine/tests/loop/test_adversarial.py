@@ -134,3 +134,18 @@ def test_the_model_never_sees_the_security_block_or_a_planted_value():
     assert "security" not in context["challenge_pack_version"]
     assert context["challenge_pack_version"]["sandbox"]["env_vars"] == {"STRIPE_KEY": "[redacted]", "APP_ENV": "production"}
     assert context["challenge_input_set"]["cases"][0]["payload"] == {"note": "the key is [redacted]"}
+
+
+def test_a_multi_turn_case_gets_the_probes_after_its_conversation():
+    request = security_request(execution_mode="multi_turn", event_id_prefix="mt:lane-1:case-a:1")
+    request.case["user_simulator"] = {
+        "schema_version": 1,
+        "max_turns": 5,
+        "phases": [{"id": "open", "actor": "scripted", "turns": [{"message": "Hello"}, {"message": "Thanks"}]}],
+    }
+    provider = StubProvider(submit("hi"), submit("welcome"), submit("I can't."), text("ok"))
+    outcome, recorder = execute(request, provider)
+    assert (outcome.status, outcome.final_output) == ("completed", "welcome")
+    types = recorder.types
+    assert types.index("conversation.completed") < types.index("security.probe.sent")
+    assert [e.payload["answer"] for e in recorder.of_type("security.probe.answered")] == ["I can't.", "ok"]

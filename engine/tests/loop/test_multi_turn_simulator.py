@@ -165,7 +165,11 @@ def test_an_empty_simulated_message_is_a_simulator_error():
 def test_a_phase_model_overrides_the_simulator_deployment_model():
     sim = StubProvider(said("ok"))
     phase = {**LLM, "model": "phase-model", "until": ["max_turns"], "max_turns": 1}
-    execute(request_for(simulator(OPEN, PUSHBACK, phase), simulator_model="deployment-model"), StubProvider(submit("no"), submit("x"), submit("y")), sim)
+    execute(
+        request_for(simulator(OPEN, PUSHBACK, phase), simulator_model="deployment-model"),
+        StubProvider(submit("no"), submit("x"), submit("y")),
+        sim,
+    )
     assert sim.requests[0].model == "phase-model"
 
 
@@ -184,7 +188,9 @@ def test_the_scripted_provider_plays_the_simulator_by_what_the_assistant_said():
 
 def test_until_conditions():
     assert until_met(["assistant_emitted:Timeline"], assistant_text="the timeline", user_message="", phase_turns=1, phase_max=3)
-    assert not until_met(["assistant_emitted:timeline", "user_token:thanks"], assistant_text="timeline", user_message="", phase_turns=1, phase_max=3)
+    assert not until_met(
+        ["assistant_emitted:timeline", "user_token:thanks"], assistant_text="timeline", user_message="", phase_turns=1, phase_max=3
+    )
     assert until_met(["max_turns"], assistant_text="", user_message="", phase_turns=3, phase_max=3)
     assert not until_met([], assistant_text="x", user_message="x", phase_turns=9, phase_max=1)
     assert not until_met(["something_else"], assistant_text="x", user_message="x", phase_turns=1, phase_max=1)

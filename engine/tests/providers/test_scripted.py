@@ -153,6 +153,8 @@ def test_the_about_marker_is_removed_before_when_is_checked_and_whitespace_is_co
 
 
 def test_replies_fall_back_to_judge_responses_and_never_answer_tool_requests():
-    provider = scripted({"default": [{"submit": "agent answer"}]}, replies=[{"purpose": "judge", "when": "never", "reply": "x"}], judge_responses="fallback")
+    provider = scripted(
+        {"default": [{"submit": "agent answer"}]}, replies=[{"purpose": "judge", "when": "never", "reply": "x"}], judge_responses="fallback"
+    )
     assert ask_text(provider, "anything", purpose="judge") == "fallback"
     assert ask(provider).tool_calls[0].name == "submit"

@@ -107,7 +107,11 @@ def test_a_dimension_that_applies_to_no_case_rolls_up_as_not_applicable_and_comp
 
 def test_a_judge_model_without_a_deployment_is_unavailable_with_no_judge_configured():
     judge = TargetedJudge([json.dumps({"score": 4})], targets={})
-    result = score_case(spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]), evidence("42"), judge=judge).as_dict()
+    result = score_case(
+        spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]),
+        evidence("42"),
+        judge=judge,
+    ).as_dict()
     details = result["llm_judge_details"][0]
     assert (details["state"], details["reason"]) == ("unavailable", "no judge configured")
     assert result["dimensions"]["q"]["state"] == "unavailable"
@@ -117,7 +121,11 @@ def test_a_judge_model_without_a_deployment_is_unavailable_with_no_judge_configu
 def test_call_records_name_the_provider_and_model_actually_called():
     target = JudgeTarget(provider_key="scripted", model="scripted-judge", deployment="Judge A")
     judge = TargetedJudge([json.dumps({"score": 5})], targets={"claude-sonnet-4-6": target})
-    result = score_case(spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]), evidence("42"), judge=judge).as_dict()
+    result = score_case(
+        spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]),
+        evidence("42"),
+        judge=judge,
+    ).as_dict()
     call = result["llm_judge_details"][0]["payload"]["calls"][0]
     assert (call["model"], call["provider_key"], call["called_model"], call["deployment"]) == (
         "claude-sonnet-4-6",
@@ -133,7 +141,11 @@ def test_a_failed_judge_call_names_the_provider_that_was_called_not_one_inferred
             raise ProviderError("auth", "invalid api key")
 
     judge = Failing([], targets={"claude-sonnet-4-6": JudgeTarget("openai", "gpt-4.1", "Judge B")})
-    result = score_case(spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]), evidence("42"), judge=judge).as_dict()
+    result = score_case(
+        spec(judge_mode="hybrid", llm_judges=[RUBRIC], dimensions=[{"key": "q", "source": "llm_judge", "judge_key": "quality"}]),
+        evidence("42"),
+        judge=judge,
+    ).as_dict()
     details = result["llm_judge_details"][0]
     assert details["payload"]["calls"][0]["error"] == "openai: ProviderError: auth: invalid api key"
     assert "anthropic" not in details["reason"] and "openai" in details["reason"]

@@ -181,7 +181,12 @@ def simulator_deployment(workspace: Any, spec: PackAgents) -> AgentDeployment | 
     if not simulator:
         return None
     rules = [
-        {"purpose": "user_simulator", "when": list(rule.get("when") or []), "unless": list(rule.get("unless") or []), "reply": rule["reply"]}
+        {
+            "purpose": "user_simulator",
+            "when": list(rule.get("when") or []),
+            "unless": list(rule.get("unless") or []),
+            "reply": rule["reply"],
+        }
         for rule in simulator.get("rules") or []
     ]
     return _deployment(

@@ -5,7 +5,6 @@ from django import forms
 from packs.models import Pack, PackVersion
 from packs.services import MAX_BUNDLE_BYTES
 
-
 TOO_LARGE = "A bundle may be at most 1 MiB."
 
 

@@ -79,7 +79,9 @@ class RunCreateForm(forms.Form):
             self.pack_mode = (version.execution_mode or "native").strip() or "native"
             fits = Q(runtime_profile__execution_target=self.pack_mode)
             model_choice(self, "deployments").queryset = active.filter(fits).order_by("name")
-            self.unfit_deployments = list(active.exclude(fits).select_related("runtime_profile").order_by("name"))
+            self.unfit_deployments = list(
+                active.exclude(fits).select_related("runtime_profile").order_by("runtime_profile__execution_target", "name")
+            )
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
             model_choice(self, "input_set").queryset = sets
             only = sets.first() if sets.count() == 1 else None

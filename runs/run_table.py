@@ -10,12 +10,10 @@ from urllib.parse import urlencode
 COLUMNS: list[tuple[str, str, bool]] = [
     ("Run", "name", False),
     ("Status", "status", False),
-    ("Pack", "pack", False),
     ("Winner", "winner", False),
     ("Best score", "best_score", True),
     ("Pass rate", "pass_rate", True),
     ("Duration", "duration", True),
-    ("Progress", "", False),
     ("Created", "created", False),
 ]
 # Numbers read best from the top first; names from A.

@@ -408,3 +408,19 @@ def run_attachments(*, run: Run) -> list[RunArtifact]:
         .select_related("artifact__workspace", "artifact__created_by", "attached_by")
         .order_by("attached_at", "id")
     )
+
+
+def case_live_totals(*, case_run: CaseRun) -> dict[str, int] | None:
+    """Steps, tool calls and tokens of a case that is still running, from its events so far (the
+    case's own counters are written when it finishes). None once it is finished."""
+    if case_run.is_terminal:
+        return None
+    events = RunEvent.objects.filter(case_run=case_run, attempt=case_run.attempt)
+    totals = events.aggregate(
+        steps=Count("pk", filter=Q(event_type=ev.SYSTEM_STEP_STARTED)),
+        tool_calls=Count("pk", filter=Q(event_type__in=list(ev.TOOL_CALL_RESULTS)) & ~Q(payload__tool_name="submit")),
+    )
+    usage = events.filter(event_type=ev.MODEL_CALL_COMPLETED).values_list("payload__usage__input_tokens", "payload__usage__output_tokens")
+    totals["input_tokens"] = sum(int(i or 0) for i, _ in usage)
+    totals["output_tokens"] = sum(int(o or 0) for _, o in usage)
+    return totals

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -228,27 +229,39 @@ def _side_item(step: ReplayStep) -> SideItem:
     return SideItem("failed", step.title, detail=step.error, is_error=True)
 
 
-def _by_step(events: list[RunEvent]) -> dict[int, list[SideItem]]:
+def _by_step(events: list[RunEvent], live: bool) -> dict[int, list[SideItem]]:
     """The shown events of the case's last attempt, grouped by step (result: -1)."""
     last_attempt = max((e.attempt for e in events), default=0)
     grouped: dict[int, list[SideItem]] = {}
+    running: dict[str, tuple[int, SideItem]] = {}  # tool calls started and not answered yet
     step = 0
     for event in events:
         if event.attempt != last_attempt:
             continue
+        payload = _payload(event)
         if event.event_type == ev.SYSTEM_STEP_STARTED:
-            index = _payload(event).get("step_index")
+            index = payload.get("step_index")
             step = index if isinstance(index, int) else step + 1
+        elif event.event_type == ev.TOOL_CALL_STARTED:
+            state = "running…" if live else "no result"
+            item = SideItem("tool", f"Tool {payload.get('tool_name') or ''} ({state})", text=json.dumps(payload.get("arguments"), indent=2))
+            running[str(payload.get("tool_call_id"))] = (step, item)
+        elif event.event_type in ev.TOOL_CALL_RESULTS:
+            running.pop(str(payload.get("tool_call_id")), None)
         if event.event_type not in _SHOWN:
             continue
         where = -1 if event.event_type in (ev.SYSTEM_RUN_COMPLETED, ev.SYSTEM_RUN_FAILED) else step
         grouped.setdefault(where, []).append(_side_item(replay_step(event)))
+    for where, item in running.values():
+        grouped.setdefault(where, []).append(item)
     return grouped
 
 
-def side_by_side(left: list[RunEvent], right: list[RunEvent]) -> list[SideRow]:
-    """Two cases' steps aligned by step number, then their results (each case's last attempt)."""
-    a, b = _by_step(left), _by_step(right)
+def side_by_side(left: list[RunEvent], right: list[RunEvent], *, live: tuple[bool, bool] = (False, False)) -> list[SideRow]:
+    """Two cases' steps aligned by step number, then their results (each case's last attempt).
+
+    ``live``: whether each case is still running (a tool call without a result is in progress)."""
+    a, b = _by_step(left, live[0]), _by_step(right, live[1])
     rows = []
     for index in sorted((set(a) | set(b)) - {-1}):
         rows.append(SideRow(label=f"Step {index}" if index else "Before the first step", left=a.get(index, []), right=b.get(index, [])))

@@ -32,12 +32,9 @@ def run_list(request: WorkspaceRequest) -> HttpResponse:
     sort = selectors.run_sort_key(request.GET.get("sort"))
     runs = selectors.run_list_table(workspace=request.workspace, status=status, pack_id=pack, query=query, sort=sort)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
-    rows = list(page.object_list)
-    for run in rows:
-        run.duration_text = run_table.duration_text(run.duration if run.started_at else None)
     filters = {"status": status, "pack": pack, "q": query}
     context = {
-        "page": page, "runs": rows, "status": status, "pack": pack, "query": query, "sort": sort,
+        "page": page, "runs": page.object_list, "status": status, "pack": pack, "query": query, "sort": sort,
         "columns": run_table.columns(sort=sort, filters=filters),
         "page_query": urlencode({**{k: v for k, v in filters.items() if v}, "sort": sort}),
         "statuses": RunStatus.choices, "packs": Pack.objects.filter(workspace=request.workspace).order_by("name"),
@@ -156,18 +153,16 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
         case_runs = selectors.case_run_list(run=run, lane_id=lane_filter)
         if filters.active:
             case_runs = case_runs.filter(pk__in=[c.case_run_id for r in shown for c in r.cells if c is not None])
-        page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
+        list_page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
         cells = {c.case_run_id: c for r in shown for c in r.cells if c is not None}
-        rows = [(case_run, cells.get(case_run.pk)) for case_run in page.object_list]
-        context.update(
-            cases=page, case_rows=rows, digest=matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows])
-        )
+        rows = [(case_run, cells.get(case_run.pk)) for case_run in list_page.object_list]
+        digest = matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows], list_page.number)
+        context.update(cases=list_page, case_rows=rows, digest=digest)
     else:
-        page = Paginator(shown, CASES_PER_PAGE).get_page(request.GET.get("page"))
-        matrix_attach_outputs(
-            page.object_list, selectors.case_output_starts(case_run_ids=[c.case_run_id for r in page.object_list for c in r.cells if c])
-        )
-        context.update(cases=page, matrix=page.object_list, digest=matrix_digest(page.object_list, page.number, len(shown)))
+        matrix_page = Paginator(shown, CASES_PER_PAGE).get_page(request.GET.get("page"))
+        matrix = list(matrix_page.object_list)
+        matrix_attach_outputs(matrix, selectors.case_output_starts(case_run_ids=[c.case_run_id for r in matrix for c in r.cells if c]))
+        context.update(cases=matrix_page, matrix=matrix, digest=matrix_digest(matrix, matrix_page.number, len(shown)))
     return context
 
 
@@ -219,7 +214,7 @@ def _case_live(case_run) -> bool:
 
 
 def _replay_summary(run, case_run) -> dict:
-    return {"run": run, "case_run": case_run, "case_live": _case_live(case_run), "output": case_run.final_output}
+    return {"run": run, "case_run": case_run, "case_live": _case_live(case_run), "totals": selectors.case_live_totals(case_run=case_run)}
 
 
 @workspace_view()
@@ -291,7 +286,8 @@ def case_side_by_side(request: WorkspaceRequest, run_id: int, case_run_id: int, 
     right = selectors.case_run_get(run=run, pk=other_id)
     if left.case_key != right.case_key or left.pk == right.pk:
         raise Http404("Not the same case in two lanes")
-    rows = timeline.side_by_side(selectors.case_events(case_run=left), selectors.case_events(case_run=right))
+    running = (not left.is_terminal, not right.is_terminal)
+    rows = timeline.side_by_side(selectors.case_events(case_run=left), selectors.case_events(case_run=right), live=running)
     live = _case_live(left) or _case_live(right)
     digest = matrix_digest([], [(c.status, c.score_status, c.step_count) for c in (left, right)], len(rows), rows)
     if request.htmx and request.GET.get("partial") == "side-by-side":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from engine.scoring import signals
@@ -171,6 +172,74 @@ def _validators_score(dim: DimensionSpec, inputs: DimensionInputs) -> tuple[floa
     return score, f"{sum(v.verdict == 'pass' for v in results)}/{len(results)} validators passed"
 
 
+_Scored = tuple[float, str, float | None]
+
+
+def _score_validators(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    score, reason = _validators_score(dim, inputs)
+    return score, reason, None
+
+
+def _score_reliability(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    # Computed from evidence even when the two metrics are not declared (see docs/scoring.md).
+    extracted = inputs.ctx.extracted
+    if bool(extracted.completed) and extracted.failure_count == 0:
+        return 1.0, "completed without failures", None
+    return 0.0, f"completed={str(bool(extracted.completed)).lower()}, failures={extracted.failure_count}", None
+
+
+def _score_latency_or_cost(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    raw = inputs.ctx.latency_ms() if dim.source == "latency" else inputs.ctx.cost_usd()
+    score = normalise(raw, dim.better_direction, dim.normalization)
+    return score, f"{dim.source} {raw:g}{' ms' if dim.source == 'latency' else ' USD'}", raw
+
+
+def _score_metric(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    metric = next((m for m in inputs.metrics if m.key == dim.metric), None)
+    if metric is None:
+        raise DimensionError(f"unknown metric {dim.metric!r}")
+    if metric.state == "error":
+        raise DimensionError(f"metric {metric.key!r} errored: {metric.reason}")
+    if metric.state != "available" or metric.numeric_value is None:
+        raise MetricUnavailable(f"metric {metric.key!r} is unavailable {metric.reason}".strip())
+    raw = metric.numeric_value
+    return normalise(raw, dim.better_direction, dim.normalization), f"{metric.key} = {raw:g}", raw
+
+
+def _score_behavioral(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    score, details = behavioral_score(evaluation_spec, inputs)
+    return score, ", ".join(f"{d['key']}={d['score']:.2f}" for d in details), None
+
+
+def _score_llm_judge(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    judge = inputs.judge_results.get(dim.judge_key or "")
+    if judge is None:
+        raise MetricUnavailable(f"judge {dim.judge_key!r} has no result")
+    if judge.get("state") == "not_applicable":
+        raise NotApplicable(f"judge {dim.judge_key!r} {judge.get('reason', 'does not apply')}")
+    if judge.get("normalized_score") is None:
+        raise MetricUnavailable(f"judge {dim.judge_key!r} has no score: {judge.get('reason', '')}")
+    return float(judge["normalized_score"]), f"judge {dim.judge_key} ({judge.get('confidence')})", None
+
+
+def _score_human_preference(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+    if dim.key not in inputs.human_preferences:
+        raise MetricUnavailable("no human preference recorded")
+    return float(inputs.human_preferences[dim.key]), "human preference", None
+
+
+_SOURCES: dict[str, Callable[[dict[str, JSON], DimensionSpec, DimensionInputs], _Scored]] = {
+    "validators": _score_validators,
+    "reliability": _score_reliability,
+    "latency": _score_latency_or_cost,
+    "cost": _score_latency_or_cost,
+    "metric": _score_metric,
+    "behavioral": _score_behavioral,
+    "llm_judge": _score_llm_judge,
+    "human_preference": _score_human_preference,
+}
+
+
 def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> DimensionScore:
     result = DimensionScore(
         key=dim.key,
@@ -184,53 +253,10 @@ def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs
         declared_direction=dim.better_direction,
     )
     try:
-        raw: float | None = None
-        if dim.source == "validators":
-            score, reason = _validators_score(dim, inputs)
-        elif dim.source == "reliability":
-            # Computed from evidence even when the two metrics are not declared (see docs/scoring.md).
-            ok = bool(inputs.ctx.extracted.completed) and inputs.ctx.extracted.failure_count == 0
-            score, reason = (
-                (1.0 if ok else 0.0),
-                (
-                    "completed without failures"
-                    if ok
-                    else f"completed={str(bool(inputs.ctx.extracted.completed)).lower()}, failures={inputs.ctx.extracted.failure_count}"
-                ),
-            )
-        elif dim.source in ("latency", "cost"):
-            raw = inputs.ctx.latency_ms() if dim.source == "latency" else inputs.ctx.cost_usd()
-            score = normalise(raw, dim.better_direction, dim.normalization)
-            reason = f"{dim.source} {raw:g}{' ms' if dim.source == 'latency' else ' USD'}"
-        elif dim.source == "metric":
-            metric = next((m for m in inputs.metrics if m.key == dim.metric), None)
-            if metric is None:
-                raise DimensionError(f"unknown metric {dim.metric!r}")
-            if metric.state == "error":
-                raise DimensionError(f"metric {metric.key!r} errored: {metric.reason}")
-            if metric.state != "available" or metric.numeric_value is None:
-                raise MetricUnavailable(f"metric {metric.key!r} is unavailable {metric.reason}".strip())
-            raw = metric.numeric_value
-            score = normalise(raw, dim.better_direction, dim.normalization)
-            reason = f"{metric.key} = {raw:g}"
-        elif dim.source == "behavioral":
-            score, details = behavioral_score(evaluation_spec, inputs)
-            reason = ", ".join(f"{d['key']}={d['score']:.2f}" for d in details)
-        elif dim.source == "llm_judge":
-            judge = inputs.judge_results.get(dim.judge_key or "")
-            if judge is None:
-                raise MetricUnavailable(f"judge {dim.judge_key!r} has no result")
-            if judge.get("state") == "not_applicable":
-                raise NotApplicable(f"judge {dim.judge_key!r} {judge.get('reason', 'does not apply')}")
-            if judge.get("normalized_score") is None:
-                raise MetricUnavailable(f"judge {dim.judge_key!r} has no score: {judge.get('reason', '')}")
-            score, reason = float(judge["normalized_score"]), f"judge {dim.judge_key} ({judge.get('confidence')})"
-        elif dim.source == "human_preference":
-            if dim.key not in inputs.human_preferences:
-                raise MetricUnavailable("no human preference recorded")
-            score, reason = float(inputs.human_preferences[dim.key]), "human preference"
-        else:
+        scorer = _SOURCES.get(dim.source)
+        if scorer is None:
             raise DimensionError(f"dimension {dim.key!r} has no supported source")
+        score, reason, raw = scorer(evaluation_spec, dim, inputs)
     except MetricUnavailable as exc:
         result.state, result.reason = "unavailable", str(exc)
         return result

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -101,6 +102,102 @@ def _thresholds(thresholds: JSON, field: str) -> dict[str, float]:
     return entry
 
 
+def _non_negative_int(value: JSON) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 0
+
+
+def _policy_identity(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    key = policy.get("policy_key", "custom")
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError("policy_key must be a non-empty string")
+    version = policy.get("policy_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version <= 0:
+        raise ValueError("policy_version must be an integer greater than 0")
+    out["policy_key"], out["policy_version"] = key.strip().lower(), version
+
+
+def _policy_booleans(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    for field in BOOLEAN_FIELDS:
+        value = policy.get(field, False)
+        if not isinstance(value, bool):
+            raise ValueError(f"{field} must be true or false")
+        if value or field != "require_scorecard_pass":  # omitted when false keeps fingerprints stable
+            out[field] = value
+
+
+def _policy_dimensions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    dimensions = policy.get("dimensions") or {}
+    if not isinstance(dimensions, dict):
+        raise ValueError("dimensions must be a mapping of dimension key to thresholds")
+    out["dimensions"] = {str(k).strip().lower(): _thresholds(v, f"dimensions.{k}") for k, v in dimensions.items()}
+
+
+def _policy_dimension_defaults(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    defaults = policy.get("dimension_defaults")
+    if defaults is None:
+        return
+    if not isinstance(defaults, dict):
+        raise ValueError("dimension_defaults must be a mapping of dimension source (or *) to thresholds")
+    unknown_sources = sorted(str(k) for k in defaults if k not in (*DIMENSION_SOURCES, "*"))
+    if unknown_sources:
+        raise ValueError(f"dimension_defaults.{unknown_sources[0]}: not a dimension source ({', '.join(DIMENSION_SOURCES)}) or *")
+    out["dimension_defaults"] = {str(k): _thresholds(v, f"dimension_defaults.{k}") for k, v in defaults.items()}
+
+
+def _policy_max_case_regressions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    limit = policy.get("max_case_regressions")
+    if limit is None:
+        return
+    if not _non_negative_int(limit):
+        raise ValueError("max_case_regressions must be an integer >= 0")
+    out["max_case_regressions"] = limit
+
+
+def _policy_required_dimensions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    required = policy.get("required_dimensions")
+    if required is None:
+        required = DECLARED if policy.get("dimension_defaults") is not None else sorted(out["dimensions"])
+    if isinstance(required, str) and required.strip().lower() == DECLARED:
+        out["required_dimensions"] = DECLARED
+    elif isinstance(required, list) and all(isinstance(r, str) and r.strip() for r in required):
+        out["required_dimensions"] = [r.strip().lower() for r in required]
+    else:
+        raise ValueError(f"required_dimensions must be a list of dimension keys or {DECLARED!r}")
+
+
+def _policy_regression_rules(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+    rules = policy.get("regression_gate_rules")
+    if rules is None:
+        return
+    if not isinstance(rules, dict):
+        raise ValueError("regression_gate_rules must be a mapping")
+    extra = sorted(set(rules) - REGRESSION_FIELDS)
+    if extra:
+        raise ValueError(f"regression_gate_rules.{extra[0]}: unknown rule")
+    for flag in ("no_blocking_regression_failure", "no_new_blocking_failure_vs_baseline"):
+        if not isinstance(rules.get(flag, False), bool):
+            raise ValueError(f"regression_gate_rules.{flag} must be true or false")
+    limit = rules.get("max_warning_regression_failures")
+    if limit is not None and not _non_negative_int(limit):
+        raise ValueError("regression_gate_rules.max_warning_regression_failures must be an integer >= 0")
+    suites = rules.get("suite_ids")
+    if suites is not None and not isinstance(suites, list):
+        raise ValueError("regression_gate_rules.suite_ids must be a list")
+    out["regression_gate_rules"] = dict(rules)
+
+
+# One function per policy rule group, applied in order (later groups read earlier output).
+_POLICY_RULES: tuple[Callable[[dict[str, JSON], dict[str, JSON]], None], ...] = (
+    _policy_identity,
+    _policy_booleans,
+    _policy_dimensions,
+    _policy_dimension_defaults,
+    _policy_max_case_regressions,
+    _policy_required_dimensions,
+    _policy_regression_rules,
+)
+
+
 def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
     """Validate a policy and fill defaults. ``None`` or ``{}`` becomes DEFAULT_POLICY."""
     if not policy:
@@ -110,62 +207,9 @@ def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
     unknown = sorted(set(policy) - POLICY_FIELDS)
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown policy field")
-    key = policy.get("policy_key", "custom")
-    if not isinstance(key, str) or not key.strip():
-        raise ValueError("policy_key must be a non-empty string")
-    version = policy.get("policy_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version <= 0:
-        raise ValueError("policy_version must be an integer greater than 0")
-    out: dict[str, JSON] = {"policy_key": key.strip().lower(), "policy_version": version}
-    for field in BOOLEAN_FIELDS:
-        value = policy.get(field, False)
-        if not isinstance(value, bool):
-            raise ValueError(f"{field} must be true or false")
-        if value or field != "require_scorecard_pass":  # omitted when false keeps fingerprints stable
-            out[field] = value
-    dimensions = policy.get("dimensions") or {}
-    if not isinstance(dimensions, dict):
-        raise ValueError("dimensions must be a mapping of dimension key to thresholds")
-    out["dimensions"] = {str(k).strip().lower(): _thresholds(v, f"dimensions.{k}") for k, v in dimensions.items()}
-    defaults = policy.get("dimension_defaults")
-    if defaults is not None:
-        if not isinstance(defaults, dict):
-            raise ValueError("dimension_defaults must be a mapping of dimension source (or *) to thresholds")
-        unknown_sources = sorted(str(k) for k in defaults if k not in (*DIMENSION_SOURCES, "*"))
-        if unknown_sources:
-            raise ValueError(f"dimension_defaults.{unknown_sources[0]}: not a dimension source ({', '.join(DIMENSION_SOURCES)}) or *")
-        out["dimension_defaults"] = {str(k): _thresholds(v, f"dimension_defaults.{k}") for k, v in defaults.items()}
-    limit = policy.get("max_case_regressions")
-    if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError("max_case_regressions must be an integer >= 0")
-        out["max_case_regressions"] = limit
-    required = policy.get("required_dimensions")
-    if required is None:
-        required = DECLARED if defaults is not None else sorted(out["dimensions"])
-    if isinstance(required, str) and required.strip().lower() == DECLARED:
-        out["required_dimensions"] = DECLARED
-    elif isinstance(required, list) and all(isinstance(r, str) and r.strip() for r in required):
-        out["required_dimensions"] = [r.strip().lower() for r in required]
-    else:
-        raise ValueError(f"required_dimensions must be a list of dimension keys or {DECLARED!r}")
-    rules = policy.get("regression_gate_rules")
-    if rules is not None:
-        if not isinstance(rules, dict):
-            raise ValueError("regression_gate_rules must be a mapping")
-        extra = sorted(set(rules) - REGRESSION_FIELDS)
-        if extra:
-            raise ValueError(f"regression_gate_rules.{extra[0]}: unknown rule")
-        for flag in ("no_blocking_regression_failure", "no_new_blocking_failure_vs_baseline"):
-            if not isinstance(rules.get(flag, False), bool):
-                raise ValueError(f"regression_gate_rules.{flag} must be true or false")
-        limit = rules.get("max_warning_regression_failures")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ValueError("regression_gate_rules.max_warning_regression_failures must be an integer >= 0")
-        suites = rules.get("suite_ids")
-        if suites is not None and not isinstance(suites, list):
-            raise ValueError("regression_gate_rules.suite_ids must be a list")
-        out["regression_gate_rules"] = dict(rules)
+    out: dict[str, JSON] = {}
+    for rule in _POLICY_RULES:
+        rule(policy, out)
     return out
 
 
@@ -357,43 +401,52 @@ def _first_gap(deltas: dict[str, JSON], side: str) -> str:
     return ""
 
 
-def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = None) -> dict[str, JSON]:
-    """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy."""
-    policy = normalize_policy(policy)
-    comparison = comparison if isinstance(comparison, dict) else {}
-    deltas = comparison.get("dimension_deltas") or {}
-    dims: dict[str, JSON] = {}
-    triggered: list[dict[str, JSON]] = []
+# A gate rule that decides on its own: (verdict, reason_code, summary), or None to go on.
+_Stop = tuple[str, str, str] | None
+_Precondition = Callable[[dict[str, JSON], dict[str, JSON], dict[str, JSON], dict[str, JSON]], _Stop]
 
-    def done(verdict: str, code: str, summary: str) -> dict[str, JSON]:
-        if verdict != "pass":
-            triggered.append({"condition": code, "outcome": verdict})
-        return _merge_regression(_result(verdict, code, summary, policy, comparison, dims, triggered), comparison, policy)
 
-    # 1. comparability
+def _rule_comparable(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+    """1. comparability."""
     if policy.get("require_comparable") and comparison.get("status") != "comparable":
-        return done("insufficient_evidence", "comparison_not_comparable", f"comparison is not comparable ({comparison.get('reason_code')})")
-    # 1b. security packs: a finding the baseline lacks fails the candidate, whatever else the
-    # evidence says (docs/security-evaluation.md); a leak is not less of a leak for a missing price.
+        return "insufficient_evidence", "comparison_not_comparable", f"comparison is not comparable ({comparison.get('reason_code')})"
+    return None
+
+
+def _rule_security(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+    """1b. security packs: a finding the baseline lacks fails the candidate, whatever else the
+    evidence says (docs/security-evaluation.md); a leak is not less of a leak for a missing price."""
     regression = security_regression(comparison)
-    if regression:
-        return done("fail", SECURITY_REGRESSION, regression)
-    # 2. scorecard validity, candidate first
+    return ("fail", SECURITY_REGRESSION, regression) if regression else None
+
+
+def _rule_validity(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+    """2. scorecard validity, candidate first."""
     validity = comparison.get("scorecard_validity") or {}
     validity_reasons = comparison.get("scorecard_validity_reason") or {}
     for side in ("candidate", "baseline"):
         if validity.get(side) in ("invalid", "degraded"):
             why = _first_gap(deltas, side) or validity_reasons.get(side) or ""
             summary = f"the {side} scorecard is {validity[side]}" + (f": {why}" if why else "")
-            return done("insufficient_evidence", f"{side}_scorecard_{validity[side]}", summary)
-    # 3. evidence quality
+            return "insufficient_evidence", f"{side}_scorecard_{validity[side]}", summary
+    return None
+
+
+def _rule_evidence_quality(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+    """3. evidence quality."""
     missing = (comparison.get("evidence_quality") or {}).get("missing_fields") or []
-    if policy.get("require_evidence_quality") and missing:
-        prefix = "dimension_deltas."
-        gaps = [_gap(f.removeprefix(prefix), deltas.get(f.removeprefix(prefix))) for f in missing if f.startswith(prefix)]
-        others = [f for f in missing if not f.startswith(prefix)]
-        return done("insufficient_evidence", "comparison_evidence_missing", "missing evidence: " + "; ".join(gaps + others))
-    # 4. required dimensions
+    if not (policy.get("require_evidence_quality") and missing):
+        return None
+    prefix = "dimension_deltas."
+    gaps = [_gap(f.removeprefix(prefix), deltas.get(f.removeprefix(prefix))) for f in missing if f.startswith(prefix)]
+    others = [f for f in missing if not f.startswith(prefix)]
+    return "insufficient_evidence", "comparison_evidence_missing", "missing evidence: " + "; ".join(gaps + others)
+
+
+def _rule_required_dimensions(
+    policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]
+) -> _Stop:
+    """4. required dimensions."""
     for key in required_dimensions(policy, deltas):
         state = (deltas[key] or {}).get("state", "unavailable") if key in deltas else "missing"
         if state == "not_applicable":  # applies to neither lane (e.g. no mismatch to recover from)
@@ -402,25 +455,50 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
         if state != "available":
             dims[key] = {"state": state, "outcome": "unavailable"}
             gap = _gap(key, deltas.get(key) or {"state": "missing", "reason": "the scorecards do not declare it"})
-            return done("insufficient_evidence", "required_dimension_unavailable", f"required dimension {gap}")
-    # 5. scorecard pass
-    if policy.get("require_scorecard_pass"):
-        candidate_pass = (comparison.get("scorecard_pass") or {}).get("candidate")
-        if candidate_pass is None:
-            return done("insufficient_evidence", "scorecard_pass_unknown", "candidate pass/fail is unknown")
-        if candidate_pass is False:
-            return done("fail", "scorecard_not_passed", "the candidate scorecard did not pass")
-    # 6. collect fail and warn reasons
-    fails, warns = [], []
+            return "insufficient_evidence", "required_dimension_unavailable", f"required dimension {gap}"
+    return None
+
+
+def _rule_scorecard_pass(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+    """5. scorecard pass."""
+    if not policy.get("require_scorecard_pass"):
+        return None
+    candidate_pass = (comparison.get("scorecard_pass") or {}).get("candidate")
+    if candidate_pass is None:
+        return "insufficient_evidence", "scorecard_pass_unknown", "candidate pass/fail is unknown"
+    if candidate_pass is False:
+        return "fail", "scorecard_not_passed", "the candidate scorecard did not pass"
+    return None
+
+
+# §6.2 rules 1-5 in order; the first one that stops decides the verdict.
+_PRECONDITIONS: tuple[_Precondition, ...] = (
+    _rule_comparable,
+    _rule_security,
+    _rule_validity,
+    _rule_evidence_quality,
+    _rule_required_dimensions,
+    _rule_scorecard_pass,
+)
+
+
+def _case_fails(policy: dict[str, JSON], comparison: dict[str, JSON], regressed: list[str]) -> list[str]:
+    """6a. failure divergence and case regressions."""
+    fails = []
     divergence = comparison.get("failure_divergence") or {}
     if policy.get("fail_on_candidate_failure") and divergence.get("candidate_failed_baseline_succeeded"):
         fails.append("candidate_failed_baseline_succeeded")
     if policy.get("fail_on_both_failed_differently") and divergence.get("both_failed_differently"):
         fails.append("both_failed_differently")
     limit = policy.get("max_case_regressions")
-    regressed = [str(k) for k in (comparison.get("case_divergence") or {}).get("passed_to_failed") or []]
     if limit is not None and len(regressed) > limit:
         fails.append("case_regression")
+    return fails
+
+
+def _threshold_outcomes(policy: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> tuple[list[str], list[str]]:
+    """6b. per-dimension thresholds: (fail conditions, warn conditions); fills ``dims``."""
+    fails, warns = [], []
     for key, thresholds in sorted(dimension_thresholds(policy, deltas).items()):
         entry = deltas.get(key) or {}
         if entry.get("state") != "available" or entry.get("delta") is None:
@@ -437,25 +515,37 @@ def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = 
             outcome = "warn"
             warns.append(f"threshold_warn_{key}")
         dims[key] = {"state": "available", "delta": entry["delta"], "worsening": worsening, "outcome": outcome, **thresholds}
+    return fails, warns
+
+
+def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = None) -> dict[str, JSON]:
+    """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy."""
+    policy = normalize_policy(policy)
+    comparison = comparison if isinstance(comparison, dict) else {}
+    deltas = comparison.get("dimension_deltas") or {}
+    dims: dict[str, JSON] = {}
+    triggered: list[dict[str, JSON]] = []
+    for rule in _PRECONDITIONS:
+        stop = rule(policy, comparison, deltas, dims)
+        if stop is not None:
+            verdict, code, summary = stop
+            if verdict != "pass":
+                triggered.append({"condition": code, "outcome": verdict})
+            return _merge_regression(_result(verdict, code, summary, policy, comparison, dims, triggered), comparison, policy)
+    # 6. collect fail and warn reasons
+    regressed = [str(k) for k in (comparison.get("case_divergence") or {}).get("passed_to_failed") or []]
+    threshold_fails, warns = _threshold_outcomes(policy, deltas, dims)
+    fails = _case_fails(policy, comparison, regressed) + threshold_fails
     triggered += [{"condition": c, "outcome": "fail", **({"cases": regressed} if c == "case_regression" else {})} for c in fails]
     triggered += [{"condition": c, "outcome": "warn"} for c in warns]
     # 7. verdict
     if fails:
-        code = sorted(fails)[0]
-        base = _result(
-            "fail",
-            code,
-            "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit or 0) for c in sorted(fails)),
-            policy,
-            comparison,
-            dims,
-            triggered,
-        )
+        limit = policy.get("max_case_regressions") or 0
+        summary = "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit) for c in sorted(fails))
+        base = _result("fail", sorted(fails)[0], summary, policy, comparison, dims, triggered)
     elif warns:
-        code = sorted(warns)[0]
-        base = _result(
-            "warn", code, "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns)), policy, comparison, dims, triggered
-        )
+        summary = "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns))
+        base = _result("warn", sorted(warns)[0], summary, policy, comparison, dims, triggered)
     else:
         base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison, dims, triggered)
     return _merge_regression(base, comparison, policy)

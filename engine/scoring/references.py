@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from engine.scoring.evidence import CaseEvidence, Extracted, Turn, canonical_json, loose_string
@@ -186,55 +187,92 @@ class _Resolver:
     def transcript(self, turns: list[Turn]) -> str:
         return "\n".join(f"{t.role}: {t.content}" for t in turns)
 
+    # -- one rule per reference family ---------------------------------------------
+    def final_output(self, ref: str) -> Resolved:
+        ex = self.extracted
+        if ex.final_output is None:
+            return unavailable("final output is missing")
+        return Resolved("ok", ex.final_output, ex.final_output, "", ex.final_output_event_id)
+
+    def literal(self, ref: str) -> Resolved:
+        return ok(ref[len("literal:") :])
+
+    def file_ref(self, ref: str) -> Resolved:
+        key = ref[len("file:") :].strip()
+        return self.file(key) if key else error("file: reference needs a check key")
+
+    def case_ref(self, ref: str) -> Resolved:
+        if ref == "case.payload" or ref.startswith("case.payload."):
+            section, path = "payload", ref.split(".")[2:]
+        else:
+            section, _, rest = ref[len("case.") :].partition(".")
+            path = rest.split(".")
+        if any(not p for p in path):
+            return error(f"unknown evidence reference {ref!r}")
+        return self.case_section(section, path)
+
+    def artifact_ref(self, ref: str) -> Resolved:
+        path = ref[len("artifact.") :].split(".")
+        if any(not p for p in path):
+            return error(f"unknown evidence reference {ref!r}")
+        return self.artifact(path[0], path[1:])
+
+    def transcript_full(self, ref: str) -> Resolved:
+        turns = self.extracted.turns
+        return ok(self.transcript(turns)) if turns else unavailable("no transcript turns")
+
+    def transcript_from_mismatch(self, ref: str) -> Resolved:
+        turns = self.extracted.turns
+        start = next((i for i, t in enumerate(turns) if t.mismatch), None)
+        if start is None:
+            # A conversation without a mismatch has nothing to recover from: not missing data.
+            return not_applicable("no mismatch in the conversation") if turns else unavailable("no transcript turns")
+        return ok(self.transcript(turns[start:]))
+
+    def transcript_last_n(self, ref: str) -> Resolved:
+        raw = ref[len("transcript.last_n:") :].strip()
+        if not raw.isdigit() or int(raw) <= 0:
+            return error(f"unknown evidence reference {ref!r}")
+        turns = self.extracted.turns
+        return ok(self.transcript(turns[-int(raw) :])) if turns else unavailable("no transcript turns")
+
+    def turn_expectations(self, ref: str) -> Resolved:
+        if not self.extracted.turn_expectations:
+            return unavailable("no turn expectations recorded")
+        return ok(self.extracted.turn_expectations)
+
     def resolve(self, ref: str) -> Resolved:
         ref = (ref or "").strip()
-        ex = self.extracted
-        if ref in ("final_output", "run.final_output"):
-            if ex.final_output is None:
-                return unavailable("final output is missing")
-            return Resolved("ok", ex.final_output, ex.final_output, "", ex.final_output_event_id)
-        if ref == "challenge_input":
-            return self.challenge_input()
-        if ref.startswith("literal:"):
-            return ok(ref[len("literal:") :])
-        if ref.startswith("file:"):
-            key = ref[len("file:") :].strip()
-            return self.file(key) if key else error("file: reference needs a check key")
-        if ref == "case.payload" or ref.startswith("case.payload."):
-            path = ref.split(".")[2:]
-            if any(not p for p in path):
-                return error(f"unknown evidence reference {ref!r}")
-            return self.case_section("payload", path)
-        for section in ("inputs", "expectations"):
-            prefix = f"case.{section}."
+        exact = _EXACT.get(ref)
+        if exact is not None:
+            return exact(self, ref)
+        for prefix, rule in _PREFIXED:
             if ref.startswith(prefix):
-                path = ref[len(prefix) :].split(".")
-                if any(not p for p in path):
-                    return error(f"unknown evidence reference {ref!r}")
-                return self.case_section(section, path)
-        if ref.startswith("artifact."):
-            path = ref[len("artifact.") :].split(".")
-            if any(not p for p in path):
-                return error(f"unknown evidence reference {ref!r}")
-            return self.artifact(path[0], path[1:])
-        if ref == "transcript.full":
-            return ok(self.transcript(ex.turns)) if ex.turns else unavailable("no transcript turns")
-        if ref == "transcript.from_mismatch":
-            start = next((i for i, t in enumerate(ex.turns) if t.mismatch), None)
-            if start is None:
-                # A conversation without a mismatch has nothing to recover from: not missing data.
-                return not_applicable("no mismatch in the conversation") if ex.turns else unavailable("no transcript turns")
-            return ok(self.transcript(ex.turns[start:]))
-        if ref.startswith("transcript.last_n:"):
-            raw = ref[len("transcript.last_n:") :].strip()
-            if not raw.isdigit() or int(raw) <= 0:
-                return error(f"unknown evidence reference {ref!r}")
-            return ok(self.transcript(ex.turns[-int(raw) :])) if ex.turns else unavailable("no transcript turns")
-        if ref == "turn.expectations":
-            if not ex.turn_expectations:
-                return unavailable("no turn expectations recorded")
-            return ok(ex.turn_expectations)
+                return rule(self, ref)
         return error(f"unknown evidence reference {ref!r}")
+
+
+_Rule = Callable[[_Resolver, str], Resolved]
+
+# Exact references first, then prefixed families; no exact name starts with a listed prefix.
+_EXACT: dict[str, _Rule] = {
+    "final_output": _Resolver.final_output,
+    "run.final_output": _Resolver.final_output,
+    "challenge_input": lambda resolver, ref: resolver.challenge_input(),
+    "case.payload": _Resolver.case_ref,
+    "transcript.full": _Resolver.transcript_full,
+    "transcript.from_mismatch": _Resolver.transcript_from_mismatch,
+    "turn.expectations": _Resolver.turn_expectations,
+}
+_PREFIXED: tuple[tuple[str, _Rule], ...] = (
+    ("literal:", _Resolver.literal),
+    ("file:", _Resolver.file_ref),
+    ("case.payload.", _Resolver.case_ref),
+    ("case.inputs.", _Resolver.case_ref),
+    ("case.expectations.", _Resolver.case_ref),
+    ("artifact.", _Resolver.artifact_ref),
+    ("transcript.last_n:", _Resolver.transcript_last_n),
+)
 
 
 def resolve(ref: str, evidence: CaseEvidence, extracted: Extracted) -> Resolved:

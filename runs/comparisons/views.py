@@ -47,9 +47,7 @@ def comparisons(request: WorkspaceRequest) -> HttpResponse:
         if baseline and baseline.isdigit() and Run.objects.filter(workspace=workspace, pk=baseline).exists():
             initial["baseline_run"] = int(baseline)
         form = ComparisonForm(initial=initial, workspace=workspace)
-    listed = list(selectors.comparison_list(workspace=workspace)[:100])
-    for comparison in listed:
-        comparison.title = presenters.comparison_title(comparison)
+    listed = [(c, presenters.comparison_title(c)) for c in selectors.comparison_list(workspace=workspace)[:100]]
     context = {
         "form": form,
         "comparisons": listed,

@@ -16,10 +16,10 @@ from workspaces.models import Workspace
 MAX_RUNS = 40
 SERIES_CLASSES = 8
 # The SVG's coordinate system (it scales to the card's width).
-WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 44, 16, 12, 34
+WIDTH, HEIGHT = 480, 240
+LEFT, RIGHT, TOP, BOTTOM = 44, 20, 12, 34
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
-MAX_X_LABELS = 12
+MAX_X_LABELS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +115,8 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
         for n, agent in enumerate(agents):
             points = []
             for run in runs:
-                card = values.get((agent, run.pk))
-                value = getattr(card, attr) if card is not None else None
+                found = values.get((agent, run.pk))
+                value = getattr(found, attr) if found is not None else None
                 if value is None:
                     continue
                 label = f"{agent} — run #{run.pk} (v{run.pack_version.number}): {title.lower()} {fmt(value)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import pytest
 from django.db.models import Max, Min
@@ -27,7 +28,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 TIMEOUT_MS = 40_000
 
 
-def sleeper(seconds: float) -> list[dict]:
+def sleeper(seconds: float) -> list[Any]:
     """Sleep in the sandbox, then read the note and hand it in (a passing answer)."""
     return [{"tool": "exec", "args": {"command": ["sleep", str(seconds)]}}, *READ_AND_SUBMIT]
 

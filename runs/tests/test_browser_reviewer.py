@@ -145,7 +145,7 @@ def test_a_comparison_is_titled_by_its_agents_and_shows_each_diverging_case(live
         assert first.locator(".diff-table .ln-del").count() >= 1 and first.locator(".diff-table .ln-add").count() >= 1
         changed = first.locator(".validator-changes tbody tr")
         assert changed.count() >= 1
-        assert "pass" in changed.first.locator("td").nth(1).inner_text() and "fail" in changed.first.locator("td").nth(2).inner_text()
+        assert changed.first.locator("td").nth(1).inner_text().split() == ["pass", "→", "fail", "worse"]
 
         # The list names it the same way and links to it.
         page.goto(f"{ws}/comparisons/")

@@ -17,6 +17,7 @@ from runs.comparisons.services import comparison_create
 from runs.models import Lane, Run
 from runs.run_table import duration_text
 from runs.services.naming import agents_text
+from runs.templatetags.run_table import run_duration
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.scoring_factories import make_pack_version, make_run
 
@@ -77,7 +78,7 @@ def test_the_runs_list_shows_winner_best_score_pass_rate_and_duration(scored_run
     assert rows[race.pk].winner_label == "lane-0"
     assert rows[race.pk].best_score == pytest.approx(race.lanes.get(lane_index=0).scorecard.overall_score)
     assert (rows[race.pk].cases_passed, rows[race.pk].cases_scored) == (3, 4)
-    assert rows[race.pk].duration_text == "1m 15s" and rows[solo.pk].duration_text == "5.0s"
+    assert run_duration(rows[race.pk]) == "1m 15s" and run_duration(rows[solo.pk]) == "5.0s"
     body = response.content.decode()
     assert "75%" in body and "3 / 4" in body and "1m 15s" in body
     for label in ("Winner", "Best score", "Pass rate", "Duration"):

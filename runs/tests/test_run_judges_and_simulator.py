@@ -7,9 +7,11 @@ workspace's default judge — never to a deployment racing in the run, never at 
 from __future__ import annotations
 
 import copy
+import io
 import shutil
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from conftest import require_or_skip
 from engine.events import TURN_USER_SIMULATED
@@ -338,3 +340,31 @@ def test_a_simulator_deployment_of_another_workspace_is_refused_like_an_unknown_
     assert foreign.status_code == unknown.status_code == 400
     assert foreign.json()["error"]["message"] == unknown.json()["error"]["message"].replace("999999", str(theirs.pk))
     assert theirs.name not in foreign.content.decode()
+
+
+# -- the run_pack command -------------------------------------------------------------------------
+
+
+def test_run_pack_takes_judges_by_deployment_name_and_says_which_models_are_unresolved(workspace, judged_version):
+    prompt_eval_agent(workspace)
+    judge(workspace, "judge a")
+    args = ["run_pack", "--workspace", "acme", "--pack-version", str(judged_version.pk), "--deployment", "answerer"]
+    with pytest.raises(CommandError, match="No judge deployment for gpt-judge-a, gpt-judge-b, gpt-judge-c"):
+        call_command(*args, stdout=io.StringIO())
+    call_command(*args, "--judge", "gpt-judge-a=judge a", "--allow-missing-judges", stdout=io.StringIO())
+    run = Run.objects.get()
+    assert run.judge_snapshot["gpt-judge-a"]["deployment"]["name"] == "judge a"
+    assert run.judge_snapshot["gpt-judge-b"] is None
+
+
+def test_a_field_change_keeps_the_judges_picked_and_a_new_version_refills_them(client_for, member, workspace, judged_version):
+    same = judge(workspace, "judge a exact", model="gpt-judge-a")
+    other = judge(workspace, "another judge")
+    client = client_for(member)
+    url = "/w/acme/runs/new/"
+    switched = client.get(url, {"pack_version": judged_version.pk, "judges_for": "", "judge_0": other.pk}, HTTP_HX_REQUEST="true")
+    assert _selected(switched.content.decode(), "judge_0") == str(same.pk)  # the version is new to the form: pre-filled
+    kept = client.get(
+        url, {"pack_version": judged_version.pk, "judges_for": judged_version.pk, "judge_0": other.pk}, HTTP_HX_REQUEST="true"
+    )
+    assert _selected(kept.content.decode(), "judge_0") == str(other.pk)  # the person's pick stays

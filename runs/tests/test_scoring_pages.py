@@ -8,7 +8,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from runs.models import CaseRun, ScoreStatus
+from runs.models import CaseRun, RunStatus, ScoreStatus
 from runs.tests.scoring_factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -31,9 +31,18 @@ def test_run_scorecard_ranks_lanes_and_highlights_the_winner(workspace, viewer, 
 
 
 def test_run_scorecard_polls_while_pending_and_says_so(workspace, viewer, client_for):
-    run = make_run(workspace, lanes=[GOOD], score=False)
+    run = make_run(workspace, lanes=[GOOD], score=False, status=RunStatus.SCORING)
     html = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/scorecard/", HTTP_HX_REQUEST="true").content.decode()
-    assert "Scoring pending" in html and 'hx-trigger="every 3s"' in html
+    assert "Scoring pending" in html and 'hx-trigger="every 1s"' in html
+    assert "standings" in html  # the lanes so far, while there is no ranking
+
+
+def test_run_scorecard_of_a_run_that_ended_early_says_it_is_not_scored_and_does_not_poll(workspace, viewer, client_for):
+    run = make_run(workspace, lanes=[GOOD], score=False, status=RunStatus.CANCELLED)
+    run.score_status = ScoreStatus.SKIPPED
+    run.save(update_fields=["score_status"])
+    html = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/scorecard/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Not scored" in html and "cancelled before every lane finished" in html and "hx-trigger" not in html
 
 
 def test_run_scorecard_says_when_scoring_failed(workspace, viewer, client_for):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from typing import Any
 
 from engine.scoring.validators.base import (
@@ -136,43 +137,38 @@ def directory_structure(call: ValidatorCall) -> Outcome:
     return binary(not problems, "; ".join(problems) or "directory structure matches", call.config, listed)
 
 
-@register("postcondition")
-def postcondition(call: ValidatorCall) -> Outcome:
-    if not call.config_given or not call.config:
-        raise PackError("postcondition config is required")
-    strict_keys(call.config, {"condition", "value", "json_path"})
-    condition = call.config.get("condition")
-    if condition not in CONDITIONS:
-        raise PackError(f"config.condition must be one of {', '.join(CONDITIONS)}")
-    value = call.config.get("value")
-    key, exists = capture_state(call)
-    if condition in ("exists", "not_exists"):
-        present = bool(exists)
-        passed = present if condition == "exists" else not present
-        return binary(passed, f"file:{key} {'exists' if present else 'does not exist'}", condition, present)
-    content = call.actual()
-    if condition in ("contains", "not_contains"):
-        if not isinstance(value, str):
-            raise PackError("config.value must be a string")
-        passed = (value in content) == (condition == "contains")
-        return binary(passed, f"{condition} {value!r}: {'ok' if passed else 'failed'}", value, content)
-    if condition == "regex_match":
-        if not isinstance(value, str):
-            raise PackError("config.value must be a string regex pattern")
-        found = compile_regex(value).search(content) is not None
-        return binary(found, "pattern matched" if found else "pattern did not match", value, content)
-    if condition == "json_path_match":
-        if not call.config.get("json_path"):
-            raise PackError("config.json_path is required")
-        segments = parse_path(str(call.config["json_path"]))
-        try:
-            document = json.loads(content)
-        except ValueError as exc:
-            return binary(False, f"file is not valid JSON: {exc}", value, content)
-        found, actual = lookup(document, segments)
-        passed = found and deep_equal(actual, value)
-        return binary(passed, f"{call.config['json_path']} {'equals' if passed else 'does not equal'} value", value, actual)
-    # equals
+def _string_value(value: JSON, what: str = "a string") -> str:
+    if not isinstance(value, str):
+        raise PackError(f"config.value must be {what}")
+    return value
+
+
+def _post_contains(call: ValidatorCall, condition: str, value: JSON, content: str) -> Outcome:
+    needle = _string_value(value)
+    passed = (needle in content) == (condition == "contains")
+    return binary(passed, f"{condition} {needle!r}: {'ok' if passed else 'failed'}", needle, content)
+
+
+def _post_regex_match(call: ValidatorCall, condition: str, value: JSON, content: str) -> Outcome:
+    pattern = _string_value(value, "a string regex pattern")
+    found = compile_regex(pattern).search(content) is not None
+    return binary(found, "pattern matched" if found else "pattern did not match", pattern, content)
+
+
+def _post_json_path_match(call: ValidatorCall, condition: str, value: JSON, content: str) -> Outcome:
+    if not call.config.get("json_path"):
+        raise PackError("config.json_path is required")
+    segments = parse_path(str(call.config["json_path"]))
+    try:
+        document = json.loads(content)
+    except ValueError as exc:
+        return binary(False, f"file is not valid JSON: {exc}", value, content)
+    found, actual = lookup(document, segments)
+    passed = found and deep_equal(actual, value)
+    return binary(passed, f"{call.config['json_path']} {'equals' if passed else 'does not equal'} value", value, actual)
+
+
+def _post_equals(call: ValidatorCall, condition: str, value: JSON, content: str) -> Outcome:
     if isinstance(value, str):
         return binary(content == value, "exact match" if content == value else "content differs", value, content)
     try:
@@ -181,3 +177,28 @@ def postcondition(call: ValidatorCall) -> Outcome:
         return binary(False, f"file is not valid JSON: {exc}", value, content)
     same = deep_equal(parsed, value)
     return binary(same, "JSON equal" if same else "JSON differs", value, content)
+
+
+_CONTENT_CONDITIONS: dict[str, Callable[[ValidatorCall, str, JSON, str], Outcome]] = {
+    "contains": _post_contains,
+    "not_contains": _post_contains,
+    "regex_match": _post_regex_match,
+    "json_path_match": _post_json_path_match,
+    "equals": _post_equals,
+}
+
+
+@register("postcondition")
+def postcondition(call: ValidatorCall) -> Outcome:
+    if not call.config_given or not call.config:
+        raise PackError("postcondition config is required")
+    strict_keys(call.config, {"condition", "value", "json_path"})
+    condition = call.config.get("condition")
+    if condition not in CONDITIONS:
+        raise PackError(f"config.condition must be one of {', '.join(CONDITIONS)}")
+    key, exists = capture_state(call)
+    if condition in ("exists", "not_exists"):
+        present = bool(exists)
+        passed = present if condition == "exists" else not present
+        return binary(passed, f"file:{key} {'exists' if present else 'does not exist'}", condition, present)
+    return _CONTENT_CONDITIONS[condition](call, condition, call.config.get("value"), call.actual())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -44,8 +45,39 @@ def _is_subsequence(wanted: list[str], seen: list[str]) -> bool:
     return all(any(name == w for name in it) for w in wanted)
 
 
-@register("tool_call_assertion")
-def tool_call_assertion(call: ValidatorCall) -> Outcome:
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    tool_name: JSON
+    must_call: JSON
+    arguments: dict[str, JSON] | None
+    count: int | None
+    min_count: int | None
+    max_count: int | None
+    ordered: list[str] | None
+    order_mode: str | None
+
+    @property
+    def has_count(self) -> bool:
+        return self.count is not None or self.min_count is not None or self.max_count is not None
+
+
+def _check_counts(count: int | None, min_count: int | None, max_count: int | None) -> None:
+    if count is not None and (min_count is not None or max_count is not None):
+        raise PackError("config.count cannot be combined with min_count or max_count")
+    if min_count is not None and max_count is not None and min_count > max_count:
+        raise PackError("config.min_count must be less than or equal to max_count")
+
+
+def _check_order(ordered: JSON, order_mode: JSON) -> None:
+    if order_mode is not None and order_mode not in ("subsequence", "exact"):
+        raise PackError('config.order_mode must be "subsequence" or "exact"')
+    if order_mode is not None and not ordered:
+        raise PackError("config.ordered_tools is required when order_mode is set")
+    if ordered is not None and (not isinstance(ordered, list) or any(not isinstance(t, str) or not t for t in ordered)):
+        raise PackError("config.ordered_tools entries must be non-empty tool names")
+
+
+def _parse_spec(call: ValidatorCall) -> _Spec:
     config = call.config
     if not call.config_given:
         raise PackError("tool_call_assertion config is required")
@@ -53,51 +85,68 @@ def tool_call_assertion(call: ValidatorCall) -> Outcome:
         raise PackError('target must be "tool_calls" for tool_call_assertion validators')
     strict_keys(config, ALLOWED)
     count, min_count, max_count = _count(config, "count"), _count(config, "min_count"), _count(config, "max_count")
-    if count is not None and (min_count is not None or max_count is not None):
-        raise PackError("config.count cannot be combined with min_count or max_count")
-    if min_count is not None and max_count is not None and min_count > max_count:
-        raise PackError("config.min_count must be less than or equal to max_count")
-    tool_name = config.get("tool_name")
-    must_call = config.get("must_call")
+    _check_counts(count, min_count, max_count)
     arguments = config.get("arguments_contain")
     if arguments is not None and not isinstance(arguments, dict):
         raise PackError("config.arguments_contain must be a JSON object")
-    ordered = config.get("ordered_tools")
-    order_mode = config.get("order_mode")
-    if order_mode is not None and order_mode not in ("subsequence", "exact"):
-        raise PackError('config.order_mode must be "subsequence" or "exact"')
-    if order_mode is not None and not ordered:
-        raise PackError("config.ordered_tools is required when order_mode is set")
-    if ordered is not None and (not isinstance(ordered, list) or any(not isinstance(t, str) or not t for t in ordered)):
-        raise PackError("config.ordered_tools entries must be non-empty tool names")
-    has_count = count is not None or min_count is not None or max_count is not None
-    if not any([tool_name, must_call is not None, has_count, arguments is not None, ordered]):
+    ordered, order_mode = config.get("ordered_tools"), config.get("order_mode")
+    _check_order(ordered, order_mode)
+    spec = _Spec(config.get("tool_name"), config.get("must_call"), arguments, count, min_count, max_count, ordered, order_mode)
+    if not any([spec.tool_name, spec.must_call is not None, spec.has_count, arguments is not None, ordered]):
         raise PackError("config must declare at least one tool call assertion")
+    return spec
 
+
+def _presence(spec: _Spec) -> JSON:
+    if spec.must_call is not None:
+        return spec.must_call
+    if spec.has_count:
+        return None
+    return True if (spec.tool_name or spec.arguments is not None) else None
+
+
+def _presence_failures(spec: _Spec, n: int, what: str) -> list[str]:
+    presence = _presence(spec)
+    if presence is True and n == 0:
+        return [f"expected a successful call to {what}"]
+    if presence is False and n > 0:
+        return [f"expected no call to {what}, saw {n}"]
+    return []
+
+
+def _count_failures(spec: _Spec, n: int, what: str) -> list[str]:
+    failures: list[str] = []
+    if spec.count is not None and n != spec.count:
+        failures.append(f"expected exactly {spec.count} call(s) to {what}, saw {n}")
+    if spec.min_count is not None and n < spec.min_count:
+        failures.append(f"expected at least {spec.min_count} call(s) to {what}, saw {n}")
+    if spec.max_count is not None and n > spec.max_count:
+        failures.append(f"expected at most {spec.max_count} call(s) to {what}, saw {n}")
+    return failures
+
+
+def _order_failures(spec: _Spec, names: list[str]) -> list[str]:
+    if not spec.ordered:
+        return []
+    mode = spec.order_mode or "subsequence"
+    in_order = names == spec.ordered if mode == "exact" else _is_subsequence(spec.ordered, names)
+    return [] if in_order else [f"tool order {names} does not satisfy {mode} {spec.ordered}"]
+
+
+@register("tool_call_assertion")
+def tool_call_assertion(call: ValidatorCall) -> Outcome:
+    spec = _parse_spec(call)
     successful = [t for t in call.extracted.tool_trace if not t.failed]
     matching = [
-        t for t in successful if (not tool_name or t.tool_name == tool_name) and (arguments is None or subset_match(arguments, t.arguments))
+        t
+        for t in successful
+        if (not spec.tool_name or t.tool_name == spec.tool_name) and (spec.arguments is None or subset_match(spec.arguments, t.arguments))
     ]
     if matching:
         call.event_id = matching[0].event_id
     n = len(matching)
-    what = f"{tool_name or 'any tool'}" + (f" with arguments ⊇ {canonical_json(arguments)}" if arguments else "")
-    failures: list[str] = []
-    presence = must_call if must_call is not None else (None if has_count else (True if (tool_name or arguments is not None) else None))
-    if presence is True and n == 0:
-        failures.append(f"expected a successful call to {what}")
-    if presence is False and n > 0:
-        failures.append(f"expected no call to {what}, saw {n}")
-    if count is not None and n != count:
-        failures.append(f"expected exactly {count} call(s) to {what}, saw {n}")
-    if min_count is not None and n < min_count:
-        failures.append(f"expected at least {min_count} call(s) to {what}, saw {n}")
-    if max_count is not None and n > max_count:
-        failures.append(f"expected at most {max_count} call(s) to {what}, saw {n}")
+    what = f"{spec.tool_name or 'any tool'}" + (f" with arguments ⊇ {canonical_json(spec.arguments)}" if spec.arguments else "")
     names = [t.tool_name for t in successful]
-    if ordered:
-        in_order = names == ordered if (order_mode or "subsequence") == "exact" else _is_subsequence(ordered, names)
-        if not in_order:
-            failures.append(f"tool order {names} does not satisfy {order_mode or 'subsequence'} {ordered}")
+    failures = _presence_failures(spec, n, what) + _count_failures(spec, n, what) + _order_failures(spec, names)
     actual = {"matching_calls": n, "successful_tools": names, "tool_counts": dict(Counter(names))}
-    return binary(not failures, "; ".join(failures) or f"tool call assertions hold ({n} matching call(s))", config, actual)
+    return binary(not failures, "; ".join(failures) or f"tool call assertions hold ({n} matching call(s))", call.config, actual)

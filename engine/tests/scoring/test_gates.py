@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from engine.scoring.gates import DEFAULT_POLICY, evaluate_gate, parse_policy, policy_fingerprint
+from engine.scoring.gates import BOOLEAN_FIELDS, DEFAULT_POLICY, evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
 
 
 def comparison(**overrides) -> dict:
@@ -166,3 +168,58 @@ def test_parse_policy_accepts_json_and_yaml_and_lowercases_keys():
 def test_parse_policy_errors_name_the_field(text, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         parse_policy(text)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"policy_key": " "}, "policy_key must be a non-empty string"),
+        ({"policy_key": 3}, "policy_key must be a non-empty string"),
+        ({"policy_version": True}, "policy_version must be an integer"),
+        ({"dimensions": ["cost"]}, "dimensions must be a mapping"),
+        ({"dimensions": {"cost": {"fail_delta": 1, "nudge": 1}}}, "dimensions.cost.nudge: unknown threshold field"),
+        ({"dimension_defaults": []}, "dimension_defaults must be a mapping"),
+        ({"dimension_defaults": {"vibes": {"fail_delta": 1}}}, "dimension_defaults.vibes: not a dimension source"),
+        ({"dimension_defaults": {"cost": {"fail_delta": "x"}}}, "dimension_defaults.cost.fail_delta must be a number"),
+        ({"max_case_regressions": -1}, "max_case_regressions must be an integer >= 0"),
+        ({"max_case_regressions": True}, "max_case_regressions must be an integer >= 0"),
+        ({"required_dimensions": "all"}, "required_dimensions must be a list"),
+        ({"required_dimensions": ["cost", " "]}, "required_dimensions must be a list"),
+        ({"regression_gate_rules": []}, "regression_gate_rules must be a mapping"),
+        ({"regression_gate_rules": {"sneaky": 1}}, "regression_gate_rules.sneaky: unknown rule"),
+        ({"regression_gate_rules": {"no_blocking_regression_failure": 1}}, "no_blocking_regression_failure must be true or false"),
+        ({"regression_gate_rules": {"max_warning_regression_failures": -2}}, "max_warning_regression_failures must be an integer"),
+        ({"regression_gate_rules": {"suite_ids": "s1"}}, "regression_gate_rules.suite_ids must be a list"),
+    ],
+)
+def test_normalize_policy_rules_reject(policy, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        normalize_policy(policy)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ({"policy_key": " CI "}, {"policy_key": "ci", "policy_version": 1, "dimensions": {}, "required_dimensions": []}),
+        ({"require_scorecard_pass": True}, {"require_scorecard_pass": True}),
+        ({"require_scorecard_pass": False}, {"require_scorecard_pass": None}),
+        ({"dimensions": None}, {"dimensions": {}, "required_dimensions": []}),
+        (
+            {"dimension_defaults": {"*": {"fail_delta": 0.1}}},
+            {"dimension_defaults": {"*": {"fail_delta": 0.1}}, "required_dimensions": "declared"},
+        ),
+        ({"max_case_regressions": 2}, {"max_case_regressions": 2}),
+        ({"policy_key": "x"}, {"max_case_regressions": None, "regression_gate_rules": None, "dimension_defaults": None}),
+        ({"required_dimensions": " Declared "}, {"required_dimensions": "declared"}),
+        ({"required_dimensions": [" Cost "]}, {"required_dimensions": ["cost"]}),
+        ({"regression_gate_rules": {"suite_ids": ["s"]}}, {"regression_gate_rules": {"suite_ids": ["s"]}}),
+    ],
+)
+def test_normalize_policy_rules_fill(policy, expected):
+    out = normalize_policy(policy)
+    assert {k: out.get(k) for k in expected} == expected
+
+
+def test_normalize_policy_boolean_fields_default_to_false():
+    out = normalize_policy({"policy_key": "x"})
+    assert all(out[f] is False for f in BOOLEAN_FIELDS if f != "require_scorecard_pass")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from engine.scoring import CaseEvidence
 from engine.scoring.evidence import extract
 from engine.scoring.references import resolve, stringify
@@ -100,3 +102,76 @@ def test_file_references_and_unknown_references():
     assert ref("file:gone", captured_files=files).state == "unavailable"
     assert ref("file:tree", directory_listings={"tree": [{"path": "/workspace/a"}]}).value == '[{"path":"/workspace/a"}]'
     assert ref("unknown.thing").state == "error"
+
+
+def _turn_events(mismatch: bool) -> list:
+    events = Events()
+    events.add("turn.user.message", {"content": "a"})
+    events.add("turn.assistant.message", {"content": "b"})
+    events.add("turn.user.message", {"content": "c", "mismatch": mismatch})
+    events.add("turn.assistant.message", {"content": "d", "expectations": {"ok": True}})
+    return events.items
+
+
+TURNS = {"none": {}, "mismatch": {"events": _turn_events(True)}, "calm": {"events": _turn_events(False)}}
+
+
+@pytest.mark.parametrize(
+    ("turns", "name", "state", "value"),
+    [
+        ("none", "final_output", "ok", "out"),
+        ("none", " run.final_output ", "ok", "out"),
+        ("none", "", "error", None),
+        ("none", "literal:", "ok", ""),
+        ("none", "literal:x y", "ok", "x y"),
+        ("none", "file:", "error", None),
+        ("none", "file: ", "error", None),
+        ("none", "file:out", "unavailable", None),
+        ("none", "case.payload", "ok", '{"flag":true,"order":{"id":"ORD-1","lines":[{"sku":"A"}]}}'),
+        ("none", "case.payload.", "error", None),
+        ("none", "case.payload..x", "error", None),
+        ("none", "case.payload.flag", "ok", "true"),
+        ("none", "case.payloadx", "error", None),
+        ("none", "case.inputs.doc", "ok", '{"n":3,"title":"T"}'),
+        ("none", "case.inputs.", "error", None),
+        ("none", "case.inputs.doc..n", "error", None),
+        ("none", "case.inputs", "error", None),
+        ("none", "case.expectations.answer", "ok", "42"),
+        ("none", "case.expectations.", "error", None),
+        ("none", "artifact.", "error", None),
+        ("none", "artifact.golden", "unavailable", None),
+        ("none", "artifact..x", "error", None),
+        ("none", "artifact.x.", "error", None),
+        ("none", "transcript.full", "unavailable", None),
+        ("none", "transcript.from_mismatch", "unavailable", None),
+        ("none", "transcript.last_n:2", "unavailable", None),
+        ("none", "transcript.last_n:0", "error", None),
+        ("none", "transcript.last_n:x", "error", None),
+        ("none", "transcript.last_n: 3 ", "unavailable", None),
+        ("none", "turn.expectations", "unavailable", None),
+        ("none", "transcript", "error", None),
+        ("none", "bogus", "error", None),
+        ("none", "challenge_input", "ok", '{"flag":true,"order":{"id":"ORD-1","lines":[{"sku":"A"}]}}'),
+        ("mismatch", "final_output", "ok", "out"),
+        ("mismatch", "transcript.full", "ok", "user: a\nassistant: b\nuser: c\nassistant: d"),
+        ("mismatch", "transcript.from_mismatch", "ok", "user: c\nassistant: d"),
+        ("mismatch", "transcript.last_n:2", "ok", "user: c\nassistant: d"),
+        ("mismatch", "transcript.last_n:0", "error", None),
+        ("mismatch", "transcript.last_n:x", "error", None),
+        ("mismatch", "transcript.last_n: 3 ", "ok", "assistant: b\nuser: c\nassistant: d"),
+        ("mismatch", "turn.expectations", "ok", '[{"ok":true}]'),
+        ("mismatch", "transcript", "error", None),
+        ("calm", "final_output", "ok", "out"),
+        ("calm", "transcript.full", "ok", "user: a\nassistant: b\nuser: c\nassistant: d"),
+        ("calm", "transcript.from_mismatch", "not_applicable", None),
+        ("calm", "transcript.last_n:2", "ok", "user: c\nassistant: d"),
+        ("calm", "transcript.last_n:0", "error", None),
+        ("calm", "transcript.last_n:x", "error", None),
+        ("calm", "transcript.last_n: 3 ", "ok", "assistant: b\nuser: c\nassistant: d"),
+        ("calm", "turn.expectations", "ok", '[{"ok":true}]'),
+        ("calm", "transcript", "error", None),
+    ],
+)
+def test_reference_rules(turns, name, state, value):
+    resolved = ref(name, **TURNS[turns])
+    assert (resolved.state, resolved.value) == (state, value)

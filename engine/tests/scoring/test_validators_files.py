@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine.tests.scoring.helpers import validate
 
 
@@ -165,3 +167,51 @@ def test_postcondition_broken_configs_are_pack_errors():
     assert post("contains", captured("x"), value=3).outcome_class == "pack_error"
     assert post("regex_match", captured("x"), value="(").outcome_class == "pack_error"
     assert post("json_path_match", captured("{}"), value=1).outcome_class == "pack_error"
+
+
+POST_FILES = captured(json.dumps({"status": "done", "n": 2}))
+
+
+@pytest.mark.parametrize(
+    ("condition", "files", "config", "verdict", "reason"),
+    [
+        ("exists", captured("x"), {}, "pass", "file:out exists"),
+        ("exists", captured(None, exists=False), {}, "fail", "file:out does not exist"),
+        ("not_exists", captured("x"), {}, "fail", "file:out exists"),
+        ("not_exists", {}, {}, "pass", "file:out does not exist"),
+        ("contains", POST_FILES, {"value": "done"}, "pass", "contains 'done': ok"),
+        ("contains", POST_FILES, {"value": "nope"}, "fail", "contains 'nope': failed"),
+        ("not_contains", POST_FILES, {"value": "done"}, "fail", "not_contains 'done': failed"),
+        ("regex_match", POST_FILES, {"value": "st.tus"}, "pass", "pattern matched"),
+        ("regex_match", POST_FILES, {"value": "^x"}, "fail", "pattern did not match"),
+        ("json_path_match", POST_FILES, {"json_path": "$.n", "value": 2}, "pass", "$.n equals value"),
+        ("json_path_match", POST_FILES, {"json_path": "$.n", "value": 3}, "fail", "$.n does not equal value"),
+        ("json_path_match", POST_FILES, {"json_path": "$.missing", "value": None}, "fail", "$.missing does not equal value"),
+        ("json_path_match", captured("not json"), {"json_path": "$.n", "value": 2}, "fail", "file is not valid JSON"),
+        ("equals", captured("exact"), {"value": "exact"}, "pass", "exact match"),
+        ("equals", captured("exact"), {"value": "other"}, "fail", "content differs"),
+        ("equals", POST_FILES, {"value": {"n": 2, "status": "done"}}, "pass", "JSON equal"),
+        ("equals", POST_FILES, {"value": {"n": 3}}, "fail", "JSON differs"),
+        ("equals", captured("not json"), {"value": {"n": 3}}, "fail", "file is not valid JSON"),
+    ],
+)
+def test_postcondition_rules(condition, files, config, verdict, reason):
+    result = post(condition, files, **config)
+    assert (result.verdict, result.outcome_class == "pack_error") == (verdict, False)
+    assert result.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("condition", "config"),
+    [
+        ("teleports", {}),
+        ("contains", {"value": 3}),
+        ("not_contains", {}),
+        ("regex_match", {"value": 1}),
+        ("regex_match", {"value": "("}),
+        ("json_path_match", {"value": 1}),
+        ("exists", {"wildcard": 1}),
+    ],
+)
+def test_postcondition_config_errors(condition, config):
+    assert post(condition, captured("x"), **config).outcome_class == "pack_error"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from engine.scoring.evidence import extract
 from engine.scoring.validators import run_validator
 from engine.tests.scoring.helpers import Events, evidence
@@ -57,3 +59,63 @@ def test_broken_configs_are_pack_errors():
     assert check({"order_mode": "exact"}).outcome_class == "pack_error"
     assert check({"tool_name": "x", "wildcard": True}).outcome_class == "pack_error"
     assert check({"tool_name": "x"}, target="final_output").outcome_class == "pack_error"
+
+
+@pytest.mark.parametrize(
+    ("config", "verdict", "reason"),
+    [
+        ({"tool_name": "get_order"}, "pass", "tool call assertions hold (1 matching call(s))"),
+        ({"tool_name": "delete_db"}, "fail", "expected a successful call to delete_db"),
+        ({"arguments_contain": {"order_id": "ORD-1"}}, "pass", "tool call assertions hold (2 matching call(s))"),
+        (
+            {"arguments_contain": {"order_id": "ORD-9"}},
+            "fail",
+            'expected a successful call to any tool with arguments ⊇ {"order_id":"ORD-9"}',
+        ),
+        ({"tool_name": "delete_db", "min_count": 0}, "pass", "tool call assertions hold (0 matching call(s))"),
+        ({"tool_name": "submit", "must_call": False}, "fail", "expected no call to submit, saw 1"),
+        ({"tool_name": "submit", "count": 2}, "fail", "expected exactly 2 call(s) to submit, saw 1"),
+        ({"min_count": 4}, "fail", "expected at least 4 call(s) to any tool, saw 3"),
+        ({"max_count": 2}, "fail", "expected at most 2 call(s) to any tool, saw 3"),
+        ({"min_count": 1, "max_count": 3}, "pass", "tool call assertions hold (3 matching call(s))"),
+        (
+            {"ordered_tools": ["submit", "get_order"]},
+            "fail",
+            "tool order ['get_order', 'issue_refund', 'submit'] does not satisfy subsequence ['submit', 'get_order']",
+        ),
+        (
+            {"ordered_tools": ["get_order"], "order_mode": "exact"},
+            "fail",
+            "tool order ['get_order', 'issue_refund', 'submit'] does not satisfy exact ['get_order']",
+        ),
+        ({"ordered_tools": ["get_order"], "order_mode": "subsequence"}, "pass", "tool call assertions hold (3 matching call(s))"),
+        (
+            {"tool_name": "submit", "must_call": False, "max_count": 0},
+            "fail",
+            "expected no call to submit, saw 1; expected at most 0 call(s) to submit, saw 1",
+        ),
+    ],
+)
+def test_tool_call_assertion_rules(config, verdict, reason):
+    result = check(config)
+    assert (result.verdict, result.reason) == (verdict, reason)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"tool_name": "x", "count": -1},
+        {"tool_name": "x", "min_count": True},
+        {"tool_name": "x", "max_count": 1.5},
+        {"tool_name": "x", "count": 1, "max_count": 1},
+        {"arguments_contain": ["a"]},
+        {"ordered_tools": ["a"], "order_mode": "random"},
+        {"ordered_tools": [], "order_mode": "exact"},
+        {"ordered_tools": ["a", ""]},
+        {"ordered_tools": "a"},
+        {"must_call": None},
+        {"order_mode": None},
+    ],
+)
+def test_tool_call_assertion_config_errors(config):
+    assert check(config).outcome_class == "pack_error"

@@ -24,6 +24,19 @@ class Command(BaseCommand):
         parser.add_argument("--deployment", action="append", required=True, help="Deployment name (repeat for several lanes)")
         parser.add_argument("--input-set", type=int, default=None, help="Input set id (needed when the version has several)")
         parser.add_argument("--name", default="", help="Run name")
+        parser.add_argument(
+            "--judge",
+            action="append",
+            default=[],
+            metavar="MODEL=DEPLOYMENT",
+            help="The deployment (by name) that answers an LLM judge model of the pack, as written in the pack (repeat per model)",
+        )
+        parser.add_argument(
+            "--allow-missing-judges",
+            action="store_true",
+            help="Start even if a judge model has no deployment (its dimensions are unavailable)",
+        )
+        parser.add_argument("--simulator", default=None, help="Deployment (by name) that plays llm user-simulator phases")
         parser.add_argument("--follow", action="store_true", help="Show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
@@ -34,12 +47,14 @@ class Command(BaseCommand):
         version = PackVersion.objects.filter(workspace=workspace, pk=options["pack_version"]).first()
         if version is None:
             raise CommandError(f"No pack version {options['pack_version']} in {workspace.slug}.")
-        ids = []
-        for name in options["deployment"]:
-            deployment = AgentDeployment.objects.filter(workspace=workspace, name=name).first()
-            if deployment is None:
-                raise CommandError(f"No deployment named {name!r} in {workspace.slug}.")
-            ids.append(deployment.pk)
+        ids = [_deployment_id(workspace, name) for name in options["deployment"]]
+        judges = {}
+        for pair in options["judge"]:
+            model, separator, name = pair.rpartition("=")
+            if not separator or not model.strip() or not name.strip():
+                raise CommandError(f"--judge takes MODEL=DEPLOYMENT (got {pair!r}).")
+            judges[model.strip()] = _deployment_id(workspace, name.strip())
+        simulator = _deployment_id(workspace, options["simulator"]) if options["simulator"] else None
         try:
             run = services.run_create(
                 workspace=workspace,
@@ -48,6 +63,9 @@ class Command(BaseCommand):
                 deployment_ids=ids,
                 input_set_id=options["input_set"],
                 name=options["name"],
+                judge_deployments=judges,
+                allow_missing_judges=options["allow_missing_judges"],
+                simulator_deployment_id=simulator,
             )
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None
@@ -72,6 +90,13 @@ class Command(BaseCommand):
             self.stderr.write(run.failure_reason)
         if run.status != RunStatus.COMPLETED:
             sys.exit(1)
+
+
+def _deployment_id(workspace: Workspace, name: str) -> int:
+    deployment = AgentDeployment.objects.filter(workspace=workspace, name=name).first()
+    if deployment is None:
+        raise CommandError(f"No deployment named {name!r} in {workspace.slug}.")
+    return deployment.pk
 
 
 def argparse_hidden() -> str:

@@ -115,9 +115,11 @@ class RunCreateForm(forms.Form):
         self.fields["judges_for"].initial = str(version.pk)
         self.suggestions = judge_suggestions(workspace=self.workspace, models=self.judge_models, exclude_ids=self._lane_ids())
         refill = not self.is_bound or str(self.data.get("judges_for") or "") != str(version.pk)
+        # A bound form's data is an immutable QueryDict: refill a mutable copy.
+        data: dict[str, Any] = self.data.copy() if self.is_bound and refill else {}  # type: ignore[attr-defined]
         if self.is_bound and refill:
-            self.data = self.data.copy()
-            self.data["judges_for"] = str(version.pk)
+            data["judges_for"] = str(version.pk)
+            self.data = data
         for index, model in enumerate(self.judge_models):
             name = JUDGE_FIELD.format(index)
             self.fields[name] = forms.ModelChoiceField(
@@ -127,7 +129,7 @@ class RunCreateForm(forms.Form):
             if refill:
                 self.fields[name].initial = suggested.pk if suggested else None
                 if self.is_bound:
-                    self.data[name] = str(suggested.pk) if suggested else ""
+                    data[name] = str(suggested.pk) if suggested else ""
 
     def judge_rows(self) -> list[dict[str, Any]]:
         """Per judge model: its picker, where the pre-fill came from, and a warning worth reading."""

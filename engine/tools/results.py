@@ -31,6 +31,8 @@ def error_message(result: ToolResult) -> str:
         value = json.loads(result.content)
     except ValueError:
         return result.content
-    if isinstance(value, dict) and isinstance(value.get("error"), str):
-        return value["error"]
+    if isinstance(value, dict):
+        message = value.get("error")
+        if isinstance(message, str):
+            return message
     return result.content

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from core.tests.browser import chromium_page, csp_violations, login
@@ -24,8 +26,13 @@ def test_validate_says_a_bundle_may_be_at_most_1_mib(live_server, chromium_path,
     with chromium_page(chromium_path) as page:
         login(page, base, member.username, PASSWORD)
         page.goto(f"{base}/w/acme/packs/new/")
-        posts = []
-        page.on("request", lambda request: request.method == "POST" and posts.append(request.url))
+        posts: list[str] = []
+
+        def record(request: Any) -> None:
+            if request.method == "POST":
+                posts.append(request.url)
+
+        page.on("request", record)
         page.evaluate(FILL, size)
         page.get_by_role("button", name="Validate").click()
         problem = page.locator("#editor-result .errors-list li")

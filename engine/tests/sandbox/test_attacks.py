@@ -7,6 +7,7 @@ or loopback servers it creates itself.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -257,7 +258,7 @@ def test_fifo_blocks_no_tool(harness_factory):
     ]
     for name, args in calls:
         start = time.monotonic()
-        result = bounded(lambda name=name, args=args: h.call(name, args), 10)
+        result = bounded(functools.partial(h.call, name, args), 10)
         assert time.monotonic() - start < 5, name
         if name != "search_text":
             assert result.is_error, name

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_delegate_outside_policy_is_dropped_iteratively_with_a_warning():
 
 
 def test_a_tool_delegating_to_an_unknown_primitive_is_hidden_not_a_run_failure():
-    events = []
+    events: list[Any] = []
     ts = build([custom("fetch", "shell_exec", {"command": "curl x"})], kinds=["file"], event_sink=events.append)
     assert "fetch" not in ts.names
     assert ts.warnings == ['tool "fetch" hidden: "shell_exec" is not a primitive of this installation']
@@ -109,7 +110,7 @@ def test_secrets_with_output_path_is_an_error():
 
 
 def test_missing_secret_disables_tool_with_warning_and_event():
-    events = []
+    events: list[Any] = []
     ts = build(
         [custom("api", "http_request", {"method": "GET", "url": "http://x", "headers": {"A": "${secrets.T}"}})],
         {},

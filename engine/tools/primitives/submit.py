@@ -4,12 +4,12 @@ from typing import Any
 
 from engine.tools import args as A
 from engine.tools.context import ToolContext
-from engine.tools.registry import PrimitiveSpec, register
+from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import error, ok
 from engine.types import ToolResult
 
 
-def create(ctx: ToolContext):
+def create(ctx: ToolContext) -> Executor:
     def execute(args: dict[str, Any]) -> ToolResult:
         answer = A.string(args, "answer")
         if not answer.strip():

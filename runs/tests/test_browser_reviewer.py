@@ -87,7 +87,7 @@ def test_the_runs_list_searches_and_sorts_by_score_from_the_keyboard(live_server
         rows = page.locator("#runs-table tbody tr")
         assert rows.count() == 2
         race_row = page.locator(f"#runs-table tr[data-run-id='{race.pk}']")
-        assert "Good agent" in race_row.locator("td").nth(3).inner_text()  # winner
+        assert "Good agent" in race_row.locator("td").nth(2).inner_text()  # winner
         assert "1.000" in race_row.inner_text() and "50%" in race_row.inner_text()
 
         # Typing filters the table (htmx, no submit); the URL keeps the search.

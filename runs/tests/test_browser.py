@@ -118,9 +118,10 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
     assert all(a <= b for before, after in zip(seen, seen[1:], strict=False) for a, b in zip(before, after, strict=True)), seen
 
     # The scorecard arrives by htmx (it polls while scoring is pending) and names the winner.
+    # While scoring is pending the region shows live standings (a table too), so wait for the winner.
     scorecard = page.locator("#run-scorecard")
-    scorecard.locator("table").wait_for(timeout=TIMEOUT_MS)
     winner_row = scorecard.locator("tbody tr.highlight")
+    winner_row.wait_for(timeout=TIMEOUT_MS)
     assert winner_row.count() == 1
     assert "Winner" in winner_row.inner_text() and "Good agent" in winner_row.inner_text()
     assert "Winner: Good agent" in scorecard.inner_text()

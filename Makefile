@@ -12,7 +12,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # pip-compile resolves against the default package index only (no machine-specific pip config),
 # so the lock's hashes are the published ones.
 LOCK := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null CUSTOM_COMPILE_COMMAND="make lock" \
-	$(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --no-emit-index-url --no-emit-find-links
 
 .PHONY: run setup test lint bench lock system-deps clean
 

@@ -141,7 +141,8 @@ def test_lanes_race_side_by_side_instead_of_one_after_the_other(live_server, pag
 
 def test_the_page_shows_cases_finishing_while_the_run_is_still_running(live_server, page, worker, workspace, member):
     version = shell_pack(workspace, member, cases=4)
-    lanes = [make_deployment(workspace, name=name, script=sleeper(2), max_in_flight_cases=1) for name in ("steady", "calm")]
+    # 4 s a case keeps the run going for ~12 s after the first pass, enough for the checks below under CI load.
+    lanes = [make_deployment(workspace, name=name, script=sleeper(4), max_in_flight_cases=1) for name in ("steady", "calm")]
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[d.pk for d in lanes])
     login(page, live_server, member)
     page.goto(run_url(live_server, workspace, run))

@@ -62,10 +62,12 @@ def demo(workspace, admin):
     return pack_publish(workspace=workspace, user=admin, source=DEMO_PROMPT_PACK.read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def worker_queue(django_db_setup):
-    """One real Celery worker for the module, on a private queue the live server enqueues to
-    (after the test database exists: the worker is pointed at it)."""
+    """A real Celery worker for the test, on a private queue the live server enqueues to (after
+    the test database exists: the worker is pointed at it). One per test, not per module: its warm
+    shutdown waits for what it is still doing (scoring, exports, a retry's countdown goes back to
+    its private queue), so nothing writes while the next test's flush truncates the tables."""
     queue.capture(None)
     worker = Worker(concurrency=2).start()
     queue.use_queue(worker.queue)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.db.models import Max, Min
+from playwright.sync_api import expect
 
 from runs import queue, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunStatus, ScoreStatus
@@ -169,7 +170,8 @@ def test_the_page_shows_cases_finishing_while_the_run_is_still_running(live_serv
     # The run ends: the ranking arrives and every region stops polling, still without a reload.
     page.locator("#run-status [data-status=completed]").wait_for(timeout=60_000)
     page.locator('#run-scorecard[data-score-status="scored"] table').wait_for(timeout=TIMEOUT_MS)
-    assert page.locator("#run-cases .badge-completed").count() == 8
+    # Each region refreshes on its own poll: the cases list catches up within one.
+    expect(page.locator("#run-cases .badge-completed")).to_have_count(8, timeout=TIMEOUT_MS)
     assert page.title() == f"{run.name} · Completed · AgentClash"
     assert page.evaluate("window.__sameDocument") is True
 

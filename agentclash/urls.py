@@ -30,6 +30,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/", include("agentclash.api_urls")),
+    path("hooks/hosted/", include("runs.hosted.urls")),
     path("", include("workspaces.urls")),
     path("w/<slug:workspace_slug>/", include("infrastructure.urls")),
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),
@@ -38,5 +39,6 @@ urlpatterns = [
     path("w/<slug:workspace_slug>/", include("runs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.scoring.urls")),
     path("w/<slug:workspace_slug>/", include("runs.comparisons.urls")),
+    path("w/<slug:workspace_slug>/", include("runs.regression.urls")),
     path("w/<slug:workspace_slug>/", include("runs.search.urls")),
 ]

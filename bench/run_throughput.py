@@ -1,13 +1,27 @@
-"""Run throughput through real Celery workers: cases/s, events/s, peak worker RSS, orchestration overhead.
+"""Run throughput through a real Celery worker, per variant, each figure against a same-run baseline.
 
-    .venv/bin/python bench/run_throughput.py --cases 1000 --concurrency 4
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentclash_runs_dev \\
-    CELERY_BROKER_URL=redis://127.0.0.1:6379/5 .venv/bin/python bench/run_throughput.py
+    .venv/bin/python bench/run_throughput.py --variant all --cases 300      # embedded defaults
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentclash_bench \\
+    CELERY_BROKER_URL=redis://127.0.0.1:6379/9 .venv/bin/python bench/run_throughput.py --variant read
 
-A native pack with ``--cases`` cases, two scripted lanes, five tool calls per case. The same
-cases are also run through the engine alone (no Celery, no DB) to get the per-case engine time;
-the ratio says how much the orchestration costs on top. Target (PostgreSQL + Redis, 2 cores):
->= 50 case executions/s, worker RSS < 300 MB and flat.
+Variants (``bench/throughput_packs.py``): ``read`` (five ``read_file`` calls, no sandbox
+process), ``exec`` (five ``exec`` calls, one bubblewrap process each) and ``mix`` (the catalog's
+``swe-bug-fix`` shape: write, exec, read, then hidden tests in the sandbox at scoring). Two
+scripted lanes each; every case must score passed / 1.0 or the bench fails (exit 1).
+
+Printed per variant, each against a baseline measured in the same run:
+
+- case executions/s and events/s, against the engine alone (the same cases, no Celery, no DB)
+  on ``min(concurrency, cores)`` cores: the ceiling if orchestration were free;
+- CPU per case by process (pool, PostgreSQL backends of this database, worker main) and
+  machine-wide, against the engine alone's CPU per case (sandbox processes included);
+- stored events per case, against the events the engine emits per case;
+- peak RSS per pool process and its growth, against this Django process after the engine ran.
+
+Targets (docs/performance.md; PostgreSQL + Redis, every event kept): read >= 100 case
+executions/s, exec >= 60/s, embedded defaults >= 80/s; read-variant CPU per case < 12 ms
+machine-wide; pool RSS flat and < 150 MB at 5,000 cases. The machine may be shared: the
+machine-wide figure then includes other people's work.
 """
 
 from __future__ import annotations
@@ -15,13 +29,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
 os.environ.setdefault("DEBUG", "false")
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-runs.sqlite3'}")
@@ -33,168 +47,201 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
+from proc_stats import Sampler, children, machine_busy_seconds, status_kb  # noqa: E402
+from throughput_packs import SCRIPTS, VARIANTS, pack_yaml  # noqa: E402
+
+TERMINAL = ("completed", "failed", "cancelled")
 
 
-def proc_children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return found
-
-
-def vm_kb(pid: int, key: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-class RssSampler(threading.Thread):
-    """Peak (VmHWM) of the worker's main process and each pool child, sampled every 0.5 s."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peaks: dict[int, int] = {}
-        self.total_rss_samples: list[int] = []
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(0.5):
-            pids = [self.pid, *proc_children(self.pid)]
-            for pid in pids:
-                self.peaks[pid] = max(self.peaks.get(pid, 0), vm_kb(pid, "VmHWM"))
-            self.total_rss_samples.append(sum(vm_kb(pid, "VmRSS") for pid in pids))
-
-
-def engine_only(version, cases: int) -> float:
-    """Mean seconds per case for the engine alone: sandbox, staging, toolset, loop. No Celery, no DB writes."""
+def engine_only(version, script: list, cases: int) -> dict[str, float]:
+    """Per case, the engine alone: sandbox, staging, toolset, loop, verification. No Celery, no DB."""
     from django.conf import settings
 
     from engine.modes import CaseRequest, run_case
     from engine.providers import create_provider
-    from engine.sandbox import SandboxConfig, create_sandbox
+    from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox
+    from engine.scoring.verification import run_post_execution
     from engine.tools import build_toolset
+    from packs.manifests import pack_manifest
     from runs.services.staging import challenge_for, engine_case, staged_files
 
-    manifest = version.manifest
+    pack = pack_manifest(pack_version_id=version.pk, checksum=version.manifest_checksum)
+    manifest, spec = pack.manifest, pack.evaluation_spec
     input_set = version.input_sets.get()
     rows = list(input_set.cases.order_by("position")[:cases])
-    config = {"script": {"default": FIVE_TOOLS}}
-    started = time.perf_counter()
+    config = {"script": {"default": script}}
+    events = [0]
+
+    def sink(event) -> None:
+        events[0] += 1
+
+    cpu_before, wall_before = os.times(), time.perf_counter()
     for row in rows:
         case = engine_case(manifest, input_set.key, row)
         challenge = challenge_for(manifest, row.challenge_key)
-        sandbox = create_sandbox(SandboxConfig.from_manifest(manifest), base_dir=str(settings.SANDBOX_ROOT))
+        sandbox = create_sandbox(
+            SandboxConfig.from_manifest(manifest), base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings)
+        )
         try:
             sandbox.stage_files(staged_files(manifest=manifest, challenge=challenge, case=case, run_context={}))
-            toolset = build_toolset(manifest, sandbox=sandbox, secrets={}, deployment_config=config, event_sink=lambda e: None)
-            provider = create_provider("scripted", api_key=None, base_url=None, deployment_config=config, case_key=row.case_key)
-            request = CaseRequest(
-                execution_mode="native",
-                run_id="bench",
-                lane_id="bench",
-                case_key=row.case_key,
-                event_id_prefix="bench",
-                model="scripted",
-                manifest=manifest,
-                challenge=challenge,
-                case=case,
-                deployment_config=config,
-                runtime_profile={"max_iterations": 10},
+            toolset = build_toolset(manifest, sandbox=sandbox, secrets={}, deployment_config=config, event_sink=sink)
+            provider = create_provider(
+                "scripted", api_key=None, base_url=None, deployment_config=config, case_key=row.case_key, case_inputs=case.get("inputs")
             )
-            outcome = run_case(request, provider=provider, toolset=toolset, event_sink=lambda e: None, cancel_check=lambda: False)
+            request = CaseRequest(
+                execution_mode="native", run_id="bench", lane_id="bench", case_key=row.case_key, event_id_prefix="bench",
+                model="scripted", manifest=manifest, challenge=challenge, case=case, deployment_config=config,
+                runtime_profile={"max_iterations": 10},
+            )  # fmt: skip
+            outcome = run_case(request, provider=provider, toolset=toolset, event_sink=sink, cancel_check=lambda: False)
             assert outcome.status == "completed", outcome.error
+            if spec.get("post_execution_checks"):
+                run_post_execution(spec, sandbox, case)
         finally:
             sandbox.destroy()
-    return (time.perf_counter() - started) / len(rows)
+    cpu_after = os.times()
+    cpu = sum(cpu_after[:4]) - sum(cpu_before[:4])  # user, system, children's user and system
+    return {"wall": (time.perf_counter() - wall_before) / len(rows), "cpu": cpu / len(rows), "events": events[0] / len(rows)}
 
 
-def main() -> None:
+def postgres_backends() -> list[int]:
+    """Backends connected to this database, the bench's own excluded."""
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> ALL(%s)",
+            [BENCH_BACKENDS],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+BENCH_BACKENDS: list[int] = []
+
+
+def score_problems(run) -> list[str]:
+    """Every case must have completed and scored passed / 1.0 (the scripts give the right answers)."""
+    from runs.models import CaseRun
+
+    problems = []
+    rows = CaseRun.objects.filter(run=run).values_list("case_key", "lane_id", "status", "score_status", "passed", "score")
+    for case_key, lane_id, status, score_status, passed, score in rows:
+        if (status, score_status, passed, score) != ("completed", "scored", True, 1.0):
+            problems.append(f"{case_key} (lane {lane_id}): {status}, {score_status}, passed={passed}, score={score}")
+    return problems
+
+
+def _row(label: str, value: float, baseline: float, unit: str, note: str = "") -> str:
+    ratio = f"{value / baseline:7.2f}" if baseline else "      -"
+    return f"  {label:34} {value:9.1f} {baseline:9.1f} {ratio}  {unit}{('  ' + note) if note else ''}"
+
+
+def run_variant(args, variant: str, workspace, worker, sampler) -> bool:
+    from runs import services
+    from runs.models import CaseRun, Run, RunEvent
+    from runs.tests.factories import make_deployment, publish
+
+    script = SCRIPTS[variant]
+    version = publish(workspace, None, pack_yaml(variant, cases=args.cases, slug=f"{workspace.slug}-{variant}"))
+    lanes = [
+        make_deployment(workspace, name=f"{variant}-{i}", script=script, max_iterations=10, max_in_flight_cases=args.in_flight).pk
+        for i in range(args.lanes)
+    ]
+    engine = engine_only(version, script, min(args.engine_sample, args.cases))
+    baseline_rss = status_kb(os.getpid(), "VmRSS") / 1024
+    total = args.lanes * args.cases
+    sampler.sample()
+    sampler.begin()
+    busy_before = machine_busy_seconds()
+    started = time.perf_counter()
+    run = services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=lanes)
+    while Run.objects.filter(pk=run.pk).values_list("status", flat=True).get() not in TERMINAL:
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - started
+    sampler.sample()  # before anything else: the CPU figures end here
+    busy = machine_busy_seconds() - busy_before
+    run.refresh_from_db()
+    events = RunEvent.objects.filter(run=run).count()
+    not_completed = CaseRun.objects.filter(run=run).exclude(status="completed").count()
+    problems = score_problems(run)
+    cores = min(args.concurrency, os.cpu_count() or 1)
+    pool_pids = [pid for pid in sampler.peaks if pid != worker.pid]
+    pool_peak = max((sampler.peaks[pid] for pid in pool_pids), default=0) / 1024
+    samples = sampler.rss_samples
+    third = max(1, len(samples) // 3)
+    early, late = (sum(samples[:third]) / third / 1024, sum(samples[-third:]) / third / 1024) if samples else (0.0, 0.0)
+    cpu = {name: tracker.seconds * 1000 / total for name, tracker in sampler.cpu.items()}
+    ours = sum(cpu.values())
+    print(f"\n[{variant}] run {run.pk}: {run.status} in {elapsed:.1f}s, {total} cases ({not_completed} not completed)")
+    print(f"  {'':34} {'measured':>9} {'baseline':>9} {'ratio':>7}")
+    print(_row("case executions/s", total / elapsed, cores / engine["wall"], "cases/s", f"baseline: engine alone on {cores} cores"))
+    print(_row("events/s", events / elapsed, cores * engine["events"] / engine["wall"], "events/s"))
+    print(_row("events per case", events / total, engine["events"], "events", "baseline: emitted by the engine"))
+    for name in ("pool", "postgres", "main"):
+        print(_row(f"CPU per case: {name}", cpu[name], engine["cpu"] * 1000 if name == "pool" else 0.0, "ms"))
+    print(_row("CPU per case: pool+postgres+main", ours, engine["cpu"] * 1000, "ms", "baseline: engine alone's CPU per case"))
+    print(_row("CPU per case: machine-wide", busy * 1000 / total, engine["cpu"] * 1000, "ms", "includes anything else running"))
+    print(_row("engine alone, wall per case", engine["wall"] * 1000, engine["wall"] * 1000, "ms"))
+    print(_row("peak RSS per pool process", pool_peak, baseline_rss, "MB", "baseline: this Django process"))
+    print(_row("worker total RSS, last third", late, early, "MB", "baseline: first third (flat = 1.00)"))
+    if problems:
+        print(f"  SCORING CHECK FAILED: {len(problems)} of {total} cases did not score passed / 1.0, e.g.:")
+        for line in problems[:5]:
+            print("    " + line)
+    else:
+        print(f"  scoring check: all {total} cases completed and scored passed / 1.0")
+    return not problems and run.status == "completed"
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--variant", choices=[*VARIANTS, "all"], default="read")
+    parser.add_argument("--cases", type=int, default=300, help="cases per lane")
+    parser.add_argument("--lanes", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4, help="worker pool processes")
     parser.add_argument("--in-flight", type=int, default=16, help="max_in_flight_cases per lane")
-    parser.add_argument("--engine-sample", type=int, default=200, help="cases for the engine-only baseline")
+    parser.add_argument("--engine-sample", type=int, default=100, help="cases for the engine-alone baseline")
     args = parser.parse_args()
 
-    from runs import queue, services
-    from runs.models import CaseRun, Run, RunEvent
-    from runs.tests.factories import make_deployment, native_pack_yaml, publish
+    from runs import queue
     from runs.tests.worker import Worker, database_url
     from workspaces.models import Workspace
 
     call_command("migrate", verbosity=0)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            BENCH_BACKENDS.append(cursor.fetchone()[0])
     tag = uuid.uuid4().hex[:8]
     workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
-    version = publish(workspace, None, native_pack_yaml(cases=args.cases, slug=f"bench-{tag}"))
-    lanes = [
-        make_deployment(workspace, name=f"lane-{i}", script=FIVE_TOOLS, max_iterations=10, max_in_flight_cases=args.in_flight).pk
-        for i in range(2)
-    ]
+    from django.conf import settings
+
+    poll = (getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}) or {}).get("polling_interval")
     print(
-        f"db={connection.vendor} broker={os.environ.get('CELERY_BROKER_URL', 'filesystem://')} cases={args.cases} x 2 lanes, "
-        f"concurrency={args.concurrency}"
+        f"db={connection.vendor} broker={settings.CELERY_BROKER_URL}{f' (poll {poll}s)' if poll else ''} "
+        f"cases={args.cases} x {args.lanes} lanes, concurrency={args.concurrency}, cores={os.cpu_count()}"
     )
-
-    per_case_engine = engine_only(version, min(args.engine_sample, args.cases))
-
     worker = Worker(concurrency=args.concurrency, extra_env={
         "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"], "DATABASE_URL": database_url(),
         "CELERY_DB_REUSE_MAX": "1000", "DEBUG": "false", "LOG_LEVEL": "ERROR",
     })  # fmt: skip
     worker.start()
-    sampler = RssSampler(worker.pid)
+    sampler = Sampler(
+        worker.pid,
+        {"pool": lambda: children(worker.pid), "postgres": postgres_backends, "main": lambda: [worker.pid]},
+    )
+    time.sleep(4)  # let the pool boot before any clock starts
     sampler.start()
-    time.sleep(3)  # let the pool boot before the clock starts
     queue.use_queue(worker.queue)
+    ok = True
     try:
-        started = time.perf_counter()
-        run = services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=lanes)
-        total = 2 * args.cases
-        last = 0
-        while True:
-            time.sleep(1)
-            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).get()
-            done = CaseRun.objects.filter(run=run, status__in=["completed", "failed", "cancelled"]).count()
-            if done // max(1, total // 10) != last // max(1, total // 10):
-                print(f"  {done}/{total} cases, {time.perf_counter() - started:.1f}s")
-            last = done
-            if status in ("completed", "failed", "cancelled"):
-                break
-        elapsed = time.perf_counter() - started
+        for variant in VARIANTS if args.variant == "all" else (args.variant,):
+            ok = run_variant(args, variant, workspace, worker, sampler) and ok
     finally:
         sampler.stopped.set()
         worker.stop()
-    run.refresh_from_db()
-    events = RunEvent.objects.filter(run=run).count()
-    failed = CaseRun.objects.filter(run=run).exclude(status="completed").count()
-    main_peak = sampler.peaks.get(worker.pid, 0) / 1024
-    child_peaks = [kb / 1024 for pid, kb in sampler.peaks.items() if pid != worker.pid]
-    samples = sampler.total_rss_samples
-    third = max(1, len(samples) // 3)
-    early = sum(samples[:third]) / third / 1024 if samples else 0
-    late = sum(samples[-third:]) / third / 1024 if samples else 0
-    rate = total / elapsed
-    print(f"run {run.pk}: {run.status} ({failed} cases not completed) in {elapsed:.1f}s")
-    print(f"case executions/s: {rate:.1f}   events/s: {events / elapsed:.0f} ({events} events)")
-    print(
-        f"peak RSS: main {main_peak:.0f} MB, pool children max {max(child_peaks, default=0):.0f} MB, "
-        f"sum of peaks {main_peak + sum(child_peaks):.0f} MB; total RSS early {early:.0f} MB → late {late:.0f} MB"
-    )
-    print(
-        f"engine only: {per_case_engine * 1000:.1f} ms/case (= {1 / per_case_engine:.0f} cases/s on one core); "
-        f"through Celery+DB: {1000 * args.concurrency / rate:.1f} ms per case per pool process; "
-        f"overhead ratio {args.concurrency / rate / per_case_engine:.2f}x"
-    )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,6 +17,7 @@ from engine.types import JSON, Event, EventSink
 SOURCE_NATIVE = "native_engine"
 SOURCE_PROMPT_EVAL = "prompt_eval_engine"
 SOURCE_MULTI_TURN = "multi_turn_engine"
+SOURCE_RESPONSES = "responses_engine"
 
 # Event types (spec runtime.md §4.4), defined once: the engine emits them, the app stores, scores
 # and shows them. Compare against these names, never against a string typed out again.
@@ -29,6 +30,8 @@ SYSTEM_STEP_COMPLETED = "system.step.completed"
 MODEL_CALL_STARTED = "model.call.started"
 MODEL_CALL_COMPLETED = "model.call.completed"
 MODEL_OUTPUT_DELTA = "model.output.delta"
+# A reasoning item of an OpenAI Responses call: its summary text only (docs/responses-mode.md).
+MODEL_REASONING = "model.reasoning"
 TOOL_CALL_STARTED = "tool.call.started"
 TOOL_CALL_COMPLETED = "tool.call.completed"
 TOOL_CALL_FAILED = "tool.call.failed"
@@ -60,6 +63,13 @@ SECURITY_PROBE_SENT = "security.probe.sent"
 SECURITY_PROBE_ANSWERED = "security.probe.answered"
 SECURITY_FINDING = "security.finding"
 SOURCE_SECURITY = "security_monitor"
+# Provider limits and retries (docs/provider-limits.md). A model call waiting on its provider
+# account's shared limit (limit, limit_value, retry_in_ms); the end of that wait (waited_ms,
+# acquired); an in-call retry after a retryable provider failure, a 429's Retry-After included
+# (code, attempt, delay_ms, retry_after_ms, message).
+PROVIDER_THROTTLE_WAITING = "provider.throttle.waiting"
+PROVIDER_THROTTLED = "provider.throttled"
+PROVIDER_CALL_RETRYING = "provider.call.retrying"
 
 # Families, for readers that treat a group of types alike (``event_type.startswith(...)``).
 SYSTEM_STEP_FAMILY = "system.step."
@@ -68,6 +78,7 @@ GRADER_FAMILY = "grader."
 SCORING_FAMILY = "scoring."
 SANDBOX_EGRESS_FAMILY = "sandbox.egress."
 SECURITY_FAMILY = "security."
+PROVIDER_FAMILY = "provider."
 TOOL_CALL_RESULTS = frozenset({TOOL_CALL_COMPLETED, TOOL_CALL_FAILED})
 
 # Keys of the compact `summary` index (§4.4) that we copy out of payloads when present.

@@ -25,7 +25,11 @@ from engine.events import (
     MODEL_CALL_COMPLETED,
     MODEL_CALL_STARTED,
     MODEL_OUTPUT_DELTA,
+    MODEL_REASONING,
+    PROVIDER_CALL_RETRYING,
+    RACE_STANDINGS_INJECTED,
     SOURCE_NATIVE,
+    SOURCE_RESPONSES,
     SYSTEM_RUN_COMPLETED,
     SYSTEM_RUN_FAILED,
     SYSTEM_STEP_COMPLETED,
@@ -38,8 +42,9 @@ from engine.events import (
 from engine.modes import case as c
 from engine.modes.adversarial import probes_for, run_probes
 from engine.modes.context import initial_messages
+from engine.modes.race import RaceContext, StandingsSource
 from engine.providers import errors
-from engine.providers.retry import call_with_retries
+from engine.providers.retry import call_with_retries, retry_event_payload
 from engine.types import (
     JSON,
     CancelCheck,
@@ -104,6 +109,7 @@ class AgentLoop:
         provider_account_id: str = "",
         trace_mode: str = "preferred",
         rng: random.Random | None = None,
+        race: RaceContext | None = None,
     ) -> None:
         self.provider = provider
         self.toolset = toolset
@@ -119,6 +125,7 @@ class AgentLoop:
         self.provider_account_id = provider_account_id
         self.trace_mode = trace_mode
         self.rng = rng or random.Random()
+        self.race = race
         self.deadline = started_at + limits.run_timeout_seconds if limits.run_timeout_seconds > 0 else None
         self.step_count = 0
         self.tool_call_count = 0
@@ -173,6 +180,7 @@ class AgentLoop:
         self.step_count += 1
         step = self.step_count
         self.emitter.emit(SYSTEM_STEP_STARTED, {"step_index": step})
+        self._tell_standings(step)
         try:
             response = self._call_model(step)
         except ProviderError as exc:
@@ -192,6 +200,14 @@ class AgentLoop:
             return outcome
         self.emitter.emit(SYSTEM_STEP_COMPLETED, {"step_index": step})
         return outcome
+
+    def _tell_standings(self, step: int) -> None:
+        """Race context (engine/modes/race.py): the peers' standings as a user note, when due."""
+        due = self.race.due(step) if self.race is not None else None
+        if due is not None:
+            message, payload = due
+            self.messages.append(Message(role="user", content=message))
+            self.emitter.emit(RACE_STANDINGS_INJECTED, payload)
 
     def _call_model(self, step: int) -> ModelResponse:
         timeout = self.limits.step_timeout_seconds
@@ -240,9 +256,14 @@ class AgentLoop:
                 return False
             return self.deadline is None or self.clock() + delay < self.deadline
 
-        response = call_with_retries(attempt, sleep=self.sleep, may_wait=may_wait, rng=self.rng)
+        def on_retry(error: ProviderError, number: int, delay: float) -> None:
+            self.emitter.emit(PROVIDER_CALL_RETRYING, {**retry_event_payload(self.provider.provider_key, error, number, delay), "step_index": step})
+
+        response = call_with_retries(attempt, sleep=self.sleep, may_wait=may_wait, on_retry=on_retry, rng=self.rng)
         self.usage.add(response.usage)
         self.emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
+        for index, item in enumerate(response.reasoning):  # summaries only (OpenAI Responses)
+            self.emitter.emit(MODEL_REASONING, reasoning_payload(response, item, index, step))
         return response
 
     def _category(self, name: str) -> str:
@@ -292,6 +313,20 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
         "tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in response.tool_calls],
         "usage": dataclasses.asdict(response.usage),
         "raw_response": response.raw_response,
+    }
+
+
+def reasoning_payload(response: ModelResponse, item: dict[str, JSON], index: int, step: int) -> dict[str, JSON]:
+    summary = [str(text) for text in item.get("summary") or []]
+    return {
+        "provider_key": response.provider_key,
+        "provider_model_id": response.provider_model_id,
+        "step_index": step,
+        "item_index": index,
+        "item_id": str(item.get("item_id") or ""),
+        "summary": summary,
+        "summary_text": "\n\n".join(summary),
+        "reasoning_tokens": int(item.get("reasoning_tokens") or 0),
     }
 
 
@@ -416,6 +451,7 @@ def build_loop(
     sleep: Callable[[float], None],
     started_at: float,
     keep_submit_message: bool,
+    standings: StandingsSource | None = None,
 ) -> AgentLoop:
     limits = c.Limits.from_request(request)
     return AgentLoop(
@@ -433,6 +469,7 @@ def build_loop(
         request_metadata={"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key},
         provider_account_id=str(request.deployment_config.get("provider_account_id") or ""),
         trace_mode=trace_mode(request),
+        race=RaceContext(standings) if standings is not None else None,
     )
 
 
@@ -445,9 +482,11 @@ def run_native(
     cancel_check: CancelCheck,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    standings: StandingsSource | None = None,
 ) -> c.CaseOutcome:
+    """The ``native`` mode, and ``responses`` (the same loop; the provider speaks the Responses API)."""
     started_at = clock()
-    emitter = make_emitter(request, event_sink, SOURCE_NATIVE)
+    emitter = make_emitter(request, event_sink, SOURCE_RESPONSES if request.execution_mode == c.RESPONSES else SOURCE_NATIVE)
     probes = probes_for(request)
     loop = build_loop(
         request,
@@ -459,6 +498,7 @@ def run_native(
         sleep=sleep,
         started_at=started_at,
         keep_submit_message=bool(probes),  # the conversation goes on with the probes
+        standings=standings,
     )
     result = loop.run_until_submit()
     if result.completed and probes:

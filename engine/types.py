@@ -91,6 +91,9 @@ class ModelResponse:
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
     usage: Usage = dataclasses.field(default_factory=Usage)
     raw_response: JSON = None
+    # Reasoning items the model returned (OpenAI Responses): ``{item_id, summary: [text…]}`` with
+    # the summary text only, never hidden reasoning content. The loop records each as an event.
+    reasoning: list[dict[str, JSON]] = dataclasses.field(default_factory=list)
 
 
 class ProviderError(Exception):

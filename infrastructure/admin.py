@@ -6,11 +6,22 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 
+from core.admin import ReadOnlyAdmin
 from engine.scoring.pricing import library_price, library_source
 from infrastructure.base_url import BaseUrlError, base_url_check, system_resolver
-from infrastructure.models import AgentDeployment, ModelPrice, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+from infrastructure.models import (
+    PROVIDER_LIMIT_FIELDS,
+    AgentDeployment,
+    ExecutionTarget,
+    ModelPrice,
+    ProviderAccount,
+    ProviderCallLease,
+    ProviderKey,
+    RuntimeProfile,
+    ToolResource,
+)
 from infrastructure.scripted_config import scripted_config_errors
-from infrastructure.services import provider_account_test_connection, tool_definition_errors
+from infrastructure.services import endpoint_url_error, provider_account_test_connection, tool_definition_errors
 from secrets_app.services import credential_reference_key
 from workspaces.services import audit_record
 
@@ -37,7 +48,7 @@ class ProviderAccountAdminForm(forms.ModelForm):
 
     class Meta:
         model = ProviderAccount
-        fields = ["workspace", "name", "provider_key", "credential_reference", "base_url", "status"]
+        fields = ["workspace", "name", "provider_key", "credential_reference", "base_url", "status", *PROVIDER_LIMIT_FIELDS]
 
     def clean(self) -> dict:
 
@@ -48,6 +59,8 @@ class ProviderAccountAdminForm(forms.ModelForm):
         if reference and credential_reference_key(reference) is None:
             self.add_error("credential_reference", "Use the form workspace-secret://KEY.")
         url = data.get("base_url") or ""
+        if not url and data.get("provider_key") == ProviderKey.CUSTOM:
+            self.add_error("base_url", "A custom provider needs the base URL of its OpenAI-compatible server (…/v1).")
         if url and "base_url" in self.changed_data:
             try:
                 base_url_check(url, allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS, resolver=system_resolver)
@@ -83,6 +96,8 @@ class RuntimeProfileAdmin(_AuditedInfraAdmin):
 
 
 class AgentDeploymentAdminForm(forms.ModelForm):
+    endpoint_url = forms.CharField(required=False, max_length=500, help_text="Hosted agents only: https, public address (docs/hosted-agents.md)")
+
     class Meta:
         model = AgentDeployment
         fields = [
@@ -94,6 +109,7 @@ class AgentDeploymentAdminForm(forms.ModelForm):
             "system_prompt",
             "output_schema",
             "deployment_config",
+            "endpoint_url",
             "status",
             "is_default_judge",
         ]
@@ -108,9 +124,13 @@ class AgentDeploymentAdminForm(forms.ModelForm):
             self.add_error("provider_account", "Choose a provider account of the same workspace.")
         if workspace and profile and profile.workspace_id != workspace.pk:
             self.add_error("runtime_profile", "Choose a runtime profile of the same workspace.")
-        if account and account.provider_key == ProviderKey.SCRIPTED:
+        hosted = bool(profile and profile.execution_target == ExecutionTarget.HOSTED_EXTERNAL)
+        if account and account.provider_key == ProviderKey.SCRIPTED and not hosted:
             for error in scripted_config_errors(data.get("deployment_config")):
                 self.add_error("deployment_config", error)
+        if profile and ("endpoint_url" in self.changed_data or "runtime_profile" in self.changed_data):
+            if endpoint_error := endpoint_url_error(execution_target=profile.execution_target, url=data.get("endpoint_url") or ""):
+                self.add_error("endpoint_url", endpoint_error)
         return data
 
 
@@ -180,3 +200,15 @@ class ModelPriceAdmin(_AuditedInfraAdmin):
         if per_input is None or per_output is None:
             return f"{library_source()} has no price for this model"
         return f"{library_source()}: {per_input:g} USD input, {per_output:g} USD output per million tokens"
+
+
+@admin.register(ProviderCallLease)
+class ProviderCallLeaseAdmin(ReadOnlyAdmin):
+    """Model calls counted against provider account limits (the database backend; docs/provider-limits.md).
+
+    Read-only: a slot held by a killed worker frees itself when its lease expires.
+    """
+
+    list_display = ["token", "account", "started_at", "lease_expires_at", "tokens"]
+    list_filter = ["account"]
+    list_select_related = ["account"]

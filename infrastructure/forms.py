@@ -25,6 +25,9 @@ class PrettyJSONField(forms.JSONField):
         return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+LIMIT_MAX = 2_147_483_647  # the limit columns are 32-bit
+
+
 class ProviderAccountForm(forms.Form):
     name = forms.CharField(max_length=200)
     provider_key = forms.ChoiceField(label="Provider", choices=ProviderKey.choices)
@@ -46,7 +49,20 @@ class ProviderAccountForm(forms.Form):
         required=False,
         max_length=500,
         widget=forms.TextInput(attrs={"placeholder": "https://api.openai.com/v1"}),
-        help_text="Only for OpenAI-compatible servers (vLLM, Ollama, LiteLLM…) or a proxy. https, public address.",
+        help_text=(
+            "Required for “Custom”: its OpenAI-compatible server (vLLM, Ollama, LiteLLM…). Otherwise leave empty for the "
+            "provider's own address, or set a proxy. https, public address."
+        ),
+    )
+    # The account's limits, shared by every worker (docs/provider-limits.md); blank = no limit.
+    max_concurrent_calls = forms.IntegerField(
+        label="Max concurrent calls", required=False, min_value=1, max_value=LIMIT_MAX, help_text="Model calls in flight at once. Blank = no limit."
+    )
+    requests_per_minute = forms.IntegerField(
+        label="Requests per minute", required=False, min_value=1, max_value=LIMIT_MAX, help_text="Blank = no limit."
+    )
+    tokens_per_minute = forms.IntegerField(
+        label="Tokens per minute", required=False, min_value=1, max_value=LIMIT_MAX, help_text="Input + output tokens. Blank = no limit."
     )
 
 
@@ -69,6 +85,12 @@ class DeploymentForm(forms.Form):
     provider_account = forms.ModelChoiceField(queryset=ProviderAccount.objects.none())
     model = forms.CharField(max_length=200, help_text="The provider's model id, e.g. gpt-4.1-mini. Any text for scripted accounts.")
     runtime_profile = forms.ModelChoiceField(queryset=RuntimeProfile.objects.none())
+    endpoint_url = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Endpoint URL",
+        help_text="Hosted external runtime profiles only: the team's HTTPS endpoint that receives each case.",
+    )
     system_prompt = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4}))
     deployment_config = PrettyJSONField(
         required=False,

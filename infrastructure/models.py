@@ -22,6 +22,11 @@ class ProviderKey(models.TextChoices):
     SCRIPTED = "scripted", "Scripted (offline, deterministic)"
     OPENAI = "openai", "OpenAI / OpenAI-compatible"
     ANTHROPIC = "anthropic", "Anthropic"
+    GEMINI = "gemini", "Google Gemini"
+    XAI = "xai", "xAI (Grok)"
+    OPENROUTER = "openrouter", "OpenRouter"
+    MISTRAL = "mistral", "Mistral AI"
+    CUSTOM = "custom", "Custom OpenAI-compatible server (base URL required)"
 
 
 class ProviderAccount(models.Model):
@@ -40,6 +45,16 @@ class ProviderAccount(models.Model):
     last_test_status = models.CharField(max_length=16, blank=True)
     last_test_message = models.CharField(max_length=500, blank=True)
     last_tested_at = models.DateTimeField(null=True, blank=True)
+    # Limits shared by every worker (runs/throttle/, docs/provider-limits.md); blank = no limit.
+    max_concurrent_calls = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Model calls in flight at once, across all workers"
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Model calls started in any 60 seconds"
+    )
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Tokens (input + output) used in any 60 seconds"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -52,11 +67,44 @@ class ProviderAccount(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.provider_key})"
 
+    @property
+    def limits(self) -> dict[str, int]:
+        """The limits that are set, by field name (what runs/throttle/ enforces)."""
+        return {name: value for name in PROVIDER_LIMIT_FIELDS if (value := getattr(self, name)) is not None}
+
+
+PROVIDER_LIMIT_FIELDS = ("max_concurrent_calls", "requests_per_minute", "tokens_per_minute")
+
+
+class ProviderCallLease(models.Model):
+    """One model call counted against its provider account's limits (the database backend of
+    ``runs/throttle/``; with Redis these live in Redis instead).
+
+    ``lease_expires_at`` is set while the call runs (a concurrency slot) and cleared when it ends;
+    a worker killed mid-call leaks its slot only until then. ``started_at`` and ``tokens`` feed
+    the per-minute windows; rows older than a minute whose lease ended are deleted as calls go.
+    """
+
+    account = models.ForeignKey(ProviderAccount, on_delete=models.CASCADE, related_name="+")
+    token = models.CharField(max_length=64, unique=True)
+    started_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["account", "started_at"])]
+
+    def __str__(self) -> str:
+        return f"call {self.token} on account {self.account_id}"
+
 
 class ExecutionTarget(models.TextChoices):
     NATIVE = "native", "Native (agent loop with tools)"
     PROMPT_EVAL = "prompt_eval", "Prompt eval (one model call)"
     MULTI_TURN = "multi_turn", "Multi-turn (user simulator)"
+    RESPONSES = "responses", "Responses (OpenAI Responses API)"  # docs/responses-mode.md
+    # The agent runs on the team's own server; the worker hands it each case (docs/hosted-agents.md).
+    HOSTED_EXTERNAL = "hosted_external", "Hosted external (the team's HTTPS endpoint)"
 
 
 class RuntimeProfile(models.Model):
@@ -93,6 +141,11 @@ class AgentDeployment(models.Model):
     system_prompt = models.TextField(blank=True)
     output_schema = models.JSONField(null=True, blank=True)
     deployment_config = models.JSONField(default=dict, blank=True)
+    endpoint_url = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text="Hosted agents only: the HTTPS endpoint the worker posts each case to (docs/hosted-agents.md).",
+    )
     status = models.CharField(max_length=16, choices=LifecycleStatus.choices, default=LifecycleStatus.ACTIVE)
     is_default_judge = models.BooleanField(
         default=False,

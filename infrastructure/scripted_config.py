@@ -1,7 +1,7 @@
 """Shape of ``deployment_config`` for the ``scripted`` provider (see engine/providers/scripted.py).
 
 ``{"script": {"default": [STEP…], "cases": {"<case_key>": [STEP…]}}, "judge_responses"?: str | [str],
-"replies"?: [RULE…]}`` where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
+"replies"?: [RULE…], "latency_ms"?: number}`` where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
 ``{"submit": "answer"}`` or ``{"text": "…"}``, and RULE is ``{"about"?, "when"?, "unless"?: str | [str],
 "purpose"?: str, "reply": str | object}``. A deployment that only judges or plays a user simulator
 may have ``replies`` or ``judge_responses`` and no script. Errors name the offending path.
@@ -83,7 +83,14 @@ def scripted_config_errors(config: Any, *, prefix: str = "deployment_config") ->
         else:
             for case_key, steps in cases.items():
                 errors += _steps_errors(steps, f"{prefix}.script.cases.{case_key}")
-    return errors + _answers_errors(config, prefix)
+    return errors + _answers_errors(config, prefix) + _latency_errors(config, prefix)
+
+
+def _latency_errors(config: dict[str, Any], prefix: str) -> list[str]:
+    latency = config.get("latency_ms")
+    if latency is None or (isinstance(latency, (int, float)) and not isinstance(latency, bool) and 0 <= latency <= 600_000):
+        return []
+    return [f"{prefix}.latency_ms: must be a number of milliseconds from 0 to 600000"]
 
 
 def _answers_errors(config: dict[str, Any], prefix: str) -> list[str]:

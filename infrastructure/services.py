@@ -16,7 +16,15 @@ from core.actors import actor_or_none
 from engine.tools.registry import catalogue
 from infrastructure import base_url as base_url_rules
 from infrastructure.connection import ConnectionResult, probe_models
-from infrastructure.models import AgentDeployment, LifecycleStatus, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+from infrastructure.models import (
+    AgentDeployment,
+    ExecutionTarget,
+    LifecycleStatus,
+    ProviderAccount,
+    ProviderKey,
+    RuntimeProfile,
+    ToolResource,
+)
 from infrastructure.scripted_config import scripted_config_errors
 from secrets_app.crypto import SecretDecryptionError
 from secrets_app.models import WorkspaceSecret
@@ -64,6 +72,8 @@ def _save(obj: models.Model, changed: list[str], *, creating: bool) -> None:
 # ------------------------------------------------------------------------------ provider accounts
 def _clean_base_url(provider_key: str, url: str) -> str:
     url = (url or "").strip()
+    if not url and provider_key == ProviderKey.CUSTOM:
+        raise ValidationError({"base_url": "A custom provider needs the base URL of its OpenAI-compatible server (…/v1)."})
     if not url:
         return ""
     if provider_key == ProviderKey.SCRIPTED:
@@ -117,7 +127,7 @@ def _provider_account_write(
         if reference and credential_reference_key(reference) is None:
             raise ValidationError({"credential_reference": "Use the form workspace-secret://KEY, where KEY is a workspace secret's key."})
     provider_key = changes.get("provider_key", account.provider_key)
-    if changes.get("base_url", _UNSET) is not _UNSET or "provider_key" in changes:
+    if changes.get("base_url", _UNSET) is not _UNSET or changes.get("provider_key", _UNSET) is not _UNSET:
         changes["base_url"] = _clean_base_url(provider_key, changes.get("base_url", account.base_url))
     changed = _apply(account, changes)
     _check_unique(account, "name", "provider account")
@@ -148,6 +158,9 @@ def provider_account_create(
     credential_reference: str = "",
     api_key: str = "",
     base_url: str = "",
+    max_concurrent_calls: int | None = None,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
     actor: Any = None,
 ) -> ProviderAccount:
     account = ProviderAccount(workspace=workspace, created_by=actor_or_none(actor))
@@ -156,6 +169,10 @@ def provider_account_create(
         "provider_key": provider_key,
         "credential_reference": credential_reference,
         "base_url": base_url,
+        # Shared by every worker (runs/throttle/, docs/provider-limits.md); None = no limit.
+        "max_concurrent_calls": max_concurrent_calls,
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
     }
     return _provider_account_write(account=account, changes=changes, api_key=api_key, actor=actor, creating=True)
 
@@ -171,6 +188,9 @@ def provider_account_update(
     api_key: str = "",
     base_url: str = _UNSET,
     status: str = _UNSET,
+    max_concurrent_calls: int | None = _UNSET,
+    requests_per_minute: int | None = _UNSET,
+    tokens_per_minute: int | None = _UNSET,
 ) -> ProviderAccount:
     account = ProviderAccount.objects.select_for_update().select_related("workspace").get(pk=account.pk)
     changes = {
@@ -179,6 +199,9 @@ def provider_account_update(
         "credential_reference": credential_reference,
         "base_url": base_url,
         "status": status,
+        "max_concurrent_calls": max_concurrent_calls,
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
     }
     changes = {k: v for k, v in changes.items() if v is not _UNSET}
     return _provider_account_write(account=account, changes=changes, api_key=api_key, actor=actor, creating=False)
@@ -312,7 +335,30 @@ DEPLOYMENT_FIELDS = (
     "output_schema",
     "deployment_config",
     "is_default_judge",
+    "endpoint_url",
 )
+
+
+def endpoint_url_error(*, execution_target: str, url: str) -> str | None:
+    """Why a deployment's endpoint URL is not acceptable (None when it is): a hosted agent's
+    endpoint passes the provider base-URL rules (DNS included); other deployments have none."""
+    url = (url or "").strip()
+    if execution_target != ExecutionTarget.HOSTED_EXTERNAL:
+        return "Only deployments with a hosted external runtime profile have an endpoint URL." if url else None
+    if not url:
+        return "A hosted agent needs the HTTPS endpoint the worker sends each case to."
+    try:
+        base_url_rules.base_url_check(url, allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS, resolver=base_url_rules.system_resolver)
+    except base_url_rules.BaseUrlError as exc:
+        return str(exc)
+    return None
+
+
+def _clean_endpoint_url(deployment: AgentDeployment) -> None:
+    deployment.endpoint_url = (deployment.endpoint_url or "").strip()
+    error = endpoint_url_error(execution_target=deployment.runtime_profile.execution_target, url=deployment.endpoint_url)
+    if error:
+        raise ValidationError({"endpoint_url": error})
 
 
 def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], actor: Any, creating: bool) -> AgentDeployment:
@@ -338,7 +384,10 @@ def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], a
         raise ValidationError({"deployment_config": "Must be a JSON object."})
     if deployment.output_schema is not None and not isinstance(deployment.output_schema, dict):
         raise ValidationError({"output_schema": "Must be a JSON object (a JSON Schema) or empty."})
-    if deployment.provider_account.provider_key == ProviderKey.SCRIPTED:
+    if "endpoint_url" in changed or "runtime_profile" in changed:
+        _clean_endpoint_url(deployment)
+    hosted = deployment.runtime_profile.execution_target == ExecutionTarget.HOSTED_EXTERNAL  # the team's server runs it
+    if deployment.provider_account.provider_key == ProviderKey.SCRIPTED and not hosted:
         if errors := scripted_config_errors(deployment.deployment_config):
             raise ValidationError({"deployment_config": errors})
     if deployment.is_default_judge and "is_default_judge" in changed:
@@ -371,13 +420,14 @@ def deployment_create(
     output_schema: dict | None = None,
     deployment_config: dict | None = None,
     is_default_judge: bool = False,
+    endpoint_url: str = "",
     actor: Any = None,
 ) -> AgentDeployment:
     deployment = AgentDeployment(workspace=workspace, created_by=actor_or_none(actor))
     changes = {
         "name": name, "provider_account": provider_account, "model": model, "runtime_profile": runtime_profile,
         "system_prompt": system_prompt or "", "output_schema": output_schema, "deployment_config": deployment_config or {},
-        "is_default_judge": bool(is_default_judge),
+        "is_default_judge": bool(is_default_judge), "endpoint_url": (endpoint_url or "").strip(),
     }  # fmt: skip
     return _deployment_write(deployment=deployment, changes=changes, actor=actor, creating=True)
 

@@ -15,6 +15,8 @@ from runs.models import (
     Lane,
     LaneScorecard,
     LaneStatusHistory,
+    RegressionCase,
+    RegressionSuite,
     Run,
     RunArtifact,
     RunEvent,
@@ -148,3 +150,18 @@ class RunArtifactAdmin(ReadOnlyAdmin):
     list_display = ("id", "workspace", "run", "artifact", "attached_by", "attached_at")
     list_select_related = ("workspace", "run", "artifact", "attached_by")
     search_fields = ("artifact__name",)
+
+
+@admin.register(RegressionSuite)
+class RegressionSuiteAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workspace", "name", "pack", "created_at")
+    list_select_related = ("workspace", "pack")
+    search_fields = ("name",)
+
+
+@admin.register(RegressionCase)
+class RegressionCaseAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workspace", "suite", "title", "status", "severity", "source_run", "created_at")
+    list_filter = ("status", "severity")
+    list_select_related = ("workspace", "suite", "source_run")
+    search_fields = ("title", "case_key")

@@ -14,9 +14,12 @@ from django import forms
 from django.db.models import Q
 
 from core.forms import choice_queryset, model_choice
-from infrastructure.models import AgentDeployment, LifecycleStatus
+from engine.providers.registry import RESPONSES_PROVIDER_KEYS
+from infrastructure.models import AgentDeployment, ExecutionTarget, LifecycleStatus
 from packs.models import InputSet, PackVersion
 from packs.selectors import pack_versions_runnable
+from runs.hosted import HOSTED_PACK_MODES
+from runs.models import RegressionSuite
 from runs.services.resolve import JUDGE_SOURCE_LABELS, judge_suggestions, needs_simulator, pack_judge_models
 from workspaces.models import Workspace
 
@@ -53,6 +56,11 @@ class RunCreateForm(forms.Form):
         label="Start even if a judge model has no deployment",
         help_text="Its judge dimensions are then unavailable (“no judge configured”).",
     )
+    race_context = forms.BooleanField(
+        required=False,
+        label="Peer standings (race context)",
+        help_text="Between steps, each agent is told how the other lanes stand: cases finished and passed. Needs two or more agents.",
+    )
     simulator_deployment = forms.ModelChoiceField(
         queryset=AgentDeployment.objects.none(),
         required=False,
@@ -60,6 +68,21 @@ class RunCreateForm(forms.Form):
         empty_label="Choose the deployment that plays the user…",
         help_text="This pack's conversations have LLM user-simulator phases: this deployment writes the user's turns.",
     )
+
+    regression_suites = forms.ModelMultipleChoiceField(
+        queryset=RegressionSuite.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Regression suites",
+        help_text="Their active cases run too, against this version's challenges (docs/regression-suites.md).",
+    )
+    regression_scope = forms.ChoiceField(
+        choices=[("full", "The pack's cases plus the suites"), ("suite_only", "Only the suites' cases")],
+        required=False,
+        initial="full",
+        label="Scope",
+    )
+    include_proposed = forms.BooleanField(required=False, label="Include proposed cases (not yet reviewed)")
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -78,6 +101,10 @@ class RunCreateForm(forms.Form):
             # Only agents whose runtime profile runs this pack's execution mode race in it.
             self.pack_mode = (version.execution_mode or "native").strip() or "native"
             fits = Q(runtime_profile__execution_target=self.pack_mode)
+            if self.pack_mode in HOSTED_PACK_MODES:  # a hosted agent takes any single-shot case (docs/hosted-agents.md)
+                fits |= Q(runtime_profile__execution_target=ExecutionTarget.HOSTED_EXTERNAL)
+            if self.pack_mode == ExecutionTarget.RESPONSES:  # only providers that serve the Responses API (docs/responses-mode.md)
+                fits &= Q(provider_account__provider_key__in=RESPONSES_PROVIDER_KEYS)
             model_choice(self, "deployments").queryset = active.filter(fits).order_by("name")
             self.unfit_deployments = list(
                 active.exclude(fits).select_related("runtime_profile").order_by("runtime_profile__execution_target", "name")
@@ -89,6 +116,7 @@ class RunCreateForm(forms.Form):
                 self.fields["input_set"].widget = forms.HiddenInput()
                 self.fields["input_set"].initial = only.pk
                 self.single_input_set = only
+            model_choice(self, "regression_suites").queryset = RegressionSuite.objects.filter(workspace=workspace, pack_id=version.pack_id)
             manifest = version.manifest or {}
             self.judge_models = pack_judge_models(manifest)
             self.needs_simulator = needs_simulator(_manifest_cases(manifest, self._input_set_key()))

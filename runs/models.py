@@ -90,7 +90,7 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.SINGLE_AGENT)
     execution_mode = models.CharField(
-        max_length=32, default="native", help_text="native | prompt_eval | multi_turn (from the pack version)."
+        max_length=32, default="native", help_text="native | prompt_eval | multi_turn | responses (from the pack version)."
     )
     failure_reason = models.TextField(blank=True)
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
@@ -102,6 +102,9 @@ class Run(models.Model):
     )
     simulator_snapshot = models.JSONField(
         null=True, blank=True, help_text="The deployment that plays llm user-simulator actors, as it was at run creation."
+    )
+    race_context = models.BooleanField(
+        default=False, help_text="Peer standings: between steps each lane's agent is told how the other lanes stand (docs/runs.md)."
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -287,11 +290,31 @@ class CaseRun(models.Model):
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
+    regression_case = models.ForeignKey(
+        "RegressionCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="case_runs",
+        help_text="Set when the case run runs a regression case (its payload snapshot is the case).",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["lane", "position"]
         constraints = [models.UniqueConstraint(fields=["lane", "case_key"], name="uniq_case_per_lane")]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["lane", "status"])]
+        indexes = [
+            models.Index(fields=["run", "status"]),
+            models.Index(fields=["lane", "status"]),
+            # The dispatcher's two questions, answered without reading the lane's queued cases
+            # (runs/services/orchestrate.py `_lane_dispatch`, docs/performance.md): how many are
+            # in flight, and which undispatched ones come next.
+            models.Index(
+                fields=["lane"],
+                name="caserun_in_flight",
+                condition=models.Q(status="running") | models.Q(status="queued", dispatched_at__isnull=False),
+            ),
+            models.Index(
+                fields=["lane", "position", "id"],
+                name="caserun_to_dispatch",
+                condition=models.Q(status="queued", dispatched_at__isnull=True),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.lane} / {self.case_key}"
@@ -299,6 +322,13 @@ class CaseRun(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in CASE_TERMINAL
+
+    @property
+    def case_payload(self) -> dict[str, Any]:
+        """The case as staged and scored: a regression case's snapshot wins over the pack's Case row."""
+        regression = self.regression_case if self.regression_case_id is not None else None
+        payload = regression.payload if regression is not None else self.case.payload
+        return payload if isinstance(payload, dict) else {}
 
 
 class RunEvent(models.Model):
@@ -423,3 +453,76 @@ class RunArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id} on run {self.run_id}"
+
+
+class RegressionSuite(models.Model):
+    """A workspace's named set of regression cases for one source pack (docs/regression-suites.md)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="regression_suites")
+    pack = models.ForeignKey("packs.Pack", on_delete=models.RESTRICT, related_name="regression_suites")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_regression_suite_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RegressionCase(models.Model):
+    """A failed case promoted into a suite: a snapshot of the case plus where it failed.
+
+    ``payload`` is the source ``packs.Case`` payload as it was at promote time (inputs,
+    expectations, assets…); it wins over any Case row when the case is staged and scored.
+    """
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        ACTIVE = "active", "Active"
+        ARCHIVED = "archived", "Archived"
+
+    class Severity(models.TextChoices):
+        BLOCKING = "blocking", "Blocking"
+        WARNING = "warning", "Warning"
+        INFO = "info", "Info"
+
+    suite = models.ForeignKey(RegressionSuite, on_delete=models.CASCADE, related_name="cases")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED, db_index=True)
+    severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.BLOCKING)
+    challenge_key = models.CharField(max_length=200)
+    case_key = models.CharField(max_length=200, help_text="The source case's key in its pack.")
+    item_key = models.CharField(max_length=200, blank=True)
+    payload = models.JSONField(default=dict, help_text="The source case as it was at promote time.")
+    source_case = models.ForeignKey("packs.Case", on_delete=models.RESTRICT, related_name="+")
+    source_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    source_lane = models.ForeignKey(Lane, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    source_case_run = models.ForeignKey(CaseRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    source_first_sequence = models.PositiveBigIntegerField(null=True, blank=True)
+    source_last_sequence = models.PositiveBigIntegerField(null=True, blank=True)
+    failure_summary = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    status_changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["suite", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=["proposed", "active", "archived"]), name="regression_case_status_valid"),
+            models.CheckConstraint(condition=models.Q(severity__in=["blocking", "warning", "info"]), name="regression_case_severity_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def run_case_key(self) -> str:
+        """The ``CaseRun.case_key`` it runs under: distinct from every pack case key of a lane."""
+        return f"regression/{self.pk}/{self.case_key}"[:200]

@@ -49,6 +49,10 @@ def lane_activity(event: RunEvent | None) -> str:
     kind = event.event_type
     if kind == ev.MODEL_CALL_STARTED:
         return f"calling {payload.get('model') or 'the model'}"
+    if kind == ev.PROVIDER_THROTTLE_WAITING:
+        return f"waiting on provider limit ({_limit_words(payload)})"
+    if kind == ev.PROVIDER_CALL_RETRYING:
+        return f"provider {payload.get('code') or 'error'}: retrying in {_seconds(payload.get('delay_ms'))}"
     if _is_tool_call(kind):
         name = payload.get("tool_name") or "tool"
         if name in _SHELL_TOOLS:
@@ -69,6 +73,18 @@ def lane_activity(event: RunEvent | None) -> str:
     return kind
 
 
+_LIMIT_WORDS = {"max_concurrent_calls": "concurrent calls", "requests_per_minute": "requests/min", "tokens_per_minute": "tokens/min"}
+
+
+def _limit_words(payload: dict[str, JSON]) -> str:
+    limit = str(payload.get("limit") or "")
+    return f"{payload.get('limit_value') or '?'} {_LIMIT_WORDS.get(limit, limit or 'limit')}"
+
+
+def _seconds(milliseconds: JSON) -> str:
+    return f"{float(milliseconds) / 1000:.1f} s" if isinstance(milliseconds, (int, float)) else "a moment"
+
+
 def event_summary(event: RunEvent) -> str:
     """One line about an event, for the live ticker."""
     payload = _payload(event)
@@ -84,6 +100,9 @@ def event_summary(event: RunEvent) -> str:
         return f"completed in {payload.get('step_count', '?')} steps"
     if kind == ev.SECURITY_FINDING:
         return f"security finding: {describe(payload)}"
+    if kind == ev.PROVIDER_THROTTLED:
+        verb = "waited" if payload.get("acquired") else "gave up after"
+        return f"{verb} {_seconds(payload.get('waited_ms'))} on provider limit ({_limit_words(payload)})"
     if kind == ev.SECURITY_PROBE_SENT:
         return f"adversarial prompt {payload.get('probe_name') or ''}"
     return lane_activity(event)
@@ -186,6 +205,10 @@ def replay_step(event: RunEvent) -> ReplayStep:
         step.title = kind.rsplit(".", 1)[-1].replace("_", " ").capitalize() + " (for grading)"
     elif kind.startswith(ev.SYSTEM_STEP_FAMILY):
         step.title = f"Step {payload.get('step_index', '')} {'started' if kind == ev.SYSTEM_STEP_STARTED else 'completed'}"
+    elif kind == ev.MODEL_REASONING:  # docs/responses-mode.md: the summary only
+        step.title, step.text = "Model reasoning (summary)", str(payload.get("summary_text") or "(no summary returned)")
+    elif kind == ev.RACE_STANDINGS_INJECTED:  # docs/runs.md, "Race context"
+        step.title, step.text = "Peer standings told to the agent", str(payload.get("standings_snapshot") or "")
     elif kind.startswith(ev.SECURITY_FAMILY):
         _security_step(step, payload)
     return step

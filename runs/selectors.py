@@ -151,6 +151,7 @@ class LaneProgress:
     passed: int = 0
     scored: int = 0
     score_mean: float | None = None
+    waiting_on_provider: int = 0  # running cases waiting on their provider account's limit now
 
     @property
     def percent(self) -> int:
@@ -203,6 +204,7 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             tokens=Sum("case_runs__total_tokens"),
         )
     )
+    waiting = _waiting_on_provider(run) if any(lane.running for lane in lanes) else {}
     latest: dict[int, RunEvent] = {}
     for lane in lanes:
         event = RunEvent.objects.filter(lane=lane).order_by("-sequence_number").only("event_type", "payload").first()
@@ -223,9 +225,25 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             passed=lane.passed,
             scored=lane.scored,
             score_mean=lane.score_mean,
+            waiting_on_provider=waiting.get(lane.pk, 0),
         )
         for lane in lanes
     ]
+
+
+def _waiting_on_provider(run: Run) -> dict[int, int]:
+    """Lane id → its running cases whose latest provider-limit event says they are waiting."""
+    throttle = (ev.PROVIDER_THROTTLE_WAITING, ev.PROVIDER_THROTTLED)
+    last = RunEvent.objects.filter(case_run=OuterRef("pk"), attempt=OuterRef("attempt"), event_type__in=throttle)
+    rows = (
+        CaseRun.objects.filter(run=run, status=CaseStatus.RUNNING)
+        .annotate(last_throttle=Subquery(last.order_by("-sequence_number").values("event_type")[:1]))
+        .filter(last_throttle=ev.PROVIDER_THROTTLE_WAITING)
+        .values("lane_id")
+        .annotate(cases=Count("pk"))
+        .order_by()
+    )
+    return {row["lane_id"]: row["cases"] for row in rows}
 
 
 def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:

@@ -9,11 +9,11 @@ attempts and only for the retryable classes of spec runtime.md §4.3.
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import connections
 
-from engine.sandbox import SandboxSettings, reap_stale_sandboxes
+from engine.sandbox import SandboxSettings, close_warm_sandboxes, reap_stale_sandboxes
 from runs import services
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
@@ -61,3 +61,9 @@ def run_reap() -> None:
 def sandboxes_reap_stale(**_: object) -> None:
     """A starting worker removes the sandboxes (workspace, mounts, cgroups) of dead workers on this host."""
     reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+
+
+@worker_process_shutdown.connect
+def sandboxes_close_warm(**_: object) -> None:
+    """A worker process destroys its idle pre-started sandboxes (``SANDBOX_WARM_POOL``) on its way out."""
+    close_warm_sandboxes()

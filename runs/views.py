@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from packs.models import Pack
 from runs import presenters, run_table, selectors, services, timeline
+from runs.failures.selectors import failed_case_count
 from runs.forms import RunCreateForm
 from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
@@ -58,11 +59,16 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     input_set_id=data["input_set"].pk if data.get("input_set") else None, name=data.get("name") or "",
                     judge_deployments=form.judge_choices(), allow_missing_judges=bool(data.get("allow_missing_judges")),
                     simulator_deployment_id=simulator.pk if simulator else None,
+                    regression_suite_ids=[s.pk for s in data.get("regression_suites") or []],
+                    regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
+                    race_context=bool(data.get("race_context")),
                 )  # fmt: skip
             except services.RunCreateError as exc:
                 field = {
                     "pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments",
                     "judge_deployments": "allow_missing_judges", "simulator_deployment_id": "simulator_deployment",
+                    "regression_suite_ids": "regression_suites", "regression_case_ids": "regression_suites",
+                    "regression_scope": "regression_scope", "race_context": "race_context",
                 }.get(exc.field)  # fmt: skip
                 form.add_error(field if field in form.fields else None, exc.text)
             else:
@@ -118,6 +124,7 @@ def _status_context(request: WorkspaceRequest, run) -> dict:
         "lanes": selectors.lane_progress(run=run),
         "elapsed": _elapsed(run),
         "failures": failures,
+        "failed_cases": failed_case_count(run=run),
         "can_cancel": can(request.membership, Role.MEMBER) and not run.is_terminal,
         "counts": counts,
         "live": _is_live(run, counts),

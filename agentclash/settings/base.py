@@ -241,8 +241,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
         "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
         "control_folder": str(CELERY_BROKER_FOLDER / "control"),
-        # The filesystem transport polls its folder; the default (1 s) caps a run at ~1 case/s.
-        "polling_interval": 0.1,
+        # The filesystem transport polls its folder: each pool process waits up to one interval
+        # for its next case, so a run is capped at about concurrency / interval cases/s (0.1 s
+        # held 4 processes to ~37/s). Idle cost and figures: docs/performance.md.
+        "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL", default=0.02),
         "store_processed": False,
     }
     # Kombu's filesystem transport does not create its folders; the web process and the worker both need them.
@@ -251,6 +253,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
+# Provider account limits shared by every worker (docs/provider-limits.md): counted in this Redis
+# (by default the broker's, when it is Redis), else in the database. Empty = the database.
+PROVIDER_LIMITS_REDIS_URL = env.str(
+    "PROVIDER_LIMITS_REDIS_URL", default=CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -274,6 +281,11 @@ SECRETS_ENCRYPTION_KEYS = env.list("SECRETS_ENCRYPTION_KEY", default=[])
 ALLOW_PRIVATE_PROVIDER_URLS = env("ALLOW_PRIVATE_PROVIDER_URLS")
 SANDBOX_ALLOW_UNISOLATED = env("SANDBOX_ALLOW_UNISOLATED")
 SANDBOX_ROOT = Path(env.str("SANDBOX_ROOT", default=str(VAR_DIR / "sandboxes")))
+# Pre-started one-use sandboxes kept per worker process (docs/engine-safety.md "Warm sandboxes
+# and the persistent channel"); 0 = every sandbox starts cold. 1 is enough for one case at a time.
+SANDBOX_WARM_POOL = env.int("SANDBOX_WARM_POOL", default=0)
+if SANDBOX_WARM_POOL < 0:
+    raise ImproperlyConfigured("SANDBOX_WARM_POOL must be 0 or more.")
 # Sandbox egress (docs/engine-safety.md "Network"): "allowlist" = packs that ask get the filtering
 # proxy; "off" = no agent network at all, whatever packs ask. SANDBOX_PRIVATE_ALLOWLIST: CIDRs of
 # loopback/private/link-local/CGNAT ranges that packs may reach when they allowlist them too.
@@ -294,6 +306,14 @@ RUNS_EVENT_FLUSH_SECONDS = env.float("RUNS_EVENT_FLUSH_SECONDS", default=0.5)
 RUNS_HEARTBEAT_SECONDS = env.float("RUNS_HEARTBEAT_SECONDS", default=5.0)
 RUNS_RETRY_BACKOFF_SECONDS = env.float("RUNS_RETRY_BACKOFF_SECONDS", default=10.0)
 API_TOKEN_PREFIX = "act_"
+# Hosted external agents (docs/hosted-agents.md): the public origin agents post their events back
+# to (the callback URL sent with each case), and the bounds on the worker's case POST and on a
+# callback body. The worker checks for the agent's terminal event every HOSTED_POLL_SECONDS.
+HOSTED_CALLBACK_BASE_URL = env.str("HOSTED_CALLBACK_BASE_URL", default="http://localhost:8000").rstrip("/")
+HOSTED_DISPATCH_TIMEOUT_SECONDS = env.float("HOSTED_DISPATCH_TIMEOUT_SECONDS", default=10.0)
+HOSTED_DISPATCH_MAX_RESPONSE_BYTES = env.int("HOSTED_DISPATCH_MAX_RESPONSE_BYTES", default=64 * 1024)
+HOSTED_CALLBACK_MAX_BYTES = env.int("HOSTED_CALLBACK_MAX_BYTES", default=256 * 1024)
+HOSTED_POLL_SECONDS = env.float("HOSTED_POLL_SECONDS", default=0.5)
 # Tests only: fail instead of skipping when PostgreSQL, Redis, bubblewrap or Chromium is missing.
 REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 

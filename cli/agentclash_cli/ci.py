@@ -202,6 +202,8 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
         suites.require(client, "promotion.policy proposed in ci.yaml")
     policy = config.policy if config.policy is not None else read_policy(config.policy_file)
     suite_ids = suites.resolve(client, config.suites)
+    # Resolved before anything runs: an unknown promotion suite is a setup error, not a late surprise.
+    promotion_suite_id = suites.resolve(client, [str(config.promotion_suite)])[0] if config.promotion == "proposed" else None
     version = resolve_pack_version(client, PackRef.parse(config.pack))
     input_set_id = resolve_input_set(client, version, config.input_set)
     (candidate_id,) = resolve_deployments(client, [config.candidate_deployment])
@@ -256,10 +258,9 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
     scorecard = wait_for_scorecard(client, candidate["id"], timeout=60)
     exports = _store_exports(client, candidate["id"])
     promoted: list[dict[str, Any]] = []
-    if config.promotion == "proposed" and outcome.verdict in ("fail", "warn"):
-        suite_id = suites.resolve(client, [str(config.promotion_suite)])[0]
+    if promotion_suite_id is not None and outcome.verdict in ("fail", "warn"):
         for lane in candidate.get("lanes") or []:
-            promoted += suites.propose_failures(client, run_id=candidate["id"], lane_id=lane["id"], suite_id=suite_id)
+            promoted += suites.propose_failures(client, run_id=candidate["id"], lane_id=lane["id"], suite_id=promotion_suite_id)
 
     output = Path(config.output)
     markdown = markdown_summary(outcome, run_url=lambda run_id: client.web_url(f"runs/{run_id}/"))

@@ -1,9 +1,10 @@
 """Regression suites, as far as the CLI needs them (``--suite``, ``ci.yaml`` suites and promotion).
 
-A server without the suites API answers 404 on ``/workspaces/<ws>/regression-suites`` (after the
-workspace itself answered 200); the CLI then stops with exit 4 and says so, instead of starting
-a run that silently leaves the suites out. The request shapes below are the API's documented
-contract (docs/ci.md, "Regression suites").
+The server's suites API is ``/workspaces/<ws>/regression-suites`` (docs/regression-suites.md).
+An older server without it answers 404 there (after the workspace itself answered 200); the CLI
+then stops with exit 4 and says so, instead of starting a run that silently leaves the suites
+out. The request shapes below are the API's documented contract (docs/ci.md, "Regression
+suites").
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ def run_fields(suite_ids: list[int]) -> dict[str, Any]:
 
 
 def propose_failures(client: Client, *, run_id: int, lane_id: int, suite_id: int) -> list[dict[str, Any]]:
-    """Promote every failed case of the candidate lane as a *proposed* regression case."""
+    """Promote every failed case of the candidate lane as a *proposed* regression case (not the
+    regression cases the run included: they already are in a suite)."""
     proposed = []
     for case in client.paginate(client.ws(f"runs/{run_id}/cases"), lane=lane_id):
+        if case.get("regression_case_id"):
+            continue
         if case.get("passed") is False or case.get("status") == "failed":
             proposed.append(
                 client.post(client.ws(f"runs/{run_id}/cases/{case['id']}/promote"), {"suite_id": suite_id, "status": "proposed"})

@@ -49,7 +49,7 @@ def test_run_without_follow_prints_the_id_at_once(cli, demo, worker_queue):
         (["--pack", PACK, "--deployment", "Nobody"], "no deployment named 'Nobody'"),
         (["--pack", PACK, "--deployment", GOOD, "--input-set", "nope"], "has no input set 'nope' (input sets: default)"),
         (["--pack", "demo@x", "--deployment", GOOD], "version must be a number"),
-        (["--pack", PACK, "--deployment", GOOD, "--suite", "smoke"], "regression suites are not available on this server yet"),
+        (["--pack", PACK, "--deployment", GOOD, "--suite", "smoke"], "no regression suite 'smoke' (suites: none)"),
     ],
 )
 def test_run_usage_errors_exit_4_and_start_nothing(cli, demo, args, message):
@@ -168,8 +168,8 @@ def test_ci_run_with_a_fixed_baseline_run(cli, demo, worker_queue, tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"evaluation": {"pack": PACK, "suites": ["smoke"]}}, "regression suites are not available on this server yet"),
-        ({"promotion": {"policy": "proposed", "suite": "smoke"}}, "regression suites are not available on this server yet"),
+        ({"evaluation": {"pack": PACK, "suites": ["smoke"]}}, "no regression suite 'smoke' (suites: none)"),
+        ({"promotion": {"policy": "proposed", "suite": "smoke"}}, "no regression suite 'smoke' (suites: none)"),
         ({"baseline": {"deployment": GOOD, "refresh": "never"}}, "no completed run of 'Good agent (prompt eval)'"),
         ({"baseline": {"run": 999999}}, "baseline.run 999999 is not a run of 'acme'"),
         ({"candidate": {"deployment": "Nobody"}}, "no deployment named 'Nobody'"),

@@ -15,10 +15,12 @@ from engine.modes.case import (
     MULTI_TURN,
     NATIVE,
     PROMPT_EVAL,
+    RESPONSES,
     CaseOutcome,
     CaseRequest,
     Limits,
 )
+from engine.modes.race import StandingsSource
 from engine.modes.simulator import llm_phases, unsupported_simulator_actors, unsupported_simulator_phases
 from engine.types import CancelCheck, EventSink, Provider
 
@@ -43,20 +45,30 @@ def run_case(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     simulator: Provider | None = None,
+    standings: StandingsSource | None = None,
 ) -> CaseOutcome:
     """Run one case in its execution mode. Never raises for provider or tool problems.
 
     ``toolset`` is unused by ``prompt_eval`` (pass ``None``). ``simulator`` answers ``multi_turn``
     ``llm`` user-simulator phases (``request.simulator_model`` is its model). An unknown execution
-    mode returns a failed outcome with a ``unsupported_capability`` provider failure.
+    mode returns a failed outcome with a ``unsupported_capability`` provider failure. ``responses``
+    runs the native loop; the caller builds its provider for the Responses API. ``standings``
+    turns on race context (engine/modes/race.py) for the loop-driven modes.
     """
     mode = (request.execution_mode or NATIVE).strip()
     toolset = with_planted_tool_output(toolset, request.manifest)  # security packs' tool-output secrets
-    if mode == NATIVE:
+    if mode in (NATIVE, RESPONSES):
         from engine.loop import run_native
 
         return run_native(
-            request, provider=provider, toolset=toolset, event_sink=event_sink, cancel_check=cancel_check, clock=clock, sleep=sleep
+            request,
+            provider=provider,
+            toolset=toolset,
+            event_sink=event_sink,
+            cancel_check=cancel_check,
+            clock=clock,
+            sleep=sleep,
+            standings=standings,
         )
     if mode == PROMPT_EVAL:
         from engine.modes.prompt_eval import run_prompt_eval
@@ -74,6 +86,7 @@ def run_case(
             clock=clock,
             sleep=sleep,
             simulator=simulator,
+            standings=standings,
         )
     from engine.events import SOURCE_NATIVE
     from engine.loop import LoopResult, finish, make_emitter

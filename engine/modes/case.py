@@ -10,6 +10,7 @@ from engine.types import JSON, CancelCheck, Usage
 NATIVE = "native"
 PROMPT_EVAL = "prompt_eval"
 MULTI_TURN = "multi_turn"
+RESPONSES = "responses"  # the native loop, with the provider speaking the OpenAI Responses API
 
 COMPLETED = "completed"
 FAILED = "failed"
@@ -38,7 +39,7 @@ DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
 
 @dataclasses.dataclass(slots=True)
 class CaseRequest:
-    execution_mode: str  # native | prompt_eval | multi_turn
+    execution_mode: str  # native | prompt_eval | multi_turn | responses
     run_id: str
     lane_id: str
     case_key: str

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.events import (
     CONVERSATION_COMPLETED,
+    PROVIDER_CALL_RETRYING,
     SOURCE_MULTI_TURN,
     TURN_ASSISTANT_MESSAGE,
     TURN_COMPLETED,
@@ -35,6 +36,7 @@ from engine.loop import AgentLoop, LoopResult, build_loop, finish, make_emitter
 from engine.modes import case as c
 from engine.modes.adversarial import probes_for, run_probes
 from engine.modes.context import render, template_context
+from engine.modes.race import StandingsSource
 from engine.modes.simulator import (
     LLM,
     SCRIPTED,
@@ -50,7 +52,7 @@ from engine.modes.simulator import (
     unsupported_simulator_actors,
     until_met,
 )
-from engine.providers.retry import call_with_retries
+from engine.providers.retry import call_with_retries, retry_event_payload
 from engine.types import JSON, CancelCheck, EventSink, Message, ModelRequest, Provider, ProviderError, Usage
 
 
@@ -186,7 +188,14 @@ class _Conversation:
 
         who = f"user simulator ({simulator.provider_key}, model {model or 'default'})"
         try:
-            response = call_with_retries(lambda: simulator.complete(request), sleep=self.sleep, may_wait=may_wait)
+            response = call_with_retries(
+                lambda: simulator.complete(request),
+                sleep=self.sleep,
+                may_wait=may_wait,
+                on_retry=lambda error, number, delay: self.emitter.emit(
+                    PROVIDER_CALL_RETRYING, {**retry_event_payload(simulator.provider_key, error, number, delay), "phase_id": phase_id}
+                ),
+            )
         except ProviderError as exc:
             return LoopResult(c.STOP_SIMULATOR_ERROR, error=f"{who} failed: {exc.code}: {exc.message}")
         except Exception as exc:  # noqa: BLE001 — a broken simulator ends the case, never the worker
@@ -239,6 +248,7 @@ def run_multi_turn(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     simulator: Provider | None = None,
+    standings: StandingsSource | None = None,
 ) -> c.CaseOutcome:
     started_at = clock()
     emitter = make_emitter(request, event_sink, SOURCE_MULTI_TURN)
@@ -270,6 +280,7 @@ def run_multi_turn(
         sleep=sleep,
         started_at=started_at,
         keep_submit_message=True,
+        standings=standings,
     )
     conversation = _Conversation(request, loop=loop, emitter=emitter, simulator=simulator, cancel_check=cancel_check, sleep=sleep)
     result = conversation.run(phases)

@@ -18,6 +18,7 @@ from engine.providers.base import (
     FirstDelta,
     ProviderSettings,
     call_timeout,
+    http_client,
     map_sdk_error,
     parse_tool_arguments,
 )
@@ -90,7 +91,7 @@ class AnthropicProvider:
             base_url=settings.base_url,
             max_retries=0,
             timeout=settings.http_timeout,
-            http_client=anthropic.DefaultHttpxClient(trust_env=False),
+            http_client=http_client(settings),
         )
 
     def complete(self, request: ModelRequest) -> ModelResponse:

@@ -12,6 +12,10 @@ import json
 import time
 from typing import Any
 
+import httpx2
+
+from engine.net.guard import Resolver
+from engine.net.pinned import pinned_http_client, policy_refusal_in
 from engine.providers import errors
 from engine.types import JSON, ModelRequest, ModelResponse, ProviderError
 
@@ -25,6 +29,24 @@ class ProviderSettings:
     case_key: str = ""
     case_inputs: dict[str, JSON] = dataclasses.field(default_factory=dict)
     http_timeout: float = 60.0
+    # The operator's ALLOW_PRIVATE_PROVIDER_URLS: may the base URL resolve to a private address?
+    allow_private_urls: bool = False
+    resolver: Resolver | None = None  # tests only: a fake DNS
+
+
+def http_client(settings: ProviderSettings) -> httpx2.Client:
+    """The SDK's HTTP client: every connection goes to the addresses checked once (engine/net/pinned.py)."""
+    return pinned_http_client(allow_private=settings.allow_private_urls, resolver=settings.resolver, timeout=settings.http_timeout)
+
+
+def policy_error(exc: BaseException) -> ProviderError | None:
+    """A base URL refused by the pinned transport: not retryable unless DNS simply failed."""
+    refusal = policy_refusal_in(exc)
+    if refusal is None:
+        return None
+    if refusal.reason == "dns_failed":
+        return ProviderError(errors.UNAVAILABLE, str(refusal), retryable=True)
+    return ProviderError(errors.INVALID_REQUEST, f"provider base URL refused by network policy: {refusal}")
 
 
 class BrokenProvider:
@@ -89,6 +111,8 @@ def map_sdk_error(exc: BaseException, sdk: Any, *, secrets: tuple[str | None, ..
     """Classify an exception raised by the ``openai`` or ``anthropic`` SDK (same class names)."""
     if isinstance(exc, ProviderError):
         return exc
+    if (refused := policy_error(exc)) is not None:
+        return refused
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError(errors.TIMEOUT, "model call timed out", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):

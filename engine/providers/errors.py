@@ -105,6 +105,9 @@ def classify_stream_error(body: Any, *, secrets: tuple[str | None, ...] = ()) ->
     kind = ""
     if isinstance(error, Mapping):
         kind = f"{error.get('type') or ''} {error.get('code') or ''}".lower()
+        code = error.get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and code >= 400:  # OpenRouter: {"code": 502, …}
+            return classify_status(code, f"stream error: {error_message_from_body(body) or 'unknown'}", secrets=secrets)
     text = redact(f"stream error: {error_message_from_body(body) or 'unknown'}", secrets)
     if "overloaded" in kind or "rate_limit" in kind:
         return ProviderError(RATE_LIMIT, text, retryable=True)

@@ -18,12 +18,15 @@ from engine.providers.base import (
     FirstDelta,
     ProviderSettings,
     call_timeout,
+    http_client,
     map_sdk_error,
     parse_tool_arguments,
 )
 from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
+# OpenRouter's app attribution headers (optional; they name the caller on its dashboard).
+_EXTRA_HEADERS: dict[str, dict[str, str]] = {"openrouter": {"X-Title": "AgentClash"}}
 
 
 def wire_messages(messages: list[Message]) -> list[dict[str, JSON]]:
@@ -76,8 +79,11 @@ class OpenAIProvider:
             base_url=settings.base_url,
             max_retries=0,
             timeout=settings.http_timeout,
-            http_client=openai.DefaultHttpxClient(trust_env=False),
+            http_client=http_client(settings),
+            default_headers=_EXTRA_HEADERS.get(settings.provider_key),
         )
+        # Mistral rejects unknown request fields (422) and sends usage in its last chunk anyway.
+        self._stream_options = settings.provider_key != "mistral"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         timeout = call_timeout(request, self._http_timeout)
@@ -85,9 +91,10 @@ class OpenAIProvider:
             "model": request.model,
             "messages": wire_messages(request.messages),
             "stream": True,
-            "stream_options": {"include_usage": True},
             "timeout": timeout,
         }
+        if self._stream_options:
+            kwargs["stream_options"] = {"include_usage": True}
         if request.tools:
             kwargs["tools"] = wire_tools(request.tools)
         if isinstance(self._temperature, (int, float)):
@@ -127,15 +134,17 @@ class OpenAIProvider:
                     if delta.content:
                         text_parts.append(delta.content)
                         first_delta.text(model_id, delta.content)
-                    for fragment in delta.tool_calls or []:
-                        partial = calls.setdefault(fragment.index or 0, _PartialCall())
+                    for position, fragment in enumerate(delta.tool_calls or []):
+                        # Mistral sends whole calls without `index`; their position tells them apart.
+                        index = fragment.index if fragment.index is not None else position
+                        partial = calls.setdefault(index, _PartialCall())
                         function = fragment.function
                         name = (function.name or "") if function else ""
                         arguments = (function.arguments or "") if function else ""
                         partial.id += fragment.id or ""
                         partial.name += name
                         partial.arguments += arguments
-                        first_delta.tool_call(model_id, fragment.index or 0, fragment.id or "", name, arguments)
+                        first_delta.tool_call(model_id, index, fragment.id or "", name, arguments)
         if chunk_count == 0:
             raise errors.malformed("empty or non-streamed response body", secrets=self._secrets)
         tool_calls = [

@@ -3,7 +3,10 @@
 Up to three attempts per model call. Only failures that are marked retryable *and* carry the
 code ``rate_limit``, ``timeout`` or ``unavailable`` are retried. The wait is ``Retry-After`` + 1 s
 when the server gave one; otherwise a base backoff of 250 ms doubling per attempt (at least 2 s
-for rate limits); then ±20 % jitter. These are separate from Celery task retries.
+for rate limits); then ±20 % jitter, never below the server's ``Retry-After``. The caller's
+``may_wait`` vetoes a wait that would end past its deadline (the loop's run deadline), and
+``on_retry`` reports each wait (the loop records a ``provider.call.retrying`` event with
+:func:`retry_event_payload`). These are separate from Celery task retries.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from engine.providers.errors import LOOP_RETRYABLE_CODES, RATE_LIMIT
-from engine.types import ProviderError
+from engine.types import JSON, ProviderError
 
 T = TypeVar("T")
 
@@ -37,7 +40,21 @@ def retry_delay(error: ProviderError, attempt: int, rng: random.Random | None = 
         if error.code == RATE_LIMIT:
             base = max(base, RATE_LIMIT_FLOOR_SECONDS)
     factor = (rng or random).uniform(1 - JITTER, 1 + JITTER)
+    if error.retry_after is not None:  # jitter may add to the server's wait, never cut it
+        return max(error.retry_after, base * factor)
     return base * factor
+
+
+def retry_event_payload(provider_key: str, error: ProviderError, attempt: int, delay: float) -> dict[str, JSON]:
+    """What a ``provider.call.retrying`` event records about one wait before a retry."""
+    return {
+        "provider_key": provider_key,
+        "code": error.code,
+        "attempt": attempt,
+        "delay_ms": int(delay * 1000),
+        "retry_after_ms": None if error.retry_after is None else int(error.retry_after * 1000),
+        "message": error.message,
+    }
 
 
 def call_with_retries(

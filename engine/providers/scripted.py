@@ -8,6 +8,10 @@
     {"submit": "the answer"}                                         # a `submit` call
     {"text": "thinking out loud"}                                    # a turn with no tool call
 
+Any step may also carry ``"reasoning": "summary text"``: the response then holds one reasoning
+item with that summary (as the OpenAI Responses adapter reports them), so ``responses`` runs
+record ``model.reasoning`` events offline.
+
 Strings (recursively inside ``args``) may use ``{{input.KEY}}`` (the case input's value; a string
 that is exactly one such placeholder keeps the value's JSON type), ``{{case_key}}`` and
 ``{{last_result}}`` (the content of the latest tool message). Unknown placeholders stay as text.
@@ -39,16 +43,29 @@ first of:
 3. the script: a ``text`` step is the answer and a ``submit`` step's answer is returned as text.
 
 Usage is counted in words so cost metrics have data: input = words of every message,
-output = words of the produced text and arguments.
+output = words of the produced text and arguments. A message's count is kept by the provider
+(the conversation only grows, so each turn counts only the messages added since the last one).
+
+The provider is not streamed: it reports no ``model.output.delta`` (the ``model.call.completed``
+event already holds the whole answer; a delta would only repeat it). ``deployment_config["stream"]:
+true`` makes it report the first fragment of each answer through ``on_delta``, like a streaming
+adapter (for demos and tests of the live view).
+
+``deployment_config["latency_ms"]`` makes every call take that long, like a real model (provider
+limit tests, demos of the live page); such a response's ``raw_response`` also records when the
+call began and answered (``called_at``, ``answered_at``: Unix seconds). A latency longer than
+the step timeout ends in a retryable ``timeout``, as a slow provider would.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 
+from engine.providers import errors
 from engine.providers.base import ProviderSettings
-from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, Usage
+from engine.types import JSON, Message, ModelRequest, ModelResponse, ProviderError, ToolCall, Usage
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
 _SPACE = re.compile(r"\s+")
@@ -111,8 +128,33 @@ class ScriptedProvider:
         self._replies = config.get("replies")
         self._case_key = settings.case_key
         self._inputs = settings.case_inputs
+        self._stream = config.get("stream") is True
+        self._word_counts: dict[int, tuple[Message, str, int, int]] = {}  # id -> (message, content, calls, words)
+        latency = config.get("latency_ms")
+        self._latency = max(0.0, float(latency)) / 1000 if isinstance(latency, (int, float)) and not isinstance(latency, bool) else 0.0
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        if not self._latency:
+            return self._answer(request)
+        called_at = time.time()
+        if self._latency > request.step_timeout_seconds:
+            time.sleep(max(0.0, request.step_timeout_seconds))
+            raise ProviderError(errors.TIMEOUT, f"model call exceeded step timeout of {request.step_timeout_seconds:g}s", retryable=True)
+        time.sleep(self._latency)
+        response = self._answer(request)
+        response.raw_response = {**(response.raw_response or {}), "called_at": called_at, "answered_at": time.time()}
+        return response
+
+    def _answer(self, request: ModelRequest) -> ModelResponse:
+        response = self._complete(request)
+        index = sum(1 for message in request.messages if message.role == "assistant")
+        step = self._steps[index] if index < len(self._steps) else None
+        if step is not None and isinstance(step.get("reasoning"), str) and request.tools:
+            summary = _as_text(self._render(step["reasoning"], self._context(request.messages)))
+            response.reasoning = [{"item_id": f"rs_{index + 1}", "summary": [summary], "reasoning_tokens": count_words(summary)}]
+        return response
+
+    def _complete(self, request: ModelRequest) -> ModelResponse:
         index = sum(1 for message in request.messages if message.role == "assistant")
         step = self._steps[index] if index < len(self._steps) else None
         context = self._context(request.messages)
@@ -186,12 +228,22 @@ class ScriptedProvider:
 
         return _PLACEHOLDER.sub(substitute, value)
 
+    def _message_words(self, message: Message) -> int:
+        # Keyed by identity and holding the message (an id is never reused while it is held);
+        # a message whose content or calls changed since is counted again.
+        cached = self._word_counts.get(id(message))
+        if cached is not None and cached[0] is message and cached[1] is message.content and cached[2] == len(message.tool_calls):
+            return cached[3]
+        words = count_words(message.content) + sum(count_words(c.arguments) for c in message.tool_calls)
+        self._word_counts[id(message)] = (message, message.content, len(message.tool_calls), words)
+        return words
+
     def _response(self, request: ModelRequest, text: JSON, tool_calls: list[ToolCall], index: int) -> ModelResponse:
         text = _as_text(text) if text is not None else ""
-        input_tokens = sum(count_words(m.content) + sum(count_words(c.arguments) for c in m.tool_calls) for m in request.messages)
+        input_tokens = sum(self._message_words(m) for m in request.messages)
         output_tokens = count_words(text) + sum(count_words(c.name) + count_words(c.arguments) for c in tool_calls)
         usage = Usage(input_tokens, output_tokens, input_tokens + output_tokens)
-        if request.on_delta is not None:
+        if self._stream and request.on_delta is not None:
             fragment: dict[str, JSON]
             if tool_calls:
                 first = tool_calls[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.sandbox import pool
 from engine.sandbox.base import (
     FileTooLargeError,
     IsolationUnavailableError,
@@ -18,7 +19,14 @@ from engine.sandbox.stale import reap_stale_sandboxes
 
 
 def create_sandbox(config: SandboxConfig, *, base_dir: str | None = None, settings: SandboxSettings | None = None) -> LocalSandbox:
-    return LocalSandbox(config, base_dir=base_dir, settings=settings)
+    """A new sandbox for one case. With ``settings.warm_sandboxes`` > 0 it may be a pre-started,
+    never-used one (``pool.py``); either way it is the caller's to ``destroy()``."""
+    return pool.checkout(config, base_dir=base_dir, settings=settings)
+
+
+def close_warm_sandboxes() -> None:
+    """Destroy this process's idle pre-started sandboxes (worker shutdown; also run at exit)."""
+    pool.POOL.close()
 
 
 __all__ = [
@@ -32,6 +40,7 @@ __all__ = [
     "ToolRunError",
     "WorkspaceFullError",
     "WorkspacePathError",
+    "close_warm_sandboxes",
     "contained_path",
     "create_sandbox",
     "read_limited",

@@ -204,6 +204,7 @@ class SandboxSettings:
     default_workspace_bytes: int = DEFAULT_WORKSPACE_BYTES  # when the pack sets no max_workspace_bytes
     tmp_bytes: int = DEFAULT_TMP_BYTES  # size of /tmp (and /dev/shm) inside the sandbox
     python: str = "/usr/bin/python3"  # the sandbox's interpreter for the launcher and data tools
+    warm_sandboxes: int = 0  # pre-started one-use sandboxes kept per worker process (engine/sandbox/pool.py)
 
     # Django setting name -> field, for from_settings()
     SETTING_NAMES: ClassVar[dict[str, str]] = {
@@ -213,6 +214,7 @@ class SandboxSettings:
         "SANDBOX_DEFAULT_WORKSPACE_BYTES": "default_workspace_bytes",
         "SANDBOX_TMP_BYTES": "tmp_bytes",
         "SANDBOX_PYTHON": "python",
+        "SANDBOX_WARM_POOL": "warm_sandboxes",
     }
 
     @classmethod

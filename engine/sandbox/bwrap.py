@@ -26,6 +26,7 @@ import functools
 import importlib.util
 import json
 import logging
+import marshal
 import os
 import pwd
 import secrets
@@ -55,6 +56,7 @@ TOOL_MODULES = ("jq", "re2")
 RUN_BYTES = 16 * 1024 * 1024
 KILL_GRACE = 2.0  # seconds the launcher gets to stop a command before the sandbox is killed
 START_TIMEOUT = 10.0
+KILL_REQUEST = marshal.dumps({"kill": True})  # requests are marshal (host to launcher only)
 ETC_FILES = (
     "/etc/alternatives",
     "/etc/ld.so.cache",
@@ -250,7 +252,7 @@ def bwrap_argv(
         "--clearenv",
         "--setenv", "PATH", SANDBOX_PATH,
         "--",
-        settings.python or SYSTEM_PYTHON, "-I", "-S", "-c", _source(launcher_module), str(fd), json.dumps(launch),
+        settings.python or SYSTEM_PYTHON, "-I", "-S", "-c", _source(launcher_module), str(fd), marshal.dumps(launch).hex(),
         *([forwarder_source(SANDBOX_SOCKET)] if egress_dir else []),
     ]  # fmt: skip
     return argv
@@ -323,6 +325,7 @@ class Launcher:
         self.aborted = threading.Event()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.watch: Any = None  # optional callable run every WATCH_INTERVAL during a command
+        self.commands = 0  # requests sent to the launcher (a warm sandbox is handed out only at 0)
 
     # ------------------------------------------------------------------ lifecycle
     def _fds(self) -> dict[str, int]:
@@ -439,6 +442,20 @@ class Launcher:
                 os.close(f)
         self._wake_r = self._wake_w = -1
 
+    def _ensure_running(self) -> None:
+        if self.sock is None or self.proc is None or self.proc.poll() is not None:
+            self.close()
+            self._start()
+
+    def prestart(self) -> None:
+        """Start bwrap and the launcher now, before any command (a warm sandbox, ``pool.py``)."""
+        with self.lock:
+            self._ensure_running()
+
+    def pristine(self) -> bool:
+        """Started, alive, and no command or data tool has run in it yet."""
+        return self.commands == 0 and self.sock is not None and self.proc is not None and self.proc.poll() is None
+
     def abort(self) -> None:
         """Stop the running command now and refuse new ones (thread-safe: the cancel path)."""
         self.aborted.set()
@@ -461,9 +478,8 @@ class Launcher:
         with self.lock:
             if self.aborted.is_set():
                 return Outcome(exit_code=130, cancelled=True)
-            if self.sock is None or self.proc is None or self.proc.poll() is not None:
-                self.close()
-                self._start()
+            self._ensure_running()
+            self.commands += 1
             assert self.sock is not None
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
@@ -472,7 +488,7 @@ class Launcher:
             request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
             try:
                 self.sock.sendmsg(
-                    [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))]
+                    [marshal.dumps(request)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))]
                 )
             except OSError as exc:
                 for f in (out_r, err_r):
@@ -510,7 +526,7 @@ class Launcher:
                         if self.watch():
                             stop = "watch"
                     if stop is not None:
-                        sock.send(b'{"kill": true}')
+                        sock.send(KILL_REQUEST)
                         backstop = now + KILL_GRACE
                 if backstop is not None and reply is None and now >= backstop:
                     self.close()  # the launcher did not stop it: kill the whole sandbox

@@ -1,11 +1,17 @@
 """The sandbox's PID 1. Runs INSIDE bubblewrap under the sandbox's system python (``-I -S``).
 
-Stdlib only: this file's source is handed to ``python3 -c`` by ``engine.sandbox.bwrap``. The
-host talks to it over a SEQPACKET socket (fd ``argv[1]``); ``argv[2]`` is a JSON config
-(``rlimits``, ``rss_cap``, ``lib``); an optional ``argv[3]`` is extra Python source run once at
-start (the egress relay thread, ``engine.net.forwarder``).
+Stdlib C modules only: this file's source is handed to ``python3 -c`` by ``engine.sandbox.bwrap``,
+and its start is on the path of every cold sandbox, so it imports no pure-Python module
+(``json``, ``socket``, ``signal``, ``ctypes``, ``array`` cost ~20 ms together; ``_socket``,
+``_signal``, ``_ctypes``, ``marshal``, ``select`` and ``resource`` ~1 ms; docs/engine-safety.md
+"Warm sandboxes and the persistent channel"). The host talks to it over a SEQPACKET socket (fd
+``argv[1]``); ``argv[2]`` is the hex of a ``marshal``-encoded config (``rlimits``, ``rss_cap``,
+``lib``); an optional ``argv[3]`` is extra Python source run once at start (the egress relay
+thread, ``engine.net.forwarder``).
 
-Requests, one JSON message each, with fds passed as SCM_RIGHTS:
+Requests (host to launcher), one ``marshal``-encoded dict each, with fds passed as SCM_RIGHTS.
+Only the trusted host writes this direction; replies go the other way as JSON, which the host
+parses strictly (it never ``marshal.loads`` what the sandbox sends):
 
 - ``{"op": "exec", "argv", "cwd", "env", "cpu_seconds"}`` + ``[stdin, stdout, stderr]``:
   ``posix_spawn`` the command in a new session.
@@ -20,7 +26,8 @@ Replies: ``{"ready": true}`` once, then per command ``{"exit", "killed", "oom"}`
 Invariants (docs/engine-safety.md):
 
 - The launcher is **non-dumpable**, so processes of the same uid cannot ptrace it, open
-  ``/proc/1/mem`` or steal its fds; the seccomp filter denies ptrace to everyone anyway.
+  ``/proc/1/mem`` or steal its fds; the seccomp filter denies ptrace to everyone anyway. The
+  ``prctl`` is checked with ``PR_GET_DUMPABLE``: a launcher that stays dumpable refuses to start.
 - As PID 1 of the namespace it ignores signals from inside.
 - After every command it kills every other process of the namespace (``kill(-1)``), so nothing
   an agent starts outlives its tool call. Long-lived helpers must be threads of this process.
@@ -28,33 +35,61 @@ Invariants (docs/engine-safety.md):
   100 ms and kills them all above the cap.
 """
 
-import array
-import ctypes
-import json
+import _ctypes
+import _signal as signal  # type: ignore[import-not-found]
+import _socket
+import marshal
 import os
 import resource
 import select
-import signal
-import socket
 import sys
 import time
 
+PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 CPU_HARD = 86400
 WATCH_INTERVAL = 0.1
 PAGE = os.sysconf("SC_PAGE_SIZE")
+INT_SIZE = 4
 
 
 def set_non_dumpable() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+    """``prctl(PR_SET_DUMPABLE, 0)`` through ``_ctypes`` (``ctypes`` itself costs ~4 ms to import)."""
+    if hasattr(_ctypes, "call_function") and hasattr(_ctypes, "dlsym"):
+        prctl = _ctypes.dlsym(_ctypes.dlopen(None, 0), "prctl")  # type: ignore[arg-type]  # None: the program itself
+
+        def call(*args: int) -> int:
+            return int(_ctypes.call_function(prctl, args))
+    else:  # another CPython without the private helpers: the public (slower) module
+        import ctypes
+
+        call = ctypes.CDLL(None).prctl
+    call(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if call(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_DUMPABLE) failed")
+
+
+def _reply_bytes(obj: dict[str, object]) -> bytes:
+    """JSON for the few reply shapes (bools, ints, one ``[name, errno]`` list); no ``json`` import."""
+    parts = []
+    for key, value in obj.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int):
+            text = str(value)
+        elif isinstance(value, (list, tuple)) and len(value) == 2:
+            name = "".join(c for c in str(value[0]) if c.isascii() and (c.isalnum() or c == "_"))
+            text = f'["{name}", {int(value[1])}]'
+        else:
+            raise TypeError(key)
+        parts.append(f'"{key}": {text}')
+    return ("{" + ", ".join(parts) + "}").encode()
 
 
 class Launcher:
     def __init__(self, fd: int, config: dict[str, object]) -> None:
         os.set_inheritable(fd, False)
-        self.sock = socket.socket(fileno=fd)
+        self.sock = _socket.socket(fileno=fd)
         rss_cap = config.get("rss_cap")
         self.rss_cap = int(rss_cap) if isinstance(rss_cap, int) else 0
         lib = config.get("lib")
@@ -62,17 +97,17 @@ class Launcher:
         self.toolhost: object = None
 
     def recv(self) -> tuple[bytes, list[int]]:
-        msg, anc, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(16 * 4))
-        fds = array.array("i")
+        msg, anc, _, _ = self.sock.recvmsg(1 << 20, _socket.CMSG_SPACE(16 * INT_SIZE))
+        fds: list[int] = []
         for level, typ, data in anc:
-            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
+                fds += memoryview(data[: len(data) - len(data) % INT_SIZE]).cast("i").tolist()
         for f in fds:
             os.set_inheritable(f, False)
-        return msg, list(fds)
+        return msg, fds
 
     def reply(self, obj: dict[str, object]) -> None:
-        self.sock.send(json.dumps(obj).encode())
+        self.sock.send(_reply_bytes(obj))
 
     def kill_all(self, main: int) -> int | None:
         """SIGKILL every other process in the namespace; return ``main``'s wait status if reaped."""
@@ -221,8 +256,8 @@ class Launcher:
             if not msg:
                 os._exit(0)
             try:
-                req = json.loads(msg)
-            except ValueError:
+                req = marshal.loads(msg)  # noqa: S302 - only the host holds the other end of this socket
+            except (ValueError, EOFError, TypeError):
                 req = None
             if req == {"kill": True}:
                 continue  # the host's deadline raced the command's end: nothing left to stop
@@ -236,7 +271,7 @@ class Launcher:
 
 def main() -> None:
     fd = int(sys.argv[1])
-    config = json.loads(sys.argv[2])
+    config = marshal.loads(bytes.fromhex(sys.argv[2]))  # noqa: S302 - written by the host (bwrap_argv)
     set_non_dumpable()
     for name, value in config.get("rlimits", []):
         resource.setrlimit(getattr(resource, name), (value, value))

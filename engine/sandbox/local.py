@@ -244,6 +244,32 @@ class LocalSandbox:
             self._launcher = launcher
         return self._launcher
 
+    # ------------------------------------------------------------------ warm start (pool.py)
+    def prestart(self) -> None:
+        """Start the cgroup, bwrap and the launcher now, with the workspace still empty."""
+        self._check_live()
+        if self.isolated:
+            self._launcher_for_run().prestart()
+
+    def warm_ready(self) -> bool:
+        """Pre-started and untouched: launcher alive, no command run, nothing in the workspace."""
+        launcher = self._launcher
+        if self.destroyed or launcher is None or not launcher.pristine() or self._aborted.is_set():
+            return False
+        return not os.listdir(self._root_fd)
+
+    def adopt(self, config: SandboxConfig) -> None:
+        """Give a pre-started sandbox the config of the case it is handed to (``pool.shape_key``
+        equal: what bwrap and the launcher were started with is the same; everything else is
+        per call)."""
+        if config.allow_network and config.network_mode != "off":
+            raise ValueError("a sandbox with egress is never pre-started")
+        self.config = config
+        self.allow_network = config.allow_network
+        self.egress_enabled = False
+        if self._launcher is not None:
+            self._launcher.config = config
+
     def _workspace_overflowing(self) -> bool:
         """Fallback cap without a sized filesystem: stop a command that grows the workspace past it."""
         return self.workspace_bytes() > max(self.workspace_cap, self._usage_before)

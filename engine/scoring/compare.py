@@ -28,6 +28,9 @@ REASON_CODES = (
     "challenge_input_set_mismatch",
     "evaluation_spec_mismatch",
     "challenge_coverage_mismatch",
+    # One run told its agents the peers' standings (race context) and the other did not: the
+    # agents did not face the same task (docs/runs.md, "Race context").
+    "race_context_mismatch",
 )
 REF_CHECKS = (
     ("pack_version_id", "challenge_pack_version_mismatch"),

@@ -59,6 +59,7 @@ class CaseEvidence:
     duration_ms: float | None = None
     model: str | dict[str, str] | None = None  # "model-id", "provider/model-id" or {provider_key, provider_model_id}
     artifacts: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
+    evidence_tier: str = "native"  # engine/scoring/tiers.py: native | structured_trace | black_box
 
     @classmethod
     def from_dict(cls, data: dict[str, JSON]) -> CaseEvidence:
@@ -333,6 +334,9 @@ def _model_call_started(scan: _Scan, event: _Event) -> None:
 
 
 def _model_call_completed(scan: _Scan, event: _Event) -> None:
+    # A call that was not streamed (no model.output.delta before it) first shows output here.
+    if scan.out.first_output_at is None and (event.payload.get("output_text") or event.payload.get("tool_calls")):
+        scan.out.first_output_at = event.at
     entry = _model_usage(scan, event)
     if entry is None:
         return

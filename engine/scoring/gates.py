@@ -260,7 +260,7 @@ def _regression_cases(entries: JSON, suites: list[str] | None) -> dict[str, dict
         return None
     cases: dict[str, dict[str, JSON]] = {}
     for entry in entries:
-        if suites and entry.get("suite_id") not in suites:
+        if suites and str(entry.get("suite_id")) not in {str(s) for s in suites}:
             continue
         case = cases.setdefault(str(entry.get("regression_case_id")), {"severity": entry.get("severity") or "blocking", "failed": False})
         case["failed"] = case["failed"] or bool(entry.get("failed"))
@@ -282,7 +282,7 @@ def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> 
     blocking_failed = sorted(k for k, c in candidate.items() if c["severity"] == "blocking" and c["failed"])
     if rules.get("no_blocking_regression_failure") and blocking_failed:
         triggered.append({"condition": "no_blocking_regression_failure", "outcome": "fail", "cases": blocking_failed})
-        verdict, reason = "fail", "blocking_regression_failure"
+        verdict, reason = "fail", "regression_blocking_failure"
     if rules.get("no_new_blocking_failure_vs_baseline"):
         baseline = _regression_cases(regression.get("baseline"), suites)
         if baseline is None:
@@ -291,13 +291,13 @@ def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> 
             new = [k for k in blocking_failed if k in baseline and not baseline[k]["failed"]]
             if new:
                 triggered.append({"condition": "no_new_blocking_failure_vs_baseline", "outcome": "fail", "cases": new})
-                verdict, reason = "fail", reason or "new_blocking_regression_failure"
+                verdict, reason = "fail", reason or "regression_new_blocking_failure"
     limit = rules.get("max_warning_regression_failures")
     warning_failed = sorted(k for k, c in candidate.items() if c["severity"] == "warning" and c["failed"])
     if limit is not None and len(warning_failed) > limit:
         triggered.append({"condition": "max_warning_regression_failures", "outcome": "warn", "cases": warning_failed})
         if verdict == "pass":
-            verdict, reason = "warn", "warning_regression_failures_exceeded"
+            verdict, reason = "warn", "regression_warning_budget_exceeded"
     return verdict, reason, triggered, warnings
 
 
@@ -314,10 +314,25 @@ def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy
     if verdict == "insufficient_evidence" and current != "fail":
         base.update(verdict=verdict, reason_code=reason, summary="candidate regression evidence is missing")
     elif verdict == "fail":
-        base.update(verdict="fail", reason_code=reason, summary=f"regression rule failed: {reason}")
+        base.update(verdict="fail", reason_code=reason, summary=f"regression rule failed: {_regression_text(reason, triggered)}")
     elif verdict == "warn" and current == "pass":
-        base.update(verdict="warn", reason_code=reason, summary=f"regression rule warned: {reason}")
+        base.update(verdict="warn", reason_code=reason, summary=f"regression rule warned: {_regression_text(reason, triggered)}")
     return base
+
+
+_REGRESSION_TEXT = {
+    "regression_blocking_failure": ("no_blocking_regression_failure", "blocking regression case(s) fail"),
+    "regression_new_blocking_failure": ("no_new_blocking_failure_vs_baseline", "blocking regression case(s) fail that pass in the baseline"),
+    "regression_warning_budget_exceeded": ("max_warning_regression_failures", "warning regression case(s) fail, more than allowed"),
+}
+
+
+def _regression_text(reason: str, triggered: list[dict[str, JSON]]) -> str:
+    """``regression_blocking_failure: 1 blocking regression case(s) fail (regression/4/case-1)``."""
+    condition, text = _REGRESSION_TEXT.get(reason, (reason, reason))
+    cases = next((t.get("cases") or [] for t in triggered if t.get("condition") == condition), [])
+    shown = ", ".join(str(c) for c in cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+    return f"{reason}: {len(cases)} {text}" + (f" ({shown})" if shown else "")
 
 
 SECURITY_REGRESSION = "security_regression"

@@ -15,6 +15,9 @@ class ProviderAccountOutputSerializer(serializers.Serializer):
     last_test_status = serializers.CharField()
     last_test_message = serializers.CharField()
     last_tested_at = serializers.DateTimeField(allow_null=True)
+    max_concurrent_calls = serializers.IntegerField(allow_null=True, help_text="null = no limit (docs/provider-limits.md)")
+    requests_per_minute = serializers.IntegerField(allow_null=True)
+    tokens_per_minute = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -44,6 +47,7 @@ class DeploymentOutputSerializer(serializers.Serializer):
     model = serializers.CharField()
     runtime_profile_id = serializers.IntegerField()
     execution_target = serializers.CharField(source="runtime_profile.execution_target")
+    endpoint_url = serializers.CharField()
     system_prompt = serializers.CharField()
     output_schema = serializers.JSONField(allow_null=True)
     deployment_config = serializers.JSONField()

@@ -36,10 +36,22 @@ def _include_archived(request: Request) -> bool:
 
 
 # ------------------------------------------------------------------------------ provider accounts
+def _limit_field(help_text: str) -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2_147_483_647, help_text=help_text)
+
+
+class _ProviderLimitFields(serializers.Serializer):
+    """The account's limits, shared by every worker (docs/provider-limits.md); null = no limit."""
+
+    max_concurrent_calls = _limit_field("Model calls in flight at once, across all workers; null = no limit")
+    requests_per_minute = _limit_field("Model calls started in any 60 seconds; null = no limit")
+    tokens_per_minute = _limit_field("Input + output tokens in any 60 seconds; null = no limit")
+
+
 class ProviderAccountListApi(WorkspaceApiView):
     write_role = Role.ADMIN
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(_ProviderLimitFields):
         name = serializers.CharField(max_length=200)
         provider_key = serializers.ChoiceField(choices=ProviderKey.choices)
         credential_reference = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -64,7 +76,7 @@ class ProviderAccountListApi(WorkspaceApiView):
 class ProviderAccountDetailApi(WorkspaceApiView):
     write_role = Role.ADMIN
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(_ProviderLimitFields):
         name = serializers.CharField(max_length=200, required=False)
         provider_key = serializers.ChoiceField(choices=ProviderKey.choices, required=False)
         credential_reference = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -184,6 +196,12 @@ class _DeploymentFields(serializers.Serializer):
     deployment_config = serializers.JSONField(required=False, allow_null=True)
     is_default_judge = serializers.BooleanField(
         required=False, help_text="Make this the workspace's default judge deployment (unsets the previous one)."
+    )
+    endpoint_url = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="Hosted external runtime profiles only: the HTTPS endpoint the worker posts each case to.",
     )
 
 

@@ -40,6 +40,7 @@ class RunOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.CharField()
     execution_mode = serializers.CharField()
+    race_context = serializers.BooleanField(help_text="Peer standings were on: agents were told how the other lanes stood.")
     pack_version_id = serializers.IntegerField()
     pack_name = serializers.CharField(source="pack_version.pack.name")
     pack_version_number = serializers.IntegerField(source="pack_version.number")
@@ -78,6 +79,7 @@ class CaseRunOutputSerializer(serializers.Serializer):
     duration_ms = serializers.IntegerField(allow_null=True)
     passed = serializers.BooleanField(allow_null=True)
     score = serializers.FloatField(allow_null=True)
+    regression_case_id = serializers.IntegerField(allow_null=True, help_text="Set when the case run runs a regression case.")
 
 
 class EventOutputSerializer(serializers.Serializer):

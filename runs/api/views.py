@@ -51,6 +51,22 @@ class RunCreateApi(WorkspaceApiView):
             allow_null=True,
             help_text="The deployment that plays llm user-simulator phases (multi_turn packs that have them).",
         )
+        regression_suite_ids = serializers.ListField(
+            child=serializers.IntegerField(), required=False, default=list,
+            help_text="Regression suites whose active cases the run includes (docs/regression-suites.md).",
+        )  # fmt: skip
+        regression_case_ids = serializers.ListField(
+            child=serializers.IntegerField(), required=False, default=list, help_text="Single regression cases to include."
+        )
+        regression_scope = serializers.ChoiceField(
+            choices=["full", "suite_only"], required=False, default="full",
+            help_text="full: the pack's cases plus the regression cases; suite_only: the regression cases alone.",
+        )  # fmt: skip
+        include_proposed = serializers.BooleanField(required=False, default=False, help_text="Include the suites' proposed cases too.")
+        race_context = serializers.BooleanField(
+            required=False, default=False,
+            help_text="Peer standings: between steps each agent is told how the other lanes stand. Needs two or more deployments.",
+        )  # fmt: skip
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
     def post(self, request: Request, workspace_slug: str) -> Response:
@@ -64,6 +80,9 @@ class RunCreateApi(WorkspaceApiView):
                 deployment_ids=values["deployment_ids"], input_set_id=values.get("input_set_id"), name=values.get("name", ""),
                 judge_deployments=values.get("judge_deployments"), allow_missing_judges=values.get("allow_missing_judges", False),
                 simulator_deployment_id=values.get("simulator_deployment_id"),
+                regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
+                regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
+                race_context=values["race_context"],
             )  # fmt: skip
         except services.RunCreateError as exc:
             raise ApiError(400, exc.code or "invalid_request", exc.text, fields={exc.field: [exc.text]}, extra=exc.extra) from None

@@ -16,10 +16,11 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from core.actors import actor_or_none
-from engine.scoring.compare import build_comparison
+from engine.scoring.compare import build_comparison, not_comparable
 from engine.scoring.evidence import canonical_json
 from engine.scoring.gates import evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
 from runs.models import Comparison, GateResult, Lane, LaneScorecard, Run
+from runs.regression.selectors import lane_regression_entries
 from workspaces.models import Workspace
 
 
@@ -76,11 +77,36 @@ def _scorecard(lane: Lane) -> dict[str, Any] | None:
     return card.document if card is not None and card.document else None
 
 
+def _race_context_refusal(baseline_run: Run, candidate_run: Run, baseline: Lane, candidate: Lane) -> dict[str, Any] | None:
+    """A race-context run is not compared with a plain one: its agents were told the peers' standings."""
+    if bool(baseline_run.race_context) == bool(candidate_run.race_context):
+        return None
+    on, off = ("baseline", "candidate") if baseline_run.race_context else ("candidate", "baseline")
+    return not_comparable(
+        "race_context_mismatch",
+        f"the {on} run had peer standings (race context) on and the {off} run did not",
+        {"refs": {"run_id": baseline_run.pk, "lane_id": baseline.pk, "race_context": bool(baseline_run.race_context)}},
+        {"refs": {"run_id": candidate_run.pk, "lane_id": candidate.pk, "race_context": bool(candidate_run.race_context)}},
+    )
+
+
 def _fingerprint(baseline: Lane, candidate: Lane, summary: dict[str, Any]) -> str:
     # The engine's fingerprint covers the two scorecards; the lane ids make two lanes that have
     # no scorecard yet (identical "missing" inputs) distinct pairs.
     source = {"baseline_lane": baseline.pk, "candidate_lane": candidate.pk, "summary": summary.get("fingerprint")}
     return hashlib.sha256(canonical_json(source).encode()).hexdigest()
+
+
+def _with_regression(summary: dict[str, Any], baseline: Lane, candidate: Lane) -> dict[str, Any]:
+    """Add each lane's regression case results (runs/regression) to what the scorecards tagged,
+    so the gate's regression rules see them (engine/scoring/gates.py)."""
+    sides = {"baseline": lane_regression_entries(lane=baseline), "candidate": lane_regression_entries(lane=candidate)}
+    if not any(sides.values()):
+        return summary
+    found = summary.get("regression")
+    tagged: dict[str, Any] = found if isinstance(found, dict) else {}
+    summary["regression"] = {side: [*(tagged.get(side) or []), *(entries or [])] or None for side, entries in sides.items()}
+    return summary
 
 
 def comparison_get_or_create(
@@ -99,7 +125,9 @@ def comparison_get_or_create(
         baseline_lane=baseline_lane,
         candidate_lane=candidate_lane,
     )
-    summary = build_comparison(_scorecard(baseline), _scorecard(candidate))
+    summary = _race_context_refusal(baseline_run, candidate_run, baseline, candidate) or _with_regression(
+        build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate
+    )
     fingerprint = _fingerprint(baseline, candidate, summary)
     existing = Comparison.objects.filter(workspace=workspace, fingerprint=fingerprint).first()
     if existing is not None:

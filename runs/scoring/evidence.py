@@ -84,11 +84,11 @@ def evidence_for_case_run(case_run: CaseRun, events: list[dict[str, JSON]] | Non
         captured_files=captured,
         directory_listings=listings,
         code_executions=code,
-        case=_case_document(case_run.case.payload),
+        case=_case_document(case_run.case_payload),
         usage={"input_tokens": case_run.input_tokens, "output_tokens": case_run.output_tokens, "total_tokens": case_run.total_tokens},
         step_count=case_run.step_count,
         tool_call_count=case_run.tool_call_count,
         duration_ms=float(case_run.duration_ms) if case_run.duration_ms is not None else None,
         model=_lane_model(case_run.lane),
-        artifacts=_case_artifacts(case_run.case.payload),
+        artifacts=_case_artifacts(case_run.case_payload),
     )

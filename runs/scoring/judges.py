@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
+
 from engine.providers import create_provider
 from engine.scoring.judges import JudgeNotConfigured, JudgeTarget
 from engine.types import Message, ModelRequest, ModelResponse, Provider
@@ -66,6 +68,7 @@ class RunJudge:
                 api_key=api_key,
                 base_url=account.get("base_url") or None,
                 deployment_config=deployment.get("deployment_config") or {},
+                allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,
             )
         return self._providers[model]
 

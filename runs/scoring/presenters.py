@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from engine.scoring.security import SEVERITIES, describe
+from runs.hosted.evidence import lane_evidence_tiers
 from runs.models import CaseRun, CaseScore, Lane, LaneScorecard, Run, RunScorecard
 
 JSON = Any
@@ -31,6 +32,7 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
     dimension_keys: list[str] = []
     for card_of_lane in lane_cards.values():
         dimension_keys += [k for k in (card_of_lane.document.get("dimensions") or {}) if k not in dimension_keys]
+    tiers = lane_evidence_tiers(list(lanes.values()))
     rows = []
     for entry in ranking:
         lane = lanes.get(int(entry["lane_id"]))
@@ -55,6 +57,8 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
                 "latency_p50_ms": (document.get("latency_ms") or {}).get("p50"),
                 "case_counts": document.get("case_counts") or {},
                 "is_winner": card is not None and card.winner_lane_id == lane.pk,
+                "evidence_tier": tiers[lane.pk]["tier"],  # docs/hosted-agents.md, Evidence tiers
+                "evidence_tier_label": tiers[lane.pk]["label"],
             }
         )
     document = card.document if card else {}

@@ -7,6 +7,7 @@ it reads from the database, ``judges`` gives it providers, ``events`` records wh
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ from engine.events import SCORING_COMPLETED, SCORING_FAILED, SCORING_STARTED
 from engine.scoring import aggregate_lane, rank_lanes, score_case
 from engine.scoring.judges import run_nwise_judge
 from engine.scoring.security import SecurityPolicy
+from engine.types import Event
 from packs.manifests import pack_manifest
 from runs.models import CaseRun, CaseScore, Lane, LaneScorecard, Run, RunScorecard, ScoreStatus
 from runs.scoring.events import case_scored_events, scoring_event, scoring_event_record, scoring_events_record
@@ -68,6 +70,15 @@ def _scorable(case_run_id: int, case_run: CaseRun | None) -> CaseRun | None:
 
 @transaction.atomic
 def _case_score_save(case_run: CaseRun, document: dict[str, JSON]) -> None:
+    case_score_upsert(case_run=case_run, document=document)
+    CaseRun.objects.filter(pk=case_run.pk).update(
+        score_status=ScoreStatus.SCORED, passed=document["passed"], score=document["overall_score"]
+    )
+    case_run.score_status, case_run.passed, case_run.score = ScoreStatus.SCORED, document["passed"], document["overall_score"]
+
+
+def case_score_upsert(*, case_run: CaseRun, document: dict[str, JSON]) -> None:
+    """Write the case's CaseScore (the case row's own score fields are the caller's)."""
     score = CaseScore(
         case_run=case_run,
         lane=case_run.lane,
@@ -83,10 +94,6 @@ def _case_score_save(case_run: CaseRun, document: dict[str, JSON]) -> None:
         unique_fields=["case_run"],
         update_fields=["lane", "passed", "overall_score", "validity", "document"],
     )
-    CaseRun.objects.filter(pk=case_run.pk).update(
-        score_status=ScoreStatus.SCORED, passed=document["passed"], score=document["overall_score"]
-    )
-    case_run.score_status, case_run.passed, case_run.score = ScoreStatus.SCORED, document["passed"], document["overall_score"]
 
 
 def _case_document(
@@ -141,6 +148,50 @@ def case_run_score(
     batch = [started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)]
     scoring_events_record(lane=lane, case_run=case_run, events=batch)
     return True
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseScoring:
+    """A case's verdict computed in memory, to be saved with the case's finish (one transaction).
+
+    ``document`` is None when scoring failed; ``events`` are the ``scoring.*`` events to record
+    either way; ``fields`` are the case row's score fields.
+    """
+
+    document: dict[str, JSON] | None
+    events: list[Event]
+
+    @property
+    def fields(self) -> dict[str, JSON]:
+        if self.document is None:
+            return {"score_status": ScoreStatus.ERRORED}
+        return {"score_status": ScoreStatus.SCORED, "passed": self.document["passed"], "score": self.document["overall_score"]}
+
+
+def case_run_score_prepare(*, case_run: CaseRun, events: list[dict[str, JSON]]) -> CaseScoring | None:
+    """Score a finishing case from its events without writing anything; None when it needs LLM judges.
+
+    ``case_run`` holds its final fields (not saved yet) and is loaded as the claim loads it;
+    ``events`` are its engine events as they will read back. The worker saves the result with
+    the case's finish and its last event batch (runs/services/execute.py, docs/performance.md).
+    A case with LLM judges is scored after its finish instead (a judge call is slow and may fail
+    on its own), by :func:`case_run_score`.
+    """
+    prefix = f"scoring:{case_run.lane_id}:case:{case_run.pk}"
+    started = None
+    try:
+        spec = evaluation_spec_for(case_run.run, getattr(case_run, "pack_checksum", None))
+        if spec.get("llm_judges"):
+            return None
+        payload = {"evaluation_spec": spec.get("name"), "scope": "case"}
+        started = scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type=SCORING_STARTED, payload=payload)
+        document = _case_document(case_run, spec, events, None)
+    except Exception as exc:
+        logger.exception("Scoring case run %s failed", case_run.pk)
+        payload = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        failed = scoring_event(case_run=case_run, event_id=f"{prefix}:failed", event_type=SCORING_FAILED, payload=payload)
+        return CaseScoring(document=None, events=[e for e in (started, failed) if e is not None])
+    return CaseScoring(document=document, events=[started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)])
 
 
 def lane_score(*, lane_id: int) -> None:

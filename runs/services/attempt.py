@@ -28,13 +28,16 @@ from engine.modes.case import (
     FAILED,
     MULTI_TURN,
     PROMPT_EVAL,
+    RESPONSES,
     STOP_DEADLINE_EXCEEDED,
     STOP_PROVIDER_ERROR,
     STOP_SANDBOX_ERROR,
     STOP_SIMULATOR_ERROR,
 )
+from engine.modes.case import Limits as CaseLimits  # the engine's limits, not a provider account's
 from engine.providers import create_provider
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
+from engine.providers.registry import API_CHAT, API_RESPONSES
 from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, SandboxSettings, create_sandbox
 from engine.scoring.security import SecurityPolicy
 from engine.scoring.security_monitor import SecurityMonitor
@@ -44,8 +47,10 @@ from engine.tools.composed import secret_keys_used
 from engine.types import CancelCheck, EventSink, Provider, Sandbox
 from packs.manifests import PackManifest, pack_manifest
 from runs.models import CaseRun, RunStatus
-from runs.services.deadline import CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
+from runs.services.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
+from runs.services.race import race_standings_source
 from runs.services.staging import challenge_for, engine_case, staged_files
+from runs.throttle import throttled
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
 from workspaces.models import Workspace
@@ -125,7 +130,9 @@ def _case_inputs(case_run: CaseRun) -> _CaseInputs:
     # The claim annotates the checksum and the input set's key (runs.lifecycle._claimed).
     pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
     input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
-    case = engine_case(pack.manifest, input_set_key, case_run.case, found=pack.case(input_set_key, case_run.case_key))
+    # A regression case runs its promote-time snapshot against this run's challenge of the same key.
+    found = case_run.case_payload if case_run.regression_case_id is not None else pack.case(input_set_key, case_run.case_key)
+    case = engine_case(pack.manifest, input_set_key, case_run.case, found=found)
     challenge = challenge_for(pack.manifest, case.get("challenge_key") or case_run.case.challenge_key)
     return _CaseInputs(pack=pack, case=case, challenge=challenge)
 
@@ -142,8 +149,11 @@ def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, s
         api_key=api_key,
         base_url=account.get("base_url") or None,
         deployment_config=lane.deployment_config,
-        case_key=case_run.case_key,
+        # A regression case is its source case run again: the provider sees the source's key.
+        case_key=str(inputs.case.get("case_key") or case_run.case_key) if case_run.regression_case_id else case_run.case_key,
         case_inputs=inputs.case.get("inputs"),
+        api=API_RESPONSES if _mode(case_run) == RESPONSES else API_CHAT,  # docs/responses-mode.md
+        allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,  # the pinned transport's address rule
     )
 
 
@@ -164,8 +174,26 @@ def _simulator(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, st
         base_url=account.get("base_url") or None,
         deployment_config=deployment.get("deployment_config") or {},
         case_key=case_run.case_key,
+        allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,
     )
     return provider, str(deployment.get("model") or "")
+
+
+def _limited(
+    case_run: CaseRun, request: CaseRequest, emitter: EventEmitter, check: CancelCheck, *, provider: Provider, simulator: Provider | None
+) -> tuple[Provider, Provider | None]:
+    """The lane's provider and the user simulator behind their accounts' shared limits (runs/throttle/).
+
+    A throttled call waits at most until the engine's run deadline, and stops waiting on a cancel.
+    """
+    run_timeout = CaseLimits.from_request(request).run_timeout_seconds or NO_DEADLINE_SECONDS
+    account_id = case_run.lane.provider_account_snapshot.get("id")
+    provider = throttled(provider, account_id=account_id, emit=emitter.emit, run_timeout_seconds=run_timeout, cancel=check)
+    snapshot = case_run.run.simulator_snapshot
+    if simulator is not None and isinstance(snapshot, dict):
+        simulator_account = (snapshot.get("provider_account") or {}).get("id")
+        simulator = throttled(simulator, account_id=simulator_account, emit=emitter.emit, run_timeout_seconds=run_timeout, cancel=check)
+    return provider, simulator
 
 
 def _run_context(case_run: CaseRun) -> dict[str, JSON]:
@@ -341,8 +369,17 @@ def case_attempt_run(
         with _sandbox(case_run, inputs) as sandbox, _cancel_watch(case_run, sandbox):
             # The per-case wall-clock deadline (runs/services/deadline.py): `check` is the engine's cancel check.
             with CaseDeadline(deadline, cancel=cancel, abort=getattr(sandbox, "abort", None)) as check:
+                provider, simulator = _limited(case_run, request, emitter, check, provider=provider, simulator=simulator)
                 toolset = None if sandbox is None else _toolset(case_run, inputs, sandbox, secrets=secrets, sink=sink, cancel=check)
-                outcome = run_case(request, provider=provider, toolset=toolset, event_sink=sink, cancel_check=check, simulator=simulator)
+                outcome = run_case(
+                    request,
+                    provider=provider,
+                    toolset=toolset,
+                    event_sink=sink,
+                    cancel_check=check,
+                    simulator=simulator,
+                    standings=race_standings_source(case_run),  # None unless the run has race context on
+                )
                 verification = _verify(inputs, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
                 if isinstance(sink, SecurityMonitor) and sandbox is not None:
                     # Leaks in files the agent left behind (staged files it did not change are skipped).

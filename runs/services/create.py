@@ -10,10 +10,14 @@ from django.http import Http404
 from django.utils import timezone
 
 from core.actors import actor_or_none
+from engine.providers.registry import RESPONSES_PROVIDER_KEYS
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
+from runs.hosted import HOSTED_EXTERNAL, HOSTED_PACK_MODES
 from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
+from runs.regression.errors import RegressionError
+from runs.regression.selectors import RunRegression, run_regression_resolve
 from runs.services.naming import run_default_name
 from runs.services.resolve import (
     RunCreateError,
@@ -28,7 +32,7 @@ from workspaces.models import Workspace
 
 __all__ = ["RunCreateError", "deployment_snapshot", "run_create"]
 
-SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn"})
+SUPPORTED_MODES = frozenset({"native", "prompt_eval", "multi_turn", "responses"})
 
 
 def _pack_max_iterations(manifest: dict[str, Any]) -> int | None:
@@ -88,34 +92,48 @@ def run_create(
     judge_deployments: Mapping[str, Any] | None = None,
     allow_missing_judges: bool = False,
     simulator_deployment_id: Any = None,
+    race_context: bool = False,
+    regression_suite_ids: Sequence[Any] | None = None,
+    regression_case_ids: Sequence[Any] | None = None,
+    regression_scope: str | None = None,
+    include_proposed: bool = False,
 ) -> Run:
     """Create a queued run. Raises RunCreateError (a 400) or Http404 (another workspace's version/lane).
 
     ``judge_deployments`` maps each LLM judge model as written in the pack to a deployment id
     (runs/services/resolve.py says how unnamed models resolve); ``simulator_deployment_id`` is
     the deployment that plays ``llm`` user-simulator phases (required when a case has one).
+    ``regression_suite_ids`` / ``regression_case_ids`` add regression cases (their active ones,
+    plus proposed ones with ``include_proposed``); ``regression_scope`` ``suite_only`` leaves the
+    pack's own cases out (docs/regression-suites.md).
     """
     if pack_version.workspace_id != workspace.pk:
         raise Http404("Pack version not found")
     if pack_version.lifecycle_status != PackVersion.Lifecycle.RUNNABLE:
         raise RunCreateError("This pack version is not runnable.", field="pack_version_id")
     mode = (pack_version.execution_mode or "native").strip() or "native"
-    if mode == "responses":
-        raise RunCreateError(
-            "The 'responses' execution mode is not supported by this installation; use native, prompt_eval or multi_turn.",
-            field="pack_version_id",
-        )
     if mode not in SUPPORTED_MODES:
         raise RunCreateError(f"Unknown execution mode {mode!r}.", field="pack_version_id")
     input_set = _input_set_for(pack_version, input_set_id)
-    cases = list(Case.objects.filter(input_set=input_set).order_by("position", "pk"))
-    if not cases:
+    regression = _regression(workspace, pack_version, regression_suite_ids, regression_case_ids, regression_scope, include_proposed)
+    cases = list(Case.objects.filter(input_set=input_set).order_by("position", "pk")) if regression.pack_cases else []
+    if not cases and not regression.cases:
         raise RunCreateError("The input set has no cases.", field="input_set_id")
     simulated = [(case.case_key, _engine_case(pack_version, input_set, case)) for case in cases] if mode == "multi_turn" else []
+    if mode == "multi_turn":
+        simulated += [(rc.run_case_key, engine_case({}, "", rc.source_case, found=rc.payload)) for rc in regression.cases]
     refusal = simulator_refusal(simulated)
     if refusal:
         raise RunCreateError(refusal, field="pack_version_id", code="simulator_unsupported")
     deployments = _deployments(workspace, deployment_ids)
+    _check_responses_and_race(mode, deployments, race_context=race_context)
+    hosted = [d.name for d in deployments if d.runtime_profile.execution_target == HOSTED_EXTERNAL]
+    if hosted and mode not in HOSTED_PACK_MODES:
+        raise RunCreateError(
+            f"{', '.join(hosted)} {'is a hosted agent' if len(hosted) == 1 else 'are hosted agents'}: hosted agents race in "
+            f"native and prompt_eval packs, not {mode} ones (docs/hosted-agents.md).",
+            field="deployment_ids",
+        )
     manifest = pack_version.manifest or {}
     judges = judges_resolve(
         workspace=workspace,
@@ -132,7 +150,7 @@ def run_create(
         name=(name or "").strip()[:200] or run_default_name(workspace=workspace, pack_version=pack_version, deployments=deployments, at=now),
         status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
         execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
-        judge_snapshot=judges, simulator_snapshot=simulator,
+        judge_snapshot=judges, simulator_snapshot=simulator, race_context=bool(race_context),
     )  # fmt: skip
     run.full_clean()
     run.save()
@@ -157,9 +175,44 @@ def run_create(
         case_rows.extend(
             CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position) for position, case in enumerate(cases)
         )
+        case_rows.extend(
+            CaseRun(run=run, lane=lane, case_id=rc.source_case_id, case_key=rc.run_case_key, position=len(cases) + offset, regression_case=rc)
+            for offset, rc in enumerate(regression.cases)
+        )
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
     enqueue_on_commit("runs.run_start", run.pk)
     return run
+
+
+def _regression(
+    workspace: Workspace, version: PackVersion, suite_ids: Any, case_ids: Any, scope: str | None, include_proposed: bool
+) -> RunRegression:
+    try:
+        return run_regression_resolve(
+            workspace=workspace, pack_version=version, suite_ids=suite_ids, case_ids=case_ids, scope=scope,
+            include_proposed=include_proposed,
+        )  # fmt: skip
+    except RegressionError as exc:
+        if exc.error_code == "not_found":
+            raise Http404(exc.text) from None
+        raise RunCreateError(exc.text, field=exc.field) from None
+
+
+def _check_responses_and_race(mode: str, deployments: list[AgentDeployment], *, race_context: bool) -> None:
+    """``responses`` packs need deployments whose provider speaks the Responses API; race context
+    needs peers (docs/responses-mode.md, docs/runs.md)."""
+    if mode == "responses":
+        keys = {d.pk: (getattr(d.provider_account, "provider_key", "") or "").strip().lower() for d in deployments}
+        unable = [d.name for d in deployments if keys[d.pk] not in RESPONSES_PROVIDER_KEYS]
+        if unable:
+            raise RunCreateError(
+                f"{', '.join(unable)} cannot run a responses pack: its provider does not serve the OpenAI Responses API "
+                f"(use an openai, custom or scripted provider account).",
+                field="deployment_ids",
+                code="responses_unsupported",
+            )
+    if race_context and len(deployments) < 2:
+        raise RunCreateError("Peer standings (race_context) need at least two deployments to compare.", field="race_context")
 
 
 def _engine_case(version: PackVersion, input_set: InputSet, case: Case) -> dict[str, Any]:

@@ -99,7 +99,45 @@ def _release_sequence(lane_id: int, count: int) -> None:
         cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence - %s WHERE id = %s", [count, lane_id])
 
 
-@transaction.atomic
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreparedEvent:
+    """An event ready to insert: redacted, its payload inline or moved to a file, encoded once."""
+
+    event_id: str
+    event_type: str
+    source: str
+    occurred_at: dt.datetime
+    case_key: str
+    payload: dict[str, Any]  # what is stored inline: the payload, or the stub of a stored file
+    payload_ref: str
+    text: str  # ``payload`` as JSON: what PostgreSQL's COPY writes
+
+    def as_stored(self, sequence_number: int | None) -> dict[str, Any]:
+        """The event as a read returns it (``payload`` not re-parsed: the emitter made it JSON-safe)."""
+        return {
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "sequence_number": sequence_number,
+            "occurred_at": self.occurred_at.isoformat(),
+            "payload": self.payload,
+        }
+
+
+def events_prepare(*, lane_id: int, events: list[Event], redactor: Redactor | None = None) -> list[PreparedEvent]:
+    """Redact each payload (when given a redactor), split off an oversized one, encode it once."""
+    prepared = []
+    for event in events:
+        payload = dict(event.payload or {})
+        payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
+        if redactor:
+            payload = redactor.json(payload)
+        inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        prepared.append(
+            PreparedEvent(event.event_id, event.event_type, event.source, _occurred_at(event.occurred_at), event.case_key, inline, ref, text)
+        )
+    return prepared
+
+
 def run_events_append(
     *,
     run_id: int,
@@ -121,7 +159,37 @@ def run_events_append(
     """
     if not events:
         return 0
-    unique: dict[str, Event] = {}
+    prepared = events_prepare(lane_id=lane_id, events=events, redactor=redactor)
+    return run_events_insert(run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=prepared, stored=stored)
+
+
+@transaction.atomic
+def run_events_insert(
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[PreparedEvent],
+    stored: list[dict[str, Any]] | None = None,
+) -> int:
+    """:func:`run_events_append` for events already prepared (:func:`events_prepare`)."""
+    return _events_insert(run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=events, stored=stored)
+
+
+def _events_insert(
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[PreparedEvent],
+    stored: list[dict[str, Any]] | None = None,
+) -> int:
+    """:func:`run_events_insert` in the caller's transaction."""
+    if not events:
+        return 0
+    unique: dict[str, PreparedEvent] = {}
     for event in events:
         unique.setdefault(event.event_id, event)
     first = _reserve_sequence(lane_id, len(unique))  # locks the lane row: the dedup check below can't race
@@ -132,44 +200,14 @@ def run_events_append(
     if not fresh:
         return 0
     now = timezone.now()
-    rows = []
-    for offset, event in enumerate(fresh):
-        payload = dict(event.payload or {})
-        payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
-        if redactor:
-            payload = redactor.json(payload)
-        inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
-        occurred_at = _occurred_at(event.occurred_at)
-        rows.append(
-            (
-                run_id,
-                lane_id,
-                case_run_id,
-                event.event_id,
-                first + offset,
-                event.event_type,
-                event.source,
-                occurred_at,
-                event.case_key,
-                attempt,
-                inline,
-                ref,
-                now,
-                text,
-            )
-        )
+    rows = [
+        (run_id, lane_id, case_run_id, e.event_id, first + offset, e.event_type, e.source, e.occurred_at, e.case_key, attempt)
+        + (e.payload, e.payload_ref, now, e.text)
+        for offset, e in enumerate(fresh)
+    ]
     _insert(rows)
-    if stored is not None:  # exactly what a read would return (JSON round trip, stub for a stored file)
-        stored.extend(
-            {
-                "event_id": row[3],
-                "event_type": row[5],
-                "sequence_number": row[4],
-                "occurred_at": row[7].isoformat(),
-                "payload": json.loads(row[13]),
-            }
-            for row in rows
-        )
+    if stored is not None:  # exactly what a read would return (a stub for a stored file)
+        stored.extend(e.as_stored(first + offset) for offset, e in enumerate(fresh))
     return len(rows)
 
 
@@ -241,6 +279,7 @@ class RunEventSink:
         self.max_buffer = max_buffer
         self.clock = clock
         self.buffer: list[Event] = []
+        self.prepared: list[PreparedEvent] = []  # taken from the buffer by prepare_pending, not written yet
         self.last_flush = clock()
         self.count = 0
         self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
@@ -257,30 +296,56 @@ class RunEventSink:
             if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
                 self.flush()
 
-    def flush(self) -> None:
+    def flush(self, extra: list[Event] | None = None) -> None:
+        """Write what is waiting; ``extra`` (e.g. the case's ``scoring.*`` events) goes in the same batch.
+
+        The events were redacted on arrival (:meth:`__call__`, in order); ``extra`` is written as given.
+        """
         with self._lock:
             self.last_flush = self.clock()
-            if not self.buffer:
+            if not self.buffer and not self.prepared and not extra:
                 return
-            batch, self.buffer = self.buffer, []
+            self._prepare_buffer()
+            batch, self.prepared = self.prepared, []
+            if extra:
+                batch += events_prepare(lane_id=self.lane_id, events=extra)
+            # Inside the caller's transaction (the case's finish, runs/services/execute.py) no
+            # savepoint of its own: a failure rolls the whole transaction back anyway.
+            insert = _events_insert if connection.in_atomic_block else run_events_insert
             try:
-                run_events_append(
+                insert(
                     run_id=self.run_id,
                     lane_id=self.lane_id,
                     case_run_id=self.case_run_id,
                     attempt=self.attempt,
                     events=batch,
-                    redactor=None,  # redacted on arrival (__call__), in order
                     stored=self.stored,
                 )
             except BaseException:
-                self.buffer[:0] = batch  # written by the next flush (event ids make it idempotent)
+                self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
                 raise
+
+    def prepare_pending(self) -> list[dict[str, Any]]:
+        """Prepare the waiting events without writing them; returns them as they will read back.
+
+        Their ``sequence_number`` is provisional (the order they will have, after what is
+        stored): enough to score the case before its last batch is written together with the
+        score (runs/services/execute.py).
+        """
+        with self._lock:
+            self._prepare_buffer()
+            base = int(self.stored[-1]["sequence_number"]) + 1 if self.stored else 0
+            return [event.as_stored(base + offset) for offset, event in enumerate(self.prepared)]
+
+    def _prepare_buffer(self) -> None:
+        if self.buffer:  # the buffer is emptied only once its events are prepared (a file write may fail)
+            self.prepared += events_prepare(lane_id=self.lane_id, events=self.buffer)
+            self.buffer = []
 
     def flush_due(self) -> None:
         """Flush if events have waited ``interval`` seconds (the background thread's tick)."""
         with self._lock:
-            if self.buffer and self.clock() - self.last_flush >= self.interval:
+            if (self.buffer or self.prepared) and self.clock() - self.last_flush >= self.interval:
                 self.flush()
 
     def start(self) -> RunEventSink:

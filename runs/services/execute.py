@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from engine.events import EventEmitter
@@ -18,9 +18,11 @@ from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
 from engine.scoring.security import SecurityPolicy
 from engine.types import EventSink, Usage
+from runs.hosted.attempt import hosted_attempt_run, is_hosted
 from runs.lifecycle import case_claim, case_finish
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.queue import enqueue_on_commit
+from runs.scoring import services as scoring
 from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix, security_monitor, security_policy
 from runs.services.events import RunEventSink
 from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish
@@ -139,11 +141,11 @@ def case_run_execute(
     finally:
         heartbeat.stop()
         sink.stop()
-    sink.flush()
     if result.retryable and attempt < MAX_ATTEMPTS:
+        sink.flush()
         _retry_later(case_run, attempt, result, redactor)
         return "retrying"
-    return _record(case_run, attempt, result, redactor, score_inline=score_inline, events=sink.stored)
+    return _record(case_run, attempt, result, redactor, score_inline=score_inline, sink=sink)
 
 
 def _security_policy(case_run: CaseRun) -> SecurityPolicy | None:
@@ -157,6 +159,8 @@ def _security_policy(case_run: CaseRun) -> SecurityPolicy | None:
 def _attempt(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str], sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
     cancel = CancelCheck(case_run.pk, case_run.attempt)
     try:
+        if is_hosted(case_run):  # the team's own server runs the agent (runs/hosted/, docs/hosted-agents.md)
+            return hosted_attempt_run(case_run, cancel=cancel)
         return case_attempt_run(case_run, workspace=workspace, secrets=secrets, sink=sink, cancel=cancel, emitter=emitter)
     except Exception as exc:
         logger.exception("case run %s crashed", case_run.pk)
@@ -171,6 +175,21 @@ def _retry_later(case_run: CaseRun, attempt: int, result: CaseAttempt, redactor:
     )
     enqueue_on_commit("runs.case_run_execute", case_run.pk, attempt, countdown=min(delay, 120.0))
     logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, result.outcome.stop_reason, delay)
+
+
+def _score_before_finish(case_run: CaseRun, status: str, sink: RunEventSink) -> scoring.CaseScoring | None:
+    """The case's verdict from its events (stored and still waiting), or None to score it after its finish.
+
+    Only a first attempt's sink keeps what it stored (a later attempt's evidence spans every
+    attempt, read back from the database), and a cancelled case is not scored.
+    """
+    if status == CaseStatus.CANCELLED or sink.stored is None:
+        return None
+    try:
+        return scoring.case_run_score_prepare(case_run=case_run, events=[*sink.stored, *sink.prepare_pending()])
+    except Exception:  # scored after the finish instead, the usual way
+        logger.exception("scoring case run %s before its finish failed", case_run.pk)
+        return None
 
 
 def _result_fields(result: CaseAttempt, redactor: Redactor) -> tuple[str, dict[str, Any]]:
@@ -201,23 +220,35 @@ def _record(
     redactor: Redactor,
     *,
     score_inline: bool = False,
-    events: list[dict[str, Any]] | None = None,
+    sink: RunEventSink,
 ) -> str:
-    """Finish the case with its result (if this attempt still holds the claim), then move the lane on."""
+    """Finish the case with its result (if this attempt still holds the claim), then move the lane on.
+
+    The case's last events, its finish and (scored inline) its score and ``scoring.*`` events
+    are one transaction and one event batch: the lane row is written once per case, and a case
+    is never seen finished without its events (docs/performance.md).
+    """
     status, fields = _result_fields(result, redactor)
-    if not case_finish(case_run_id=case_run.pk, attempt=attempt, status=status, fields=fields):
-        logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, attempt)
-        return "superseded"
     if score_inline:
-        for name, value in fields.items():  # the row as it now is, for scoring
+        for name, value in fields.items():  # the row as it is about to be, for scoring
             setattr(case_run, name, value)
         case_run.status = status
+    verdict = _score_before_finish(case_run, status, sink) if score_inline else None
+    with transaction.atomic():
+        finished = case_finish(case_run_id=case_run.pk, attempt=attempt, status=status, fields={**fields, **(verdict.fields if verdict else {})})
+        if finished and verdict is not None and verdict.document is not None:
+            scoring.case_score_upsert(case_run=case_run, document=verdict.document)
+        sink.flush(extra=verdict.events if finished and verdict is not None else None)  # a lost claim's events are kept
+    if not finished:
+        logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, attempt)
+        return "superseded"
     case_after_finish(
         case_run_id=case_run.pk,
         lane_id=case_run.lane_id,
         run_id=case_run.run_id,
         status=status,
-        scored_here=case_run if score_inline else None,
-        events=events,
+        scored_here=case_run if score_inline and verdict is None else None,
+        events=sink.stored,
+        scored=verdict is not None,
     )
     return str(status)

@@ -127,6 +127,21 @@ def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
         return row[0], row[1], 8
 
 
+# Both statements are served by a partial index (runs.models.CaseRun.Meta: ``caserun_in_flight``,
+# ``caserun_to_dispatch``) instead of reading every queued case of the lane (1.5 ms and 0.8 ms
+# at 5,000 queued). The states are literals, not parameters, so the planner can prove that the
+# query matches the index's predicate.
+# (SQLite matches a partial index's WHERE by its shape: the terms are in the index's order.)
+_IN_FLIGHT_SQL = (
+    f"SELECT COUNT(*) FROM runs_caserun WHERE lane_id = %s AND (status = '{CaseStatus.RUNNING.value}' "
+    f"OR (dispatched_at IS NOT NULL AND status = '{CaseStatus.QUEUED.value}'))"
+)
+_PICK_SQL = (
+    "UPDATE runs_caserun SET dispatched_at = %s WHERE id IN (SELECT id FROM runs_caserun WHERE lane_id = %s "
+    f"AND dispatched_at IS NULL AND status = '{CaseStatus.QUEUED.value}' ORDER BY position, id LIMIT %s) RETURNING id, position"
+)
+
+
 @transaction.atomic
 def _lane_dispatch(lane_id: int, picked: list[int] | None = None) -> tuple[int, bool]:
     """(cases dispatched, whether the lane may have no open case left).
@@ -137,22 +152,13 @@ def _lane_dispatch(lane_id: int, picked: list[int] | None = None) -> tuple[int, 
     state = _lane_lock_state(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
     if state is None or state[1] != RunStatus.RUNNING or state[0] != LaneStatus.EXECUTING:
         return 0, True
-    limit = state[2]
-    counts = CaseRun.objects.filter(lane_id=lane_id, status__in=[CaseStatus.RUNNING, CaseStatus.QUEUED]).aggregate(
-        running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
-        waiting=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=False)),
-        undispatched=Count("pk", filter=Q(status=CaseStatus.QUEUED, dispatched_at__isnull=True)),
-    )
-    in_flight = counts["running"] + counts["waiting"]
-    free = limit - in_flight
-    if free <= 0 or not counts["undispatched"]:
-        return 0, in_flight == 0 and not counts["undispatched"]
-    with connection.cursor() as cursor:  # pick and mark in one statement
-        cursor.execute(
-            "UPDATE runs_caserun SET dispatched_at = %s WHERE id IN (SELECT id FROM runs_caserun WHERE lane_id = %s "
-            "AND status = %s AND dispatched_at IS NULL ORDER BY position, id LIMIT %s) RETURNING id, position",
-            [connection.ops.adapt_datetimefield_value(timezone.now()), lane_id, CaseStatus.QUEUED, free],
-        )
+    with connection.cursor() as cursor:
+        cursor.execute(_IN_FLIGHT_SQL, [lane_id])
+        in_flight = int(cursor.fetchone()[0])
+        free = state[2] - in_flight
+        if free <= 0:  # then in_flight > 0: the lane is not done
+            return 0, False
+        cursor.execute(_PICK_SQL, [connection.ops.adapt_datetimefield_value(timezone.now()), lane_id, free])  # pick and mark
         rows = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))
     for case_run_id, _ in rows:
         if picked is not None:
@@ -170,22 +176,26 @@ def case_after_finish(
     status: str,
     scored_here: CaseRun | None = None,
     events: list[dict[str, Any]] | None = None,
+    scored: bool = False,
 ) -> None:
     """A case reached a terminal state: refill the lane, score the case, maybe finish the lane.
 
     ``scored_here`` (the finished case, loaded as the claim loads it) scores the case in this
-    process, with ``events`` (its events as stored, or None to read them) as evidence; otherwise
+    process, with ``events`` (its events as stored, or None to read them) as evidence; ``scored``:
+    the case's score was saved with its finish (runs/services/execute.py); otherwise
     ``runs.case_run_finalize`` is enqueued. The lane-completion check runs only when the
     dispatcher saw no open case left in the lane (it counts under the lane lock after this case's
     finish was committed, so of the lane's last cases at least the one that dispatches last sees
     them all finished); after a score, a lane still executing is left to that case.
     """
     score = status != CaseStatus.CANCELLED
-    if score and scored_here is None:
+    if score and scored_here is None and not scored:
         enqueue_on_commit("runs.case_run_finalize", case_run_id)
     _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
     if score and scored_here is not None:
         _score(case_run_id, case_run=scored_here, events=events)
+        lane_advance(lane_id=lane_id, scored=not maybe_done)
+    elif score and scored:
         lane_advance(lane_id=lane_id, scored=not maybe_done)
     elif maybe_done:
         lane_advance(lane_id=lane_id)

@@ -66,6 +66,7 @@ def deployment_snapshot(deployment: AgentDeployment) -> dict[str, Any]:
             "system_prompt": deployment.system_prompt,
             "output_schema": deployment.output_schema,
             "deployment_config": deployment.deployment_config or {},
+            "endpoint_url": deployment.endpoint_url,
         },
         "provider_account": {
             "id": account.pk,

@@ -137,12 +137,13 @@ def test_it_requires_an_input_set_when_there_are_several(api_client_for, member,
 
 
 @pytest.mark.django_db
-def test_it_refuses_the_responses_execution_mode(api_client_for, member, workspace, admin, deployment):
+def test_it_accepts_the_responses_execution_mode_for_a_scripted_deployment(api_client_for, member, workspace, admin, deployment):
+    # docs/responses-mode.md; runs/tests/test_responses_and_race.py runs such packs end to end.
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     type(version).objects.filter(pk=version.pk).update(execution_mode="responses")
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, format="json")
-    assert response.status_code == 400
-    assert "responses" in response.json()["error"]["message"]
+    assert response.status_code == 201
+    assert response.json()["execution_mode"] == "responses"
 
 
 @pytest.mark.django_db

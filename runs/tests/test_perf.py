@@ -16,13 +16,15 @@ from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
-# Claim 2 (CAS, read), secrets 1, event flush 5 (BEGIN, reserve numbers, dedup check, insert,
-# COMMIT), finish 1, dispatch 5 (BEGIN, lock + lane state, counts, pick + mark, COMMIT).
-EXECUTE_MAX = 14
-# … plus the score (BEGIN, upsert, case row, COMMIT), its events (5) and a lane-state read.
-EXECUTE_AND_SCORE_MAX = 24
+# Claim 2 (CAS, read), secrets 1, the provider account's limits 1 (runs/throttle), the finish
+# and the last event batch in one transaction 6 (BEGIN, finish, reserve numbers, dedup check,
+# insert, COMMIT), dispatch 5 (BEGIN, lock + lane state, in-flight count, pick + mark, COMMIT).
+EXECUTE_MAX = 15
+# Scored inline, the score joins the finish's transaction (its case-row fields in the finish,
+# the CaseScore upsert, its events in the same batch) … plus a lane-state read.
+EXECUTE_AND_SCORE_MAX = 17
 # The separate finalize task: the case read, its events read, score 4, events 5, lane-state read.
-FINALIZE_MAX = 13
+FINALIZE_MAX = 12
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.scoring.evidence import CaseEvidence, Extracted
 from engine.scoring.references import Resolved, resolve
+from engine.scoring.tiers import tier_gap
 
 JSON = Any
 DISPLAY_LIMIT = 4000
@@ -158,6 +159,8 @@ def run_validator(declaration: dict[str, JSON], evidence: CaseEvidence, extracte
     try:
         if fn is None:
             raise PackError(f"unsupported validator type {call.type!r}")
+        if gap := tier_gap(call.declaration, evidence.evidence_tier):
+            raise Unavailable(gap)
         outcome = fn(call)
     except Unavailable as exc:
         result.verdict, result.state, result.outcome_class = "fail", "unavailable", "unavailable"

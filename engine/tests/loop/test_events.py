@@ -34,20 +34,37 @@ def test_it_emits_the_native_event_sequence_for_a_completed_case():
         "system.run.started",
         "system.step.started",
         "model.call.started",
-        "model.output.delta",
         "model.call.completed",
         "tool.call.started",
         "tool.call.completed",
         "system.step.completed",
         "system.step.started",
         "model.call.started",
-        "model.output.delta",
         "model.call.completed",
         "tool.call.started",
         "tool.call.completed",
         "system.step.completed",
         "system.run.completed",
     ]
+
+
+def test_a_streamed_call_reports_its_first_delta_between_started_and_completed():
+    request = make_request()
+    provider = create_provider(
+        "scripted",
+        api_key=None,
+        base_url=None,
+        deployment_config={"script": {"default": [{"tool": "read_file", "args": {"path": "a"}}, {"submit": "42"}]}, "stream": True},
+        case_key=request.case_key,
+    )
+    recorder, clock = Recorder(), FakeClock()
+    run_case(request, provider=provider, toolset=FakeToolset(), event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep)
+    types = recorder.types
+    assert types.count("model.output.delta") == 2
+    assert types[types.index("model.output.delta") - 1] == "model.call.started"
+    assert types[types.index("model.output.delta") + 1] == "model.call.completed"
+    delta = recorder.of_type("model.output.delta")[0].payload
+    assert delta["stream_kind"] == "tool_call" and delta["tool_call_fragment"]["name_fragment"] == "read_file"
 
 
 def test_it_numbers_event_ids_with_the_callers_prefix():
@@ -86,8 +103,6 @@ def test_it_fills_the_documented_payloads():
     tool = recorder.of_type("tool.call.completed")[0].payload
     assert tool["tool_name"] == "read_file" and tool["arguments"] == {"path": "a"} and tool["tool_category"] == "file"
     assert tool["result"]["is_error"] is False and tool["resolved_tool_name"] == "read_file"
-    delta = recorder.of_type("model.output.delta")[0].payload
-    assert delta["stream_kind"] == "tool_call" and delta["tool_call_fragment"]["name_fragment"] == "read_file"
     assert recorder.last("system.step.completed").payload["step_index"] == 2
     run_completed = recorder.last("system.run.completed").payload
     assert run_completed["final_output"] == "42" and run_completed["stop_reason"] == "completed"

@@ -150,7 +150,7 @@ def test_multi_turn_never_shows_the_simulator_script_to_the_model():
 
 
 def test_an_unknown_execution_mode_fails_with_unsupported_capability():
-    outcome, recorder = execute(make_request(execution_mode="responses"), StubProvider())
+    outcome, recorder = execute(make_request(execution_mode="research"), StubProvider())
     assert outcome.stop_reason == "provider_error"
     assert outcome.provider_failure["code"] == "unsupported_capability"
     assert json.loads(json.dumps(recorder.last("system.run.failed").payload))["stop_reason"] == "provider_error"

@@ -13,7 +13,7 @@ API_KEY = "sk-test-secret-key-123456"
 
 
 def provider_for(server):
-    return create_provider("openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5)
+    return create_provider("openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True)
 
 
 def request(**overrides):
@@ -194,7 +194,7 @@ def test_it_classifies_an_error_envelope_inside_the_stream(server):
 
 
 def test_it_reports_a_refused_connection_as_unavailable():
-    provider = create_provider("custom", api_key=None, base_url="http://127.0.0.1:9/v1", deployment_config={})
+    provider = create_provider("custom", api_key=None, base_url="http://127.0.0.1:9/v1", deployment_config={}, allow_private_urls=True)
     with pytest.raises(ProviderError) as caught:
         provider.complete(request())
     assert (caught.value.code, caught.value.retryable) == ("unavailable", True)

@@ -18,7 +18,7 @@ def test_it_builds_openai_compatible_providers_for_every_compatible_key():
 
 @pytest.mark.parametrize(
     ("key", "base_url", "code"),
-    [("gemini", None, "unsupported_provider"), ("nope", None, "unsupported_provider"), ("custom", None, "invalid_request")],
+    [("nope", None, "unsupported_provider"), ("custom", None, "invalid_request")],
 )
 def test_it_returns_a_provider_that_fails_cleanly_when_it_cannot_be_built(key, base_url, code):
     provider = create_provider(key, api_key=None, base_url=base_url, deployment_config={})

@@ -115,12 +115,35 @@ def test_it_answers_judge_calls_from_judge_responses():
     assert ask(scripted({}, judge_responses="always this"), tools=[]).output_text == "always this"
 
 
-def test_it_reports_the_first_delta_when_asked():
+def test_it_reports_no_delta_since_it_is_not_streamed():
     deltas: list[dict[str, Any]] = []
     scripted({"default": [{"submit": "x"}]}).complete(
         ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append)
     )
+    assert deltas == []
+
+
+def test_it_reports_the_first_delta_when_configured_to_stream():
+    deltas: list[dict[str, Any]] = []
+    scripted({"default": [{"submit": "x"}]}, stream=True).complete(
+        ModelRequest(model="demo", messages=conversation(), tools=TOOLS, on_delta=deltas.append)
+    )
     assert len(deltas) == 1 and deltas[0]["tool_call_fragment"]["name_fragment"] == "submit"
+
+
+def test_it_counts_input_words_of_a_growing_conversation_like_a_fresh_count():
+    provider = scripted({"default": [{"tool": "read_file", "args": {"path": "a b"}}] * 3})
+    messages = conversation()
+    for _ in range(3):
+        response = provider.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS))
+        fresh = scripted({"default": [{"tool": "read_file", "args": {"path": "a b"}}] * 3})
+        assert response.usage.input_tokens == fresh.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS)).usage.input_tokens
+        messages.append(Message("assistant", "", tool_calls=list(response.tool_calls)))
+        messages.append(Message("tool", "one two three", tool_call_id=response.tool_calls[0].id))
+    messages[1].content = "now a much longer first user message"  # a changed message is counted again
+    fresh = scripted({"default": [{"tool": "read_file", "args": {"path": "a b"}}] * 3})
+    expected = fresh.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS)).usage.input_tokens
+    assert provider.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS)).usage.input_tokens == expected
 
 
 # -- content-dependent replies (judges, user simulators) ----------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, seccomp
+from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, pool, seccomp
 from engine.tests.tools.support import manifest, requires_bwrap
 from engine.types import EngineError
 
@@ -48,11 +48,22 @@ def bounded(fn: Callable[[], Any], seconds: float) -> Any:
     return box.get("value")
 
 
-@pytest.fixture
-def sandbox():
-    sb = create_sandbox(SandboxConfig(allow_shell=True))
+@pytest.fixture(params=["cold", "warm"])
+def sandbox(request):
+    """Every attack runs against a cold sandbox and against a pre-started one from the warm pool."""
+    if request.param == "cold":
+        sb = create_sandbox(SandboxConfig(allow_shell=True))
+        yield sb
+        sb.destroy()
+        return
+    warm = pool.WarmPool()
+    settings = SandboxSettings(warm_sandboxes=1)
+    warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings).destroy()  # fills the pool
+    sb = warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings)
+    assert warm.stats["warm"] == 1
     yield sb
     sb.destroy()
+    warm.close()
 
 
 def py(sb, code: str, timeout: float = 20, **kw: Any):

@@ -115,7 +115,7 @@ RULES = {"regression_gate_rules": {"no_blocking_regression_failure": True}, "dim
 def test_regression_blocking_failure_fails_the_gate():
     c = regression_comparison([{"regression_case_id": "r1", "severity": "blocking", "failed": True}])
     result = evaluate_gate(c, RULES)
-    assert (result["verdict"], result["reason_code"]) == ("fail", "blocking_regression_failure")
+    assert (result["verdict"], result["reason_code"]) == ("fail", "regression_blocking_failure")
 
 
 def test_regression_new_failure_vs_baseline_and_missing_baseline_warning():

@@ -37,6 +37,9 @@ class Command(BaseCommand):
             help="Start even if a judge model has no deployment (its dimensions are unavailable)",
         )
         parser.add_argument("--simulator", default=None, help="Deployment (by name) that plays llm user-simulator phases")
+        parser.add_argument(
+            "--race-context", action="store_true", help="Peer standings: tell each agent how the other lanes stand (two or more lanes)"
+        )
         parser.add_argument("--follow", action="store_true", help="Show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
@@ -66,6 +69,7 @@ class Command(BaseCommand):
                 judge_deployments=judges,
                 allow_missing_judges=options["allow_missing_judges"],
                 simulator_deployment_id=simulator,
+                race_context=options["race_context"],
             )
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None

@@ -1,0 +1,173 @@
+"""A hosted lane's case attempt (docs/hosted-agents.md): hand the case to the agent, then wait.
+
+The worker issues the case's callback token, POSTs the case to the agent's endpoint and then
+checks the database every ``HOSTED_POLL_SECONDS`` for the agent's terminal event (``error`` or
+``run_finished``, stored by the callback view) — a bounded, cheap poll, while the caller's
+heartbeat keeps the claim fresh. At the deadline (the lane's run timeout) the worker closes the
+case itself; the callback then answers 410. The outcome is read back from the stored events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from engine.events import (
+    MODEL_CALL_COMPLETED,
+    SYSTEM_OUTPUT_FINALIZED,
+    SYSTEM_RUN_COMPLETED,
+    SYSTEM_RUN_FAILED,
+    TOOL_CALL_RESULTS,
+    iso_now,
+)
+from engine.modes import CaseOutcome
+from engine.modes.case import CANCELLED, COMPLETED, FAILED, STOP_CANCELLED, STOP_DEADLINE_EXCEEDED, STOP_PROVIDER_ERROR, Limits
+from engine.modes.context import render, template_context, visible_case
+from engine.modes.prompt_eval import instructions_for
+from engine.redact import Redactor
+from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
+from engine.types import Event, Usage
+from runs.hosted import HOSTED_EXTERNAL, schemas
+from runs.hosted.callback import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close
+from runs.hosted.dispatch import DispatchFailed, case_dispatch
+from runs.hosted.tokens import TokenScope, token_issue
+from runs.models import CaseRun, RunEvent
+from runs.services.attempt import CaseAttempt, _case_inputs, _CaseInputs, _request, _staged, emitter_prefix, security_policy
+from runs.services.deadline import NO_DEADLINE_SECONDS
+
+JSON = Any
+STOP_AGENT_UNREACHABLE = "agent_unreachable"
+
+
+def is_hosted(case_run: CaseRun) -> bool:
+    return case_run.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL
+
+
+def callback_url(case_run_id: int) -> str:
+    return f"{settings.HOSTED_CALLBACK_BASE_URL}/hooks/hosted/{case_run_id}/events"
+
+
+def _deadline_seconds(case_run: CaseRun, inputs: _CaseInputs) -> float:
+    return Limits.from_request(_request(case_run, inputs)).run_timeout_seconds or NO_DEADLINE_SECONDS
+
+
+def case_payload(case_run: CaseRun, inputs: _CaseInputs, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
+    """What the agent's endpoint receives (``schemas.CASE_SCHEMA``): the task, never the expectations.
+
+    A security pack's planted values are masked like everywhere else the agent reads the case.
+    """
+    policy = security_policy(case_run)
+    mask = Redactor(policy.canary_values if policy else [])
+    text, _ = render(instructions_for(inputs.challenge), template_context(inputs.case))
+    files = _staged(case_run, inputs)
+    return {
+        "protocol_version": schemas.PROTOCOL_VERSION,
+        "run_id": case_run.run_id,
+        "lane_id": case_run.lane_id,
+        "case_key": case_run.case_key,
+        "attempt": case_run.attempt,
+        "instructions": mask.text(text),
+        "inputs": mask.json(visible_case(inputs.case).get("inputs") or []),
+        "workspace_files": [{"path": path, "bytes": len(data)} for path, data in sorted(files.items())],
+        "callback_url": callback_url(case_run.pk),
+        "token": token,
+        "deadline": deadline.isoformat().replace("+00:00", "Z"),
+        "deadline_seconds": seconds,
+    }
+
+
+def _close(case_run: CaseRun, stop_reason: str, error: str) -> bool:
+    event = Event(
+        event_id=f"{emitter_prefix(case_run)}:worker:hosted:{stop_reason}",
+        event_type=SYSTEM_RUN_FAILED,
+        source=SOURCE_HOSTED,
+        occurred_at=iso_now(),
+        payload={"error": error, "stop_reason": stop_reason, "case_key": case_run.case_key},
+        case_key=case_run.case_key,
+    )
+    return hosted_case_close(case_run=case_run, attempt=case_run.attempt, event=event)
+
+
+def _events(case_run: CaseRun) -> list[tuple[str, dict[str, JSON]]]:
+    rows = RunEvent.objects.filter(case_run=case_run, attempt=case_run.attempt).order_by("sequence_number")
+    return [(t, p if isinstance(p, dict) else {}) for t, p in rows.values_list("event_type", "payload")]
+
+
+def _usage(events: list[tuple[str, dict[str, JSON]]]) -> Usage:
+    usage = Usage()
+    for event_type, payload in events:
+        if event_type == MODEL_CALL_COMPLETED and isinstance(payload.get("usage"), dict):
+            counts = payload["usage"]
+            usage.input_tokens += int(counts.get("input_tokens") or 0)
+            usage.output_tokens += int(counts.get("output_tokens") or 0)
+            usage.total_tokens += int(counts.get("total_tokens") or 0) or int(counts.get("input_tokens") or 0) + int(
+                counts.get("output_tokens") or 0
+            )
+    return usage
+
+
+def evidence_tier(event_types: set[str]) -> str:
+    """``structured_trace`` when the agent reported any model or tool call, else ``black_box``."""
+    return STRUCTURED_TRACE if event_types & schemas.TRACE_TYPES else BLACK_BOX
+
+
+def outcome_from_events(case_run: CaseRun, *, started: float) -> CaseAttempt:
+    events = _events(case_run)
+    types = {event_type for event_type, _ in events}
+    terminal = next(((t, p) for t, p in reversed(events) if t in (SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)), None)
+    answer = next((p.get("final_output") for t, p in events if t == SYSTEM_OUTPUT_FINALIZED), None)
+    completed = terminal is not None and terminal[0] == SYSTEM_RUN_COMPLETED
+    outcome = CaseOutcome(
+        status=COMPLETED if completed else FAILED,
+        stop_reason="completed" if completed else str((terminal or ("", {}))[1].get("stop_reason") or STOP_AGENT_ERROR),
+        final_output=answer if completed and isinstance(answer, str) else None,
+        step_count=sum(1 for t, _ in events if t == MODEL_CALL_COMPLETED),
+        tool_call_count=sum(1 for t, _ in events if t in TOOL_CALL_RESULTS),
+        usage=_usage(events),
+        error=None if completed else str((terminal or ("", {}))[1].get("error") or "the agent reported an error"),
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+    return CaseAttempt(outcome=outcome, retryable=False, verification={"evidence_tier": evidence_tier(types)})
+
+
+def _terminal(case_run: CaseRun) -> bool:
+    return RunEvent.objects.filter(
+        case_run=case_run, attempt=case_run.attempt, event_type__in=(SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)
+    ).exists()
+
+
+def hosted_attempt_run(case_run: CaseRun, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
+    """Dispatch the claimed case to the lane's agent and wait for it (or its deadline)."""
+    started = time.monotonic()
+    inputs = _case_inputs(case_run)
+    seconds = _deadline_seconds(case_run, inputs)
+    deadline = timezone.now() + dt.timedelta(seconds=seconds)
+    scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)
+    case = case_payload(case_run, inputs, token=token_issue(scope), deadline=deadline, seconds=seconds)
+    endpoint = str(case_run.lane.deployment_snapshot.get("endpoint_url") or "")
+    try:
+        if not endpoint:
+            raise DispatchFailed("the deployment has no endpoint URL", retryable=False)
+        case_dispatch(endpoint, case)
+    except DispatchFailed as exc:
+        _close(case_run, STOP_AGENT_UNREACHABLE, str(exc))
+        failed = CaseOutcome(status=FAILED, stop_reason=STOP_PROVIDER_ERROR, error=str(exc))
+        return CaseAttempt(outcome=failed, retryable=exc.retryable, verification={"evidence_tier": BLACK_BOX})
+    while not _terminal(case_run):
+        if cancel():
+            _close(case_run, STOP_CANCELLED, "the run was cancelled")
+            return CaseAttempt(outcome=CaseOutcome(status=CANCELLED, stop_reason=STOP_CANCELLED), retryable=False)
+        if timezone.now() >= deadline:
+            message = f"the hosted agent did not finish within its deadline of {seconds:g}s"
+            if _close(case_run, STOP_DEADLINE_EXCEEDED, message):
+                outcome = CaseOutcome(status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=message, duration_ms=int(seconds * 1000))
+                return dataclasses.replace(outcome_from_events(case_run, started=started), outcome=outcome)
+            break  # the agent's terminal event won the race
+        sleep(float(settings.HOSTED_POLL_SECONDS))
+    return outcome_from_events(case_run, started=started)

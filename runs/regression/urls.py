@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from runs.regression import views
+
+app_name = "regression"
+
+urlpatterns = [
+    path("regression-suites/", views.suite_list, name="suites"),
+    path("regression-suites/<int:suite_id>/", views.suite_detail, name="suite"),
+    path("regression-cases/<int:regression_case_id>/status/", views.case_status, name="case_status"),
+    path("regression-cases/<int:regression_case_id>/severity/", views.case_severity, name="case_severity"),
+    path("runs/<int:run_id>/cases/<int:case_run_id>/promote/", views.case_promote, name="promote"),
+]

@@ -1,0 +1,121 @@
+"""Handing a case to a hosted agent (runs/hosted/dispatch.py, attempt.py): the endpoint is hostile too."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from engine.events import SYSTEM_RUN_FAILED
+from runs import services
+from runs.hosted.dispatch import DispatchFailed, case_dispatch
+from runs.models import CaseRun, CaseStatus, RunEvent
+from runs.tests.factories import native_pack_yaml, publish
+from runs.tests.hosted_helpers import claim, hosted_deployment
+
+CASE = {"case_key": "c", "token": "t"}
+
+
+@contextmanager
+def endpoint(status: int = 202, body: bytes = b"", headers: dict[str, str] | None = None) -> Iterator[tuple[str, list[dict]]]:
+    """A loopback endpoint answering every POST the same way; yields its URL and what it received."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append({"headers": dict(self.headers), "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/case", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_loopback_endpoint_is_refused_without_the_operator_setting(settings):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = False
+    with endpoint() as (url, received), pytest.raises(DispatchFailed) as caught:
+        case_dispatch(url, CASE)
+    assert not caught.value.retryable
+    assert received == []
+
+
+def test_it_posts_the_case_as_json_with_no_credential_header(settings):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    with endpoint() as (url, received):
+        assert case_dispatch(url, CASE) == 202
+    assert received[0]["body"] == CASE
+    assert "Authorization" not in received[0]["headers"]
+
+
+def test_it_never_follows_a_redirect(settings):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    with endpoint() as (elsewhere, second):
+        with endpoint(307, headers={"Location": elsewhere}) as (url, first), pytest.raises(DispatchFailed) as caught:
+            case_dispatch(url, CASE)
+    assert not caught.value.retryable
+    assert len(first) == 1 and second == []
+
+
+@pytest.mark.parametrize(("status", "retryable"), [(500, True), (503, True), (400, False), (404, False)])
+def test_an_error_answer_fails_the_dispatch(settings, status, retryable):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    with endpoint(status) as (url, _), pytest.raises(DispatchFailed) as caught:
+        case_dispatch(url, CASE)
+    assert caught.value.retryable is retryable
+    assert str(status) in str(caught.value)
+
+
+def test_an_oversized_answer_is_cut_off(settings):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HOSTED_DISPATCH_MAX_RESPONSE_BYTES = 100
+    with endpoint(200, body=b"x" * 5000) as (url, _), pytest.raises(DispatchFailed, match="size limit"):
+        case_dispatch(url, CASE)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_silent_agent_fails_at_its_deadline_and_its_token_is_void_afterwards(settings, workspace, admin, tasks, client):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HOSTED_POLL_SECONDS = 0.05
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    with endpoint() as (url, received):
+        deployment = hosted_deployment(workspace, endpoint_url=url)
+        deployment.runtime_profile.run_timeout_seconds = 1
+        deployment.runtime_profile.save(update_fields=["run_timeout_seconds"])
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+        case_run = CaseRun.objects.get(run=run)
+        claim(case_run, attempt=0)  # the worker's claim makes it attempt 1
+        CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
+        assert services.case_run_execute(case_run_id=case_run.pk) == CaseStatus.FAILED
+    case_run.refresh_from_db()
+    assert case_run.stop_reason == "deadline_exceeded"
+    assert "deadline" in case_run.error
+    sent = received[0]["body"]
+    assert sent["case_key"] == "case-0" and sent["instructions"] == "Read notes.txt and submit its content."
+    assert sent["inputs"] == [{"key": "number", "kind": "text", "value": "0"}]
+    assert "expectations" not in json.dumps(sent)  # the answer key never leaves
+    assert any(f["path"].endswith("notes.txt") for f in sent["workspace_files"])
+    assert sent["callback_url"].endswith(f"/hooks/hosted/{case_run.pk}/events")
+    assert RunEvent.objects.filter(case_run=case_run, event_type=SYSTEM_RUN_FAILED).count() == 1
+    late = client.post(
+        sent["callback_url"].split("localhost:8000", 1)[-1],
+        data=json.dumps({"event_id": "late", "type": "final_answer", "payload": {"output": "x"}}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {sent['token']}",
+    )
+    assert late.status_code in (401, 410)  # finished (or, past its deadline, expired)

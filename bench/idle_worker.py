@@ -20,9 +20,9 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
-from proc_stats import CpuTracker, children  # noqa: E402
+from bench.proc_stats import CpuTracker, children  # noqa: E402
 
 
 def idle_cpu(interval: float, seconds: float, concurrency: int, scratch: str) -> float:

@@ -35,7 +35,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
 os.environ.setdefault("DEBUG", "false")
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-runs.sqlite3'}")
@@ -47,8 +46,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from proc_stats import Sampler, children, machine_busy_seconds, status_kb  # noqa: E402
-from throughput_packs import SCRIPTS, VARIANTS, pack_yaml  # noqa: E402
+from bench.proc_stats import Sampler, children, machine_busy_seconds, status_kb  # noqa: E402
+from bench.throughput_packs import SCRIPTS, VARIANTS, pack_yaml  # noqa: E402
 
 TERMINAL = ("completed", "failed", "cancelled")
 

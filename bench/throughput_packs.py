@@ -29,7 +29,9 @@ SOLUTION = """def merge_intervals(intervals):
             merged.append([start, end])
     return merged
 """
-SELF_CHECK = "import sys; sys.path.insert(0, '/workspace'); from solution import merge_intervals as m; assert m([[1, 2], [2, 3]]) == [[1, 3]]"
+SELF_CHECK = (
+    "import sys; sys.path.insert(0, '/workspace'); from solution import merge_intervals as m; assert m([[1, 2], [2, 3]]) == [[1, 3]]"
+)
 
 SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "read": [READ] * 5 + [{"submit": ANSWER}],

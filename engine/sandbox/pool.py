@@ -68,7 +68,7 @@ def _template(config: SandboxConfig) -> SandboxConfig:
 
 
 class WarmPool:
-    """Per-process pool of pre-started, one-use sandboxes (at most ``capacity`` kept)."""
+    """Per-process pool of pre-started, one-use sandboxes (at most ``settings.warm_sandboxes`` kept)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -80,6 +80,12 @@ class WarmPool:
         self.jobs: list[tuple[Any, ...]] = []
         self.wake = threading.Condition(self.lock)
         self.thread: threading.Thread | None = None
+
+    def after_fork(self) -> None:
+        """In a forked child: fresh locks (one may have been held at the fork) and an empty pool."""
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self._own()
 
     def _own(self) -> None:
         if self.pid != os.getpid():  # forked: the parent's sandboxes are not ours to use or destroy
@@ -116,8 +122,9 @@ class WarmPool:
             return None
         try:
             sandbox = found[1].result(timeout=START_TIMEOUT)
-        except Exception as exc:  # noqa: BLE001 - a failed pre-start only means a cold start
+        except Exception as exc:  # noqa: BLE001 - a failed or slow pre-start only means a cold start
             log.warning("pre-starting a sandbox failed: %s", exc)
+            found[1].add_done_callback(_destroy_result)  # one that finishes late is destroyed then
             return None
         if sandbox.warm_ready():
             return sandbox
@@ -213,6 +220,7 @@ def _destroy_result(future: Future[LocalSandbox]) -> None:
 
 POOL = WarmPool()
 atexit.register(POOL.close)
+os.register_at_fork(after_in_child=POOL.after_fork)
 
 
 def checkout(config: SandboxConfig, *, base_dir: str | None = None, settings: SandboxSettings | None = None) -> LocalSandbox:

@@ -16,6 +16,7 @@ NATIVE = "native"
 STRUCTURED_TRACE = "structured_trace"
 BLACK_BOX = "black_box"
 TIERS = (NATIVE, STRUCTURED_TRACE, BLACK_BOX)
+TIER_NAMES = {NATIVE: "Native", STRUCTURED_TRACE: "Structured trace", BLACK_BOX: "Black box"}
 TIER_LABELS = {
     NATIVE: "native (full trace and workspace)",
     STRUCTURED_TRACE: "structured trace (model and tool calls, no workspace)",

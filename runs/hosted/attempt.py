@@ -34,8 +34,8 @@ from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
 from runs.hosted import HOSTED_EXTERNAL, schemas
-from runs.hosted.callback import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close
 from runs.hosted.dispatch import DispatchFailed, case_dispatch
+from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
 from runs.hosted.tokens import TokenScope, token_issue
 from runs.models import CaseRun, RunEvent
 from runs.services.attempt import CaseAttempt, _case_inputs, _CaseInputs, _request, _staged, emitter_prefix, security_policy
@@ -136,12 +136,6 @@ def outcome_from_events(case_run: CaseRun, *, started: float) -> CaseAttempt:
     return CaseAttempt(outcome=outcome, retryable=False, verification={"evidence_tier": evidence_tier(types)})
 
 
-def _terminal(case_run: CaseRun) -> bool:
-    return RunEvent.objects.filter(
-        case_run=case_run, attempt=case_run.attempt, event_type__in=(SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)
-    ).exists()
-
-
 def hosted_attempt_run(case_run: CaseRun, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
     """Dispatch the claimed case to the lane's agent and wait for it (or its deadline)."""
     started = time.monotonic()
@@ -159,7 +153,7 @@ def hosted_attempt_run(case_run: CaseRun, *, cancel: Callable[[], bool], sleep: 
         _close(case_run, STOP_AGENT_UNREACHABLE, str(exc))
         failed = CaseOutcome(status=FAILED, stop_reason=STOP_PROVIDER_ERROR, error=str(exc))
         return CaseAttempt(outcome=failed, retryable=exc.retryable, verification={"evidence_tier": BLACK_BOX})
-    while not _terminal(case_run):
+    while not terminal_recorded(case_run, case_run.attempt):
         if cancel():
             _close(case_run, STOP_CANCELLED, "the run was cancelled")
             return CaseAttempt(outcome=CaseOutcome(status=CANCELLED, stop_reason=STOP_CANCELLED), retryable=False)

@@ -28,14 +28,12 @@ from engine.events import (
 )
 from engine.types import Event
 from runs.hosted import schemas
+from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, terminal_recorded
 from runs.hosted.tokens import TokenScope
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
 from runs.services.events import lane_lock, run_events_append
 
 JSON = Any
-SOURCE_HOSTED = "hosted_agent"
-STOP_AGENT_ERROR = "agent_error"
-TERMINAL_EVENT_TYPES = (SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)
 # A bound on what one agent can write for one case (a native case is bounded by its step limits).
 MAX_EVENTS_PER_CASE = 2000
 
@@ -96,10 +94,6 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _terminal_recorded(case_run: CaseRun, attempt: int) -> bool:
-    return RunEvent.objects.filter(case_run=case_run, attempt=attempt, event_type__in=TERMINAL_EVENT_TYPES).exists()
-
-
 def _open_case(scope: TokenScope, case_run_id: int) -> CaseRun:
     """The case this token may write to, still open; 401 for another case's token, 410 when finished."""
     case_run = CaseRun.objects.select_related("run").filter(pk=case_run_id, run_id=scope.run_id, lane_id=scope.lane_id).first()
@@ -109,7 +103,7 @@ def _open_case(scope: TokenScope, case_run_id: int) -> CaseRun:
         case_run.attempt != scope.attempt
         or case_run.status != CaseStatus.RUNNING
         or case_run.run.status != RunStatus.RUNNING
-        or _terminal_recorded(case_run, scope.attempt)
+        or terminal_recorded(case_run, scope.attempt)
     )
     if closed:
         raise CallbackRefused(410, "case_finished", "This case is finished; no more events are accepted for it.")
@@ -172,14 +166,3 @@ def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[st
     )
     run_events_append(run_id=scope.run_id, lane_id=scope.lane_id, case_run_id=case_run.pk, attempt=scope.attempt, events=[event])
     return event_id
-
-
-@transaction.atomic
-def hosted_case_close(*, case_run: CaseRun, attempt: int, event: Event) -> bool:
-    """The worker's side: record its own terminal event (deadline, dispatch failure) unless the
-    agent's terminal event got there first. True when this call closed the case."""
-    lane_lock(case_run.lane_id)
-    if _terminal_recorded(case_run, attempt):
-        return False
-    run_events_append(run_id=case_run.run_id, lane_id=case_run.lane_id, case_run_id=case_run.pk, attempt=attempt, events=[event])
-    return True

@@ -6,79 +6,138 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('packs', '0002_packversion_warnings'),
-        ('runs', '0007_run_artifacts'),
-        ('workspaces', '0002_infrastructure_moves_out'),
+        ("packs", "0002_packversion_warnings"),
+        ("runs", "0007_run_artifacts"),
+        ("workspaces", "0002_infrastructure_moves_out"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RegressionCase',
+            name="RegressionCase",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('proposed', 'Proposed'), ('active', 'Active'), ('archived', 'Archived')], db_index=True, default='proposed', max_length=16)),
-                ('severity', models.CharField(choices=[('blocking', 'Blocking'), ('warning', 'Warning'), ('info', 'Info')], default='blocking', max_length=16)),
-                ('challenge_key', models.CharField(max_length=200)),
-                ('case_key', models.CharField(help_text="The source case's key in its pack.", max_length=200)),
-                ('item_key', models.CharField(blank=True, max_length=200)),
-                ('payload', models.JSONField(default=dict, help_text='The source case as it was at promote time.')),
-                ('source_first_sequence', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('source_last_sequence', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('failure_summary', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('status_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('source_case', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='+', to='packs.case')),
-                ('source_case_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.caserun')),
-                ('source_lane', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.lane')),
-                ('source_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.run')),
-                ('status_changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("proposed", "Proposed"), ("active", "Active"), ("archived", "Archived")],
+                        db_index=True,
+                        default="proposed",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "severity",
+                    models.CharField(
+                        choices=[("blocking", "Blocking"), ("warning", "Warning"), ("info", "Info")], default="blocking", max_length=16
+                    ),
+                ),
+                ("challenge_key", models.CharField(max_length=200)),
+                ("case_key", models.CharField(help_text="The source case's key in its pack.", max_length=200)),
+                ("item_key", models.CharField(blank=True, max_length=200)),
+                ("payload", models.JSONField(default=dict, help_text="The source case as it was at promote time.")),
+                ("source_first_sequence", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("source_last_sequence", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("failure_summary", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("status_changed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                ("source_case", models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name="+", to="packs.case")),
+                (
+                    "source_case_run",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="runs.caserun"
+                    ),
+                ),
+                (
+                    "source_lane",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="runs.lane"
+                    ),
+                ),
+                (
+                    "source_run",
+                    models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="runs.run"),
+                ),
+                (
+                    "status_changed_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace")),
             ],
             options={
-                'ordering': ['suite', 'id'],
+                "ordering": ["suite", "id"],
             },
         ),
         migrations.AddField(
-            model_name='caserun',
-            name='regression_case',
-            field=models.ForeignKey(blank=True, help_text='Set when the case run runs a regression case (its payload snapshot is the case).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='case_runs', to='runs.regressioncase'),
+            model_name="caserun",
+            name="regression_case",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Set when the case run runs a regression case (its payload snapshot is the case).",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="case_runs",
+                to="runs.regressioncase",
+            ),
         ),
         migrations.CreateModel(
-            name='RegressionSuite',
+            name="RegressionSuite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('pack', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='regression_suites', to='packs.pack')),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='regression_suites', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "pack",
+                    models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name="regression_suites", to="packs.pack"),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="regression_suites", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'id'],
+                "ordering": ["name", "id"],
             },
         ),
         migrations.AddField(
-            model_name='regressioncase',
-            name='suite',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='runs.regressionsuite'),
+            model_name="regressioncase",
+            name="suite",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="cases", to="runs.regressionsuite"),
         ),
         migrations.AddConstraint(
-            model_name='regressionsuite',
-            constraint=models.UniqueConstraint(fields=('workspace', 'name'), name='uniq_regression_suite_name'),
+            model_name="regressionsuite",
+            constraint=models.UniqueConstraint(fields=("workspace", "name"), name="uniq_regression_suite_name"),
         ),
         migrations.AddConstraint(
-            model_name='regressioncase',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['proposed', 'active', 'archived'])), name='regression_case_status_valid'),
+            model_name="regressioncase",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["proposed", "active", "archived"])), name="regression_case_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='regressioncase',
-            constraint=models.CheckConstraint(condition=models.Q(('severity__in', ['blocking', 'warning', 'info'])), name='regression_case_severity_valid'),
+            model_name="regressioncase",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("severity__in", ["blocking", "warning", "info"])), name="regression_case_severity_valid"
+            ),
         ),
     ]

@@ -91,4 +91,11 @@ def evidence_for_case_run(case_run: CaseRun, events: list[dict[str, JSON]] | Non
         duration_ms=float(case_run.duration_ms) if case_run.duration_ms is not None else None,
         model=_lane_model(case_run.lane),
         artifacts=_case_artifacts(case_run.case_payload),
+        evidence_tier=_evidence_tier(case_run),
     )
+
+
+def _evidence_tier(case_run: CaseRun) -> str:
+    """What scoring may expect to see (engine/scoring/tiers.py); hosted cases record theirs."""
+    data = case_run.verification if isinstance(case_run.verification, dict) else {}
+    return str(data.get("evidence_tier") or "native")

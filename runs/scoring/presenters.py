@@ -145,6 +145,7 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         "dimension_deck": _dimension_deck(lane, document),
         "cases": cases,
         "failures_only": failures_only,
+        "evidence_tier": lane_evidence_tiers([lane])[lane.pk],  # docs/hosted-agents.md, Evidence tiers
     }
 
 

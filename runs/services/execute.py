@@ -126,8 +126,8 @@ def case_run_execute(
         attempt=attempt,
         redactor=redactor,
         interval=settings.RUNS_EVENT_FLUSH_SECONDS,
-        keep=score_inline and attempt == 1,
-    )  # later attempts: the evidence spans every attempt
+        keep=score_inline and attempt == 1 and not is_hosted(case_run),
+    )  # later attempts: the evidence spans every attempt; hosted: the agent's events came through the callback
     engine_sink: EventSink = security_monitor(case_run, sink, policy) if policy else sink
     emitter = EventEmitter(engine_sink, prefix=emitter_prefix(case_run) + ":worker", source=WORKER_EVENT_SOURCE, case_key=case_run.case_key)
     heartbeat = Heartbeat(case_run.pk, attempt, settings.RUNS_HEARTBEAT_SECONDS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +14,7 @@ import pytest
 from engine.events import SYSTEM_RUN_FAILED
 from runs import services
 from runs.hosted.dispatch import DispatchFailed, case_dispatch
-from runs.models import CaseRun, CaseStatus, RunEvent
+from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.hosted_helpers import claim, hosted_deployment
 
@@ -119,3 +120,49 @@ def test_a_silent_agent_fails_at_its_deadline_and_its_token_is_void_afterwards(s
         HTTP_AUTHORIZATION=f"Bearer {sent['token']}",
     )
     assert late.status_code in (401, 410)  # finished (or, past its deadline, expired)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_run_stops_the_wait_and_voids_the_token(settings, workspace, admin, tasks):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HOSTED_POLL_SECONDS = 0.05
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    with endpoint() as (url, received):
+        deployment = hosted_deployment(workspace, endpoint_url=url)
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+        case_run = CaseRun.objects.get(run=run)
+        claim(case_run, attempt=0)
+        CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
+        cancel = threading.Timer(1.0, lambda: Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED))
+        cancel.start()
+        started = time.monotonic()
+        assert services.case_run_execute(case_run_id=case_run.pk) == CaseStatus.CANCELLED
+        cancel.join()
+    assert time.monotonic() - started < 10  # not the 30 s deadline
+    assert RunEvent.objects.get(case_run=case_run, event_type=SYSTEM_RUN_FAILED).payload["stop_reason"] == "cancelled"
+    assert len(received) == 1
+
+
+@pytest.mark.django_db
+def test_an_endpoint_error_is_retried_with_a_new_attempt(settings, workspace, admin, tasks):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    with endpoint(503) as (url, received):
+        deployment = hosted_deployment(workspace, endpoint_url=url)
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+        case_run = CaseRun.objects.get(run=run)
+        claim(case_run, attempt=0)
+        CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
+        assert services.case_run_execute(case_run_id=case_run.pk) == "retrying"
+    assert "503" in CaseRun.objects.get(pk=case_run.pk).error
+    assert len(received) == 1
+
+
+@pytest.mark.django_db
+def test_hosted_agents_are_refused_in_multi_turn_packs(workspace, admin, tasks):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    version.execution_mode = "multi_turn"  # what the run reads; a real multi-turn pack needs simulator phases
+    deployment = hosted_deployment(workspace)
+    with pytest.raises(services.RunCreateError) as caught:
+        services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+    assert caught.value.field == "deployment_ids" and "multi_turn" in caught.value.text

@@ -119,3 +119,5 @@ def test_a_hosted_agent_races_a_native_one_on_a_real_pack(live_server, api_clien
     tiers = {row["deployment"]: row["evidence_tier"] for row in card["lanes"]}
     assert tiers == {"native scripted": "native", "hosted reference": "structured_trace"}
     assert card["winner_lane_id"] == hosted_lane.pk
+    lane_page = page_client.get(f"/w/{workspace.slug}/runs/{run_id}/lanes/{hosted_lane.pk}/scorecard/").content.decode()
+    assert 'data-evidence-tier="structured_trace"' in lane_page and "Evidence: structured trace" in lane_page

@@ -58,12 +58,17 @@ def sandbox(request):
         return
     warm = pool.WarmPool()
     settings = SandboxSettings(warm_sandboxes=1)
-    warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings).destroy()  # fills the pool
-    sb = warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings)
-    assert warm.stats["warm"] == 1
-    yield sb
-    sb.destroy()
-    warm.close()
+    try:
+        warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings).destroy()  # fills the pool
+        warm.wait_ready()
+        sb = warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings)
+        try:
+            assert warm.stats["warm"] == 1
+            yield sb
+        finally:
+            sb.destroy()
+    finally:
+        warm.close()
 
 
 def py(sb, code: str, timeout: float = 20, **kw: Any):

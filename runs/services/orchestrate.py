@@ -195,9 +195,9 @@ def case_after_finish(
     if score and scored_here is not None:
         _score(case_run_id, case_run=scored_here, events=events)
         lane_advance(lane_id=lane_id, scored=not maybe_done)
-    elif score and scored:
-        lane_advance(lane_id=lane_id, scored=not maybe_done)
     elif maybe_done:
+        # Also for a case scored with its finish (``scored``): its score committed with the finish,
+        # so whichever dispatcher later sees the lane empty also sees this score; no re-check here.
         lane_advance(lane_id=lane_id)
 
 

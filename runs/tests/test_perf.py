@@ -21,8 +21,8 @@ FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] *
 # insert, COMMIT), dispatch 5 (BEGIN, lock + lane state, in-flight count, pick + mark, COMMIT).
 EXECUTE_MAX = 15
 # Scored inline, the score joins the finish's transaction (its case-row fields in the finish,
-# the CaseScore upsert, its events in the same batch) … plus a lane-state read.
-EXECUTE_AND_SCORE_MAX = 17
+# the CaseScore upsert, its events in the same batch); no lane-state read after it.
+EXECUTE_AND_SCORE_MAX = 16
 # The separate finalize task: the case read, its events read, score 4, events 5, lane-state read.
 FINALIZE_MAX = 12
 

@@ -257,7 +257,9 @@ class AgentLoop:
             return self.deadline is None or self.clock() + delay < self.deadline
 
         def on_retry(error: ProviderError, number: int, delay: float) -> None:
-            self.emitter.emit(PROVIDER_CALL_RETRYING, {**retry_event_payload(self.provider.provider_key, error, number, delay), "step_index": step})
+            self.emitter.emit(
+                PROVIDER_CALL_RETRYING, {**retry_event_payload(self.provider.provider_key, error, number, delay), "step_index": step}
+            )
 
         response = call_with_retries(attempt, sleep=self.sleep, may_wait=may_wait, on_retry=on_retry, rng=self.rng)
         self.usage.add(response.usage)

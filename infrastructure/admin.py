@@ -96,7 +96,9 @@ class RuntimeProfileAdmin(_AuditedInfraAdmin):
 
 
 class AgentDeploymentAdminForm(forms.ModelForm):
-    endpoint_url = forms.CharField(required=False, max_length=500, help_text="Hosted agents only: https, public address (docs/hosted-agents.md)")
+    endpoint_url = forms.CharField(
+        required=False, max_length=500, help_text="Hosted agents only: https, public address (docs/hosted-agents.md)"
+    )
 
     class Meta:
         model = AgentDeployment

@@ -56,7 +56,11 @@ class ProviderAccountForm(forms.Form):
     )
     # The account's limits, shared by every worker (docs/provider-limits.md); blank = no limit.
     max_concurrent_calls = forms.IntegerField(
-        label="Max concurrent calls", required=False, min_value=1, max_value=LIMIT_MAX, help_text="Model calls in flight at once. Blank = no limit."
+        label="Max concurrent calls",
+        required=False,
+        min_value=1,
+        max_value=LIMIT_MAX,
+        help_text="Model calls in flight at once. Blank = no limit.",
     )
     requests_per_minute = forms.IntegerField(
         label="Requests per minute", required=False, min_value=1, max_value=LIMIT_MAX, help_text="Blank = no limit."

@@ -140,7 +140,9 @@ def provider_account_create(request: WorkspaceRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def provider_account_edit(request: WorkspaceRequest, pk: int) -> HttpResponse:
     account = object_get_for_workspace(ProviderAccount.objects, workspace=request.workspace, pk=pk)
-    initial = {f: getattr(account, f) for f in ("name", "provider_key", "credential_reference", "base_url", "status", *PROVIDER_LIMIT_FIELDS)}
+    initial = {
+        f: getattr(account, f) for f in ("name", "provider_key", "credential_reference", "base_url", "status", *PROVIDER_LIMIT_FIELDS)
+    }
     form = ProviderAccountEditForm(request.POST or None, initial=initial)
     return _save_dialog(
         request,

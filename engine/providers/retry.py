@@ -61,7 +61,7 @@ def call_with_retries(
     call: Callable[[], T],
     *,
     sleep: Callable[[float], None],
-    on_retry: Callable[[ProviderError, int, float], None] | None = None,
+    on_retry: Callable[[ProviderError, int, float], object] | None = None,
     may_wait: Callable[[float], bool] | None = None,
     rng: random.Random | None = None,
     max_attempts: int = MAX_ATTEMPTS,

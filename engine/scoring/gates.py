@@ -322,7 +322,10 @@ def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy
 
 _REGRESSION_TEXT = {
     "regression_blocking_failure": ("no_blocking_regression_failure", "blocking regression case(s) fail"),
-    "regression_new_blocking_failure": ("no_new_blocking_failure_vs_baseline", "blocking regression case(s) fail that pass in the baseline"),
+    "regression_new_blocking_failure": (
+        "no_new_blocking_failure_vs_baseline",
+        "blocking regression case(s) fail that pass in the baseline",
+    ),
     "regression_warning_budget_exceeded": ("max_warning_regression_failures", "warning regression case(s) fail, more than allowed"),
 }
 

@@ -191,7 +191,9 @@ def case_run_score_prepare(*, case_run: CaseRun, events: list[dict[str, JSON]]) 
         payload = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         failed = scoring_event(case_run=case_run, event_id=f"{prefix}:failed", event_type=SCORING_FAILED, payload=payload)
         return CaseScoring(document=None, events=[e for e in (started, failed) if e is not None])
-    return CaseScoring(document=document, events=[started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)])
+    return CaseScoring(
+        document=document, events=[started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)]
+    )
 
 
 def lane_score(*, lane_id: int) -> None:

@@ -176,7 +176,9 @@ def run_create(
             CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position) for position, case in enumerate(cases)
         )
         case_rows.extend(
-            CaseRun(run=run, lane=lane, case_id=rc.source_case_id, case_key=rc.run_case_key, position=len(cases) + offset, regression_case=rc)
+            CaseRun(
+                run=run, lane=lane, case_id=rc.source_case_id, case_key=rc.run_case_key, position=len(cases) + offset, regression_case=rc
+            )
             for offset, rc in enumerate(regression.cases)
         )
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)

@@ -133,7 +133,9 @@ def events_prepare(*, lane_id: int, events: list[Event], redactor: Redactor | No
             payload = redactor.json(payload)
         inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
         prepared.append(
-            PreparedEvent(event.event_id, event.event_type, event.source, _occurred_at(event.occurred_at), event.case_key, inline, ref, text)
+            PreparedEvent(
+                event.event_id, event.event_type, event.source, _occurred_at(event.occurred_at), event.case_key, inline, ref, text
+            )
         )
     return prepared
 

@@ -235,7 +235,9 @@ def _record(
         case_run.status = status
     verdict = _score_before_finish(case_run, status, sink) if score_inline else None
     with transaction.atomic():
-        finished = case_finish(case_run_id=case_run.pk, attempt=attempt, status=status, fields={**fields, **(verdict.fields if verdict else {})})
+        finished = case_finish(
+            case_run_id=case_run.pk, attempt=attempt, status=status, fields={**fields, **(verdict.fields if verdict else {})}
+        )
         if finished and verdict is not None and verdict.document is not None:
             scoring.case_score_upsert(case_run=case_run, document=verdict.document)
         sink.flush(extra=verdict.events if finished and verdict is not None else None)  # a lost claim's events are kept

@@ -45,7 +45,7 @@ def test_every_schema_is_a_valid_json_schema(message_type):
 def test_the_reference_agents_messages_follow_the_schemas(black_box):
     agent = reference_agent()
     sent: list[dict] = []
-    agent.post = lambda case, event_id, kind, payload: sent.append({"event_id": event_id, "type": kind, "payload": payload})
+    setattr(agent, "post", lambda case, event_id, kind, payload: sent.append({"event_id": event_id, "type": kind, "payload": payload}))  # noqa: B010
     agent.solve({"case_key": "c", "inputs": [{"key": "q", "value": "42"}]}, {}, black_box)
     for message in sent:
         jsonschema.validate(message, schemas.message_schema(message["type"]))

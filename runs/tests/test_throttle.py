@@ -6,6 +6,7 @@ import datetime as dt
 import threading
 import time
 import uuid
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -191,7 +192,7 @@ def test_only_an_account_with_limits_gets_a_waiting_provider(db, workspace):
     free = ProviderAccount.objects.create(workspace=workspace, name="free", provider_key="scripted")
     limited = ProviderAccount.objects.create(workspace=workspace, name="limited", provider_key="scripted", requests_per_minute=10)
     inner = Inner()
-    kwargs = {"emit": lambda *a: None, "run_timeout_seconds": 60, "cancel": lambda: False}
+    kwargs: dict[str, Any] = {"emit": lambda *a: None, "run_timeout_seconds": 60, "cancel": lambda: False}
     assert throttled(inner, account_id=free.pk, **kwargs) is inner
     wrapped_provider = throttled(inner, account_id=limited.pk, **kwargs)
     assert isinstance(wrapped_provider, ThrottledProvider) and wrapped_provider.limits == Limits(requests_per_minute=10)
@@ -305,7 +306,7 @@ def test_it_stops_waiting_before_the_deadline_and_never_calls_the_model():
 
 
 def test_it_stops_waiting_when_the_case_is_cancelled():
-    cancelled = []
+    cancelled: list[bool] = []
     provider, _, _ = wrapped(FakeLimiter(refusals=10**6), cancel=lambda: len(cancelled) > 0)
     limiter = provider.limiter
     original = limiter.try_acquire

@@ -58,7 +58,9 @@ def test_a_streamed_call_reports_its_first_delta_between_started_and_completed()
         case_key=request.case_key,
     )
     recorder, clock = Recorder(), FakeClock()
-    run_case(request, provider=provider, toolset=FakeToolset(), event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep)
+    run_case(
+        request, provider=provider, toolset=FakeToolset(), event_sink=recorder, cancel_check=lambda: False, clock=clock, sleep=clock.sleep
+    )
     types = recorder.types
     assert types.count("model.output.delta") == 2
     assert types[types.index("model.output.delta") - 1] == "model.call.started"

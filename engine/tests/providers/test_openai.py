@@ -13,7 +13,9 @@ API_KEY = "sk-test-secret-key-123456"
 
 
 def provider_for(server):
-    return create_provider("openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True)
+    return create_provider(
+        "openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True
+    )
 
 
 def request(**overrides):

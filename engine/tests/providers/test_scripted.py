@@ -137,7 +137,10 @@ def test_it_counts_input_words_of_a_growing_conversation_like_a_fresh_count():
     for _ in range(3):
         response = provider.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS))
         fresh = scripted({"default": [{"tool": "read_file", "args": {"path": "a b"}}] * 3})
-        assert response.usage.input_tokens == fresh.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS)).usage.input_tokens
+        assert (
+            response.usage.input_tokens
+            == fresh.complete(ModelRequest(model="demo", messages=list(messages), tools=TOOLS)).usage.input_tokens
+        )
         messages.append(Message("assistant", "", tool_calls=list(response.tool_calls)))
         messages.append(Message("tool", "one two three", tool_call_id=response.tool_calls[0].id))
     messages[1].content = "now a much longer first user message"  # a changed message is counted again

@@ -190,7 +190,12 @@ def test_settings_name_and_launcher_replies():
 
     assert SandboxSettings.from_settings(Django).warm_sandboxes == 2
     assert SandboxSettings().warm_sandboxes == 0
-    for reply in ({"ready": True}, {"exit": 137, "killed": False, "oom": True}, {"exec_error": ['File"NotFound', 2]}):
+    replies: tuple[dict[str, object], ...] = (
+        {"ready": True},
+        {"exit": 137, "killed": False, "oom": True},
+        {"exec_error": ['File"NotFound', 2]},
+    )
+    for reply in replies:
         decoded = json.loads(launcher._reply_bytes(reply))
         assert decoded.keys() == reply.keys()
     assert json.loads(launcher._reply_bytes({"exec_error": ['File"NotFound', 2]})) == {"exec_error": ["FileNotFound", 2]}

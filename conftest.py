@@ -111,6 +111,17 @@ def chromium_path() -> str:
     return path
 
 
+@pytest.fixture
+def page(chromium_path, live_server):
+    """A desktop Chromium page on the live server's origin (``core/tests/browser.py``: CSP
+    violations recorded, ``page.console_errors``); log in with ``core.tests.browser.login``.
+    The 40 s default timeout suits pages a real worker fills; a passing test never waits for it."""
+    from core.tests.browser import chromium_page
+
+    with chromium_page(chromium_path, timeout_ms=40_000) as browser_page:
+        yield browser_page
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Remove the WAL side files Django leaves behind when it drops a file-based SQLite test DB."""
     from django.conf import settings

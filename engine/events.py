@@ -147,10 +147,14 @@ class EventEmitter:
 
     def _emit(self, event_type: str, payload: dict[str, JSON]) -> Event:
         self._counter += 1
-        body = json_safe(dict(payload))
+        body = dict(payload)
         # Upstream does not persist `summary`, so case_key is mirrored into the payload.
         if self._case_key:
             body.setdefault("case_key", self._case_key)
+        try:  # the check that the payload is JSON-safe is its encoding, kept for the store
+            text = json.dumps(body, separators=(",", ":"))
+        except (TypeError, ValueError):
+            body, text = json.loads(json.dumps(body, default=str)), ""
         summary = {key: body[key] for key in _SUMMARY_KEYS if key in body}
         if self._case_key:
             summary["case_key"] = self._case_key
@@ -162,6 +166,7 @@ class EventEmitter:
             payload=body,
             case_key=self._case_key,
             summary=summary,
+            payload_json=text,
         )
         self._sink(event)
         return event

@@ -122,6 +122,9 @@ class Event:
     payload: dict[str, JSON]
     case_key: str = ""
     summary: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    # ``payload`` as compact JSON, as the emitter encoded it to check it (reused by the store);
+    # "" when unknown. Whoever gives an event another payload must clear it.
+    payload_json: str = dataclasses.field(default="", compare=False, repr=False)
 
 
 EventSink = Callable[[Event], None]

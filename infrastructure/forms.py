@@ -82,6 +82,10 @@ class RuntimeProfileForm(forms.Form):
 
 # The profile's limits are plain model fields; reuse their types, bounds and help texts.
 RuntimeProfileForm.base_fields = fields_for_model(RuntimeProfile, fields=RUNTIME_PROFILE_FIELDS)
+# A blank sandbox override means "the pack decides" (the help text says so); Django's default says "Unknown".
+for _override in ("allow_shell", "allow_network"):
+    if _override in RuntimeProfileForm.base_fields:
+        RuntimeProfileForm.base_fields[_override].widget.choices = [("unknown", "Pack decides"), ("true", "Yes"), ("false", "No")]
 
 
 class DeploymentForm(forms.Form):

@@ -74,7 +74,7 @@ class RunCreateForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Regression suites",
-        help_text="Their active cases run too, against this version's challenges (docs/regression-suites.md).",
+        help_text="Their active cases run too, against this version's challenges.",
     )
     regression_scope = forms.ChoiceField(
         choices=[("full", "The pack's cases plus the suites"), ("suite_only", "Only the suites' cases")],
@@ -116,7 +116,9 @@ class RunCreateForm(forms.Form):
                 self.fields["input_set"].widget = forms.HiddenInput()
                 self.fields["input_set"].initial = only.pk
                 self.single_input_set = only
-            model_choice(self, "regression_suites").queryset = RegressionSuite.objects.filter(workspace=workspace, pack_id=version.pack_id)
+            model_choice(self, "regression_suites").queryset = RegressionSuite.objects.filter(
+                workspace=workspace, pack_id=version.pack_id, archived_at__isnull=True
+            )
             manifest = version.manifest or {}
             self.judge_models = pack_judge_models(manifest)
             self.needs_simulator = needs_simulator(_manifest_cases(manifest, self._input_set_key()))
@@ -206,4 +208,10 @@ class RunCreateForm(forms.Form):
         agent_text = f"{agents} agent{'s' if agents != 1 else ''}"
         case_text = f"{cases} case{'s' if cases != 1 else ''}" if cases is not None else "? cases (choose an input set)"
         total = f" = {agents * cases} case runs" if cases and agents else ""
-        return f"{agent_text} × {case_text}{total}"
+        suites = len(self.data.getlist("regression_suites")) if self.is_bound and hasattr(self.data, "getlist") else 0
+        if not suites:
+            return f"{agent_text} × {case_text}{total}"
+        suite_text = f"the active cases of {suites} regression suite{'s' if suites != 1 else ''}"
+        if self.data.get("regression_scope") == "suite_only":
+            return f"{agent_text} × {suite_text} (the pack's own cases are left out)"
+        return f"{agent_text} × ({case_text} + {suite_text})"

@@ -30,6 +30,7 @@ from runs.models import (
     RunStatusHistory,
     ScoreStatus,
 )
+from runs.precompiled import PrecompiledGet
 
 logger = logging.getLogger(__name__)
 
@@ -163,15 +164,23 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     return _claimed(case_run_id)
 
 
-def _claimed(case_run_id: int) -> CaseRun:
+def _claim_queryset() -> Any:
     # What the worker needs, in one query with as few models as possible (building them costs
     # more than the query): the pack version's manifest is cached by the worker, keyed by its
     # checksum, and of the input set only the key is needed.
-    return (
-        CaseRun.objects.select_related("run", "lane", "case")
-        .annotate(pack_checksum=F("run__pack_version__manifest_checksum"), input_set_key=F("run__input_set__key"))
-        .get(pk=case_run_id)
+    return CaseRun.objects.select_related("run", "lane", "case").annotate(
+        pack_checksum=F("run__pack_version__manifest_checksum"), input_set_key=F("run__input_set__key")
     )
+
+
+_CLAIMED = PrecompiledGet(_claim_queryset)  # its SQL is compiled once per process (runs/precompiled.py)
+
+
+def _claimed(case_run_id: int) -> CaseRun:
+    case_run = _CLAIMED.get(case_run_id)
+    if case_run is None:  # pragma: no cover - the row was just claimed by this process
+        raise CaseRun.DoesNotExist(case_run_id)
+    return case_run  # type: ignore[return-value]
 
 
 def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:

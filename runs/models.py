@@ -106,6 +106,11 @@ class Run(models.Model):
     race_context = models.BooleanField(
         default=False, help_text="Peer standings: between steps each lane's agent is told how the other lanes stand (docs/runs.md)."
     )
+    workspace_had_secrets = models.BooleanField(
+        default=True,
+        help_text="Whether the workspace had any secret when the run was created: a case of a run without one, whose "
+        "deployments and pack reference none, skips reading secrets (docs/secrets.md). True for older runs.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -291,7 +296,7 @@ class CaseRun(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
     regression_case = models.ForeignKey(
-        "RegressionCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="case_runs",
+        "RegressionCase", on_delete=models.RESTRICT, null=True, blank=True, related_name="case_runs",
         help_text="Set when the case run runs a regression case (its payload snapshot is the case).",
     )  # fmt: skip
 
@@ -462,6 +467,8 @@ class RegressionSuite(models.Model):
     pack = models.ForeignKey("packs.Pack", on_delete=models.RESTRICT, related_name="regression_suites")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    # Archived: kept with its cases and their run history, but offered to no new run or promote.
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

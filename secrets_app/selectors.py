@@ -26,6 +26,11 @@ def secret_allowed_hosts(*, workspace: Workspace) -> dict[str, list[str]]:
     return {key: list(hosts or []) for key, hosts in rows}
 
 
+def secrets_exist(*, workspace: Workspace) -> bool:
+    """Whether the workspace has any secret (recorded on a run at creation, docs/secrets.md)."""
+    return WorkspaceSecret.objects.filter(workspace=workspace).exists()
+
+
 def secret_keys(*, workspace: Workspace) -> list[str]:
     return list(WorkspaceSecret.objects.filter(workspace=workspace).order_by("key").values_list("key", flat=True))
 

@@ -258,6 +258,8 @@ CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
 PROVIDER_LIMITS_REDIS_URL = env.str(
     "PROVIDER_LIMITS_REDIS_URL", default=CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
+# An LLM judge call's time budget: waiting for a slot of its account's limits plus the call itself.
+JUDGE_CALL_SECONDS = env.float("JUDGE_CALL_SECONDS", default=60.0)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

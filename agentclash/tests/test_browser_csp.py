@@ -7,12 +7,12 @@ inline handlers into static/js/app.js, and fails on any CSP report in the consol
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urljoin, urlparse
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from core.tests.browser import chromium_page, csp_violations
 from runs import queue, services
 from runs.tests.conftest import TaskQueue
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -22,35 +22,13 @@ from workspaces.tests.factories import PASSWORD, add_member, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-TIMEOUT_MS = 30_000
 MAX_PAGES = 80
-# Record violations in every document, in addition to the console messages.
-RECORD_VIOLATIONS = """
-document.addEventListener('securitypolicyviolation', (e) => {
-  const seen = JSON.parse(sessionStorage.getItem('csp') || '[]');
-  seen.push(e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' at ' + e.documentURI);
-  sessionStorage.setItem('csp', JSON.stringify(seen));
-});
-"""
 
 
 @pytest.fixture
 def browser_page(chromium_path, live_server):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.add_init_script(RECORD_VIOLATIONS)
-            page.console_errors = []  # type: ignore[attr-defined]
-            page.on("console", lambda msg: msg.type == "error" and page.console_errors.append(msg.text))  # type: ignore[attr-defined, call-overload]
-            yield page
-        finally:
-            browser.close()
+    with chromium_page(chromium_path) as page:
+        yield page
 
 
 @pytest.fixture
@@ -68,12 +46,6 @@ def finished_run():
     finally:
         queue.capture(None)
     return demo, run
-
-
-def _violations(page) -> list[str]:
-    csp_console = [text for text in page.console_errors if "Content Security Policy" in text or "Content-Security-Policy" in text]
-    recorded = page.evaluate("JSON.parse(sessionStorage.getItem('csp') || '[]')")
-    return csp_console + recorded
 
 
 def _login(page, base: str, path: str, username: str, password: str) -> None:
@@ -132,7 +104,7 @@ def test_every_page_runs_under_the_strict_policy_without_a_violation(live_server
     page.goto(f"{base}/api/docs/")
     page.locator(".swagger-ui .info").wait_for()
 
-    assert _violations(page) == []
+    assert csp_violations(page) == []
 
 
 def test_confirm_prompts_and_dialogs_work_without_inline_handlers(live_server, browser_page):
@@ -179,7 +151,7 @@ def test_confirm_prompts_and_dialogs_work_without_inline_handlers(live_server, b
     page.locator(".message", has_text="You left").wait_for()
     assert not WorkspaceMembership.objects.filter(workspace=demo.workspace, user=bob).exists()
 
-    assert _violations(page) == []
+    assert csp_violations(page) == []
 
 
 def test_the_django_admin_runs_under_the_policy(live_server, browser_page):
@@ -190,4 +162,4 @@ def test_the_django_admin_runs_under_the_policy(live_server, browser_page):
     for path in ["/admin/", "/admin/workspaces/workspace/", "/admin/auth/user/add/"]:
         page.goto(f"{base}{path}")
         page.wait_for_load_state("load")
-    assert _violations(page) == []
+    assert csp_violations(page) == []

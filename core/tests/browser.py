@@ -43,6 +43,7 @@ def chromium_page(
     color_scheme: Literal["light", "dark", "no-preference"] = "light",
     permissions: list[str] | None = None,
     base_url: str | None = None,
+    timeout_ms: int = TIMEOUT_MS,
 ) -> Iterator[Any]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
@@ -54,7 +55,7 @@ def chromium_page(
             if permissions:
                 context.grant_permissions(permissions, origin=base_url)
             page: Any = context.new_page()  # Any: it carries console_errors too
-            page.set_default_timeout(TIMEOUT_MS)
+            page.set_default_timeout(timeout_ms)
             page.add_init_script(RECORD_VIOLATIONS)
             page.console_errors = []
             page.on("console", lambda msg: msg.type == "error" and page.console_errors.append(msg.text))

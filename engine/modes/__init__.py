@@ -57,37 +57,22 @@ def run_case(
     """
     mode = (request.execution_mode or NATIVE).strip()
     toolset = with_planted_tool_output(toolset, request.manifest)  # security packs' tool-output secrets
-    if mode in (NATIVE, RESPONSES):
-        from engine.loop import run_native
-
-        return run_native(
-            request,
-            provider=provider,
-            toolset=toolset,
-            event_sink=event_sink,
-            cancel_check=cancel_check,
-            clock=clock,
-            sleep=sleep,
-            standings=standings,
-        )
     if mode == PROMPT_EVAL:
         from engine.modes.prompt_eval import run_prompt_eval
 
         return run_prompt_eval(request, provider=provider, event_sink=event_sink, cancel_check=cancel_check, clock=clock)
+    # The loop-driven modes take the same arguments; multi_turn also takes the user simulator.
+    loop_args: dict[str, Any] = dict(
+        provider=provider, toolset=toolset, event_sink=event_sink, cancel_check=cancel_check, clock=clock, sleep=sleep, standings=standings
+    )
+    if mode in (NATIVE, RESPONSES):
+        from engine.loop import run_native
+
+        return run_native(request, **loop_args)
     if mode == MULTI_TURN:
         from engine.modes.multi_turn import run_multi_turn
 
-        return run_multi_turn(
-            request,
-            provider=provider,
-            toolset=toolset,
-            event_sink=event_sink,
-            cancel_check=cancel_check,
-            clock=clock,
-            sleep=sleep,
-            simulator=simulator,
-            standings=standings,
-        )
+        return run_multi_turn(request, simulator=simulator, **loop_args)
     from engine.events import SOURCE_NATIVE
     from engine.loop import LoopResult, finish, make_emitter
     from engine.modes import case as c

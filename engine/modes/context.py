@@ -13,6 +13,7 @@ import copy
 import json
 import re
 
+from engine.jsoncache import DumpCache, slot
 from engine.modes.case import CaseRequest, Limits
 from engine.redact import Redactor
 from engine.scoring.security import planted_values
@@ -58,11 +59,15 @@ def system_text(request: CaseRequest, *, with_sandbox_statements: bool = True) -
 
 
 def benchmark_context(request: CaseRequest, limits: Limits) -> dict[str, JSON]:
+    return _context(request, limits, visible_manifest(request.manifest))
+
+
+def _context(request: CaseRequest, limits: Limits, manifest: JSON) -> dict[str, JSON]:
     deployment = {k: v for k, v in request.deployment_config.items() if k not in _HIDDEN_DEPLOYMENT_KEYS}
     return {
         "run_id": request.run_id,
         "run_agent_id": request.lane_id,
-        "challenge_pack_version": visible_manifest(request.manifest),
+        "challenge_pack_version": manifest,
         "challenges": [strip_hidden(request.challenge)],
         "challenge_input_set": {"cases": [visible_case(request.case)]},
         "deployment_config": strip_hidden(deployment),
@@ -79,8 +84,27 @@ def planted_mask(request: CaseRequest) -> Redactor:
     return Redactor(planted_values(request.manifest))
 
 
+_VISIBLE_MANIFEST_JSON: DumpCache[str] = DumpCache()
+_MANIFEST_SLOT = slot()
+
+
+def _dump(value: JSON) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+def benchmark_context_json(request: CaseRequest, limits: Limits) -> str:
+    """``benchmark_context`` as indented JSON; the manifest's part is encoded once per manifest
+    object (the worker shares one read-only manifest between a pack's cases) and spliced in at
+    its nesting level, so the text is exactly what dumping the whole context gives."""
+    manifest = _VISIBLE_MANIFEST_JSON.get(request.manifest, lambda m: _dump(visible_manifest(m)))
+    text = _dump(_context(request, limits, _MANIFEST_SLOT))
+    # A top-level key is the only line indented by exactly two spaces (a string holds no newline).
+    at = f'\n  "challenge_pack_version": {json.dumps(_MANIFEST_SLOT)}'
+    return text.replace(at, at[: -len(json.dumps(_MANIFEST_SLOT))] + manifest.replace("\n", "\n  "), 1)
+
+
 def initial_messages(request: CaseRequest, limits: Limits) -> list[Message]:
-    context = json.dumps(benchmark_context(request, limits), indent=2, sort_keys=True, default=str)
+    context = benchmark_context_json(request, limits)
     mask = planted_mask(request)
     return [
         Message(role="system", content=mask.text(system_text(request))),

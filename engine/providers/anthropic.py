@@ -14,18 +14,18 @@ import anthropic
 
 from engine.providers import errors
 from engine.providers.base import (
+    EMPTY_SCHEMA,
     CallClock,
     FirstDelta,
     ProviderSettings,
     call_timeout,
-    http_client,
     map_sdk_error,
     parse_tool_arguments,
+    sdk_client_options,
 )
 from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 
 MAX_TOKENS = 4096
-_EMPTY_SCHEMA = {"type": "object", "properties": {}}
 _STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "max_tokens"}
 
 
@@ -70,7 +70,7 @@ def wire_messages(messages: list[Message]) -> tuple[str, list[dict[str, JSON]]]:
 
 
 def wire_tools(tools: list[ToolDefinition]) -> list[dict[str, JSON]]:
-    return [{"name": tool.name, "description": tool.description, "input_schema": tool.parameters or _EMPTY_SCHEMA} for tool in tools]
+    return [{"name": tool.name, "description": tool.description, "input_schema": tool.parameters or EMPTY_SCHEMA} for tool in tools]
 
 
 @dataclasses.dataclass
@@ -86,13 +86,7 @@ class AnthropicProvider:
         self.provider_key = settings.provider_key
         self._secrets = (settings.api_key,)
         self._http_timeout = settings.http_timeout
-        self._client = anthropic.Anthropic(
-            api_key=settings.api_key or "not-set",
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.http_timeout,
-            http_client=http_client(settings),
-        )
+        self._client = anthropic.Anthropic(**sdk_client_options(settings))
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         timeout = call_timeout(request, self._http_timeout)

@@ -34,9 +34,25 @@ class ProviderSettings:
     resolver: Resolver | None = None  # tests only: a fake DNS
 
 
+EMPTY_SCHEMA: dict[str, JSON] = {"type": "object", "properties": {}}  # the parameters of a tool that takes none
+
+
 def http_client(settings: ProviderSettings) -> httpx2.Client:
     """The SDK's HTTP client: every connection goes to the addresses checked once (engine/net/pinned.py)."""
     return pinned_http_client(allow_private=settings.allow_private_urls, resolver=settings.resolver, timeout=settings.http_timeout)
+
+
+def sdk_client_options(settings: ProviderSettings) -> dict[str, Any]:
+    """The keyword arguments of every vendor SDK client (``openai.OpenAI``, ``anthropic.Anthropic``):
+    the SDK's own retries off (the loop retries), the pinned HTTP client, and a placeholder key for
+    servers without auth (the SDKs refuse to build a client without one)."""
+    return {
+        "api_key": settings.api_key or "not-set",
+        "base_url": settings.base_url,
+        "max_retries": 0,
+        "timeout": settings.http_timeout,
+        "http_client": http_client(settings),
+    }
 
 
 def policy_error(exc: BaseException) -> ProviderError | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from engine.types import ProviderError
@@ -37,8 +40,15 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
     return text
 
 
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header; HTTP dates are ignored."""
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header.
+
+    ``Retry-After`` is either delay-seconds or an HTTP date (RFC 9110 §10.2.3). A date is counted
+    from the response's own ``Date`` header when it has one (so our clock's skew against the
+    server's does not matter), else from ``now`` (default: the current UTC time); a date in the
+    past means "retry now" (0). Unparseable values give ``None`` (the default back-off applies).
+    How long a wait is actually taken is the caller's business (never past the run deadline).
+    """
     if not headers:
         return None
     raw_ms = headers.get("retry-after-ms")
@@ -50,10 +60,29 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     raw = headers.get("retry-after")
     if raw:
         try:
-            return max(0.0, float(raw))
+            seconds = float(raw)
         except ValueError:
-            return None
+            return _retry_after_date(raw, headers.get("date"), now)
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     return None
+
+
+def _http_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _retry_after_date(raw: str, server_date: str | None, now: datetime | None) -> float | None:
+    when = _http_date(raw)
+    if when is None:
+        return None
+    reference = _http_date(server_date) or now or datetime.now(UTC)
+    return max(0.0, (when - reference).total_seconds())
 
 
 def error_message_from_body(body: Any) -> str:

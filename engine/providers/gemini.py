@@ -29,12 +29,11 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from engine.providers import errors
-from engine.providers.base import CallClock, FirstDelta, ProviderSettings, call_timeout, http_client, policy_error
-from engine.types import JSON, Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolDefinition, Usage
+from engine.providers.base import EMPTY_SCHEMA, CallClock, FirstDelta, ProviderSettings, call_timeout, http_client, policy_error
+from engine.types import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolDefinition, Usage
 
 API_VERSION = "v1beta"
 _MADE_UP_ID = "gemini_call_"
-_EMPTY_SCHEMA: dict[str, JSON] = {"type": "object", "properties": {}}
 _FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "max_tokens", "SAFETY": "content_filter", "PROHIBITED_CONTENT": "content_filter"}
 _RETRY_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
@@ -51,7 +50,7 @@ def wire_tools(tools: list[ToolDefinition]) -> list[types.Tool]:
     if not tools:
         return []
     declarations = [
-        types.FunctionDeclaration(name=tool.name, description=tool.description, parameters_json_schema=tool.parameters or _EMPTY_SCHEMA)
+        types.FunctionDeclaration(name=tool.name, description=tool.description, parameters_json_schema=tool.parameters or EMPTY_SCHEMA)
         for tool in tools
     ]
     return [types.Tool(function_declarations=declarations)]

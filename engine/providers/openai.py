@@ -14,17 +14,17 @@ import openai
 
 from engine.providers import errors
 from engine.providers.base import (
+    EMPTY_SCHEMA,
     CallClock,
     FirstDelta,
     ProviderSettings,
     call_timeout,
-    http_client,
     map_sdk_error,
     parse_tool_arguments,
+    sdk_client_options,
 )
 from engine.types import JSON, Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 
-_EMPTY_SCHEMA = {"type": "object", "properties": {}}
 # OpenRouter's app attribution headers (optional; they name the caller on its dashboard).
 _EXTRA_HEADERS: dict[str, dict[str, str]] = {"openrouter": {"X-Title": "AgentClash"}}
 
@@ -54,7 +54,7 @@ def wire_tools(tools: list[ToolDefinition]) -> list[dict[str, JSON]]:
     return [
         {
             "type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters or _EMPTY_SCHEMA},
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters or EMPTY_SCHEMA},
         }
         for tool in tools
     ]
@@ -73,15 +73,7 @@ class OpenAIProvider:
         self._secrets = (settings.api_key,)
         self._http_timeout = settings.http_timeout
         self._temperature = settings.deployment_config.get("temperature")
-        self._client = openai.OpenAI(
-            # OpenAI-compatible servers without auth still need a non-empty key for the SDK.
-            api_key=settings.api_key or "not-set",
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.http_timeout,
-            http_client=http_client(settings),
-            default_headers=_EXTRA_HEADERS.get(settings.provider_key),
-        )
+        self._client = openai.OpenAI(**sdk_client_options(settings), default_headers=_EXTRA_HEADERS.get(settings.provider_key))
         # Mistral rejects unknown request fields (422) and sends usage in its last chunk anyway.
         self._stream_options = settings.provider_key != "mistral"
 

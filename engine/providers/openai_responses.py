@@ -30,17 +30,17 @@ import openai
 
 from engine.providers import errors
 from engine.providers.base import (
+    EMPTY_SCHEMA,
     CallClock,
     FirstDelta,
     ProviderSettings,
     call_timeout,
-    http_client,
     map_sdk_error,
     parse_tool_arguments,
+    sdk_client_options,
 )
 from engine.types import JSON, Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolDefinition, Usage
 
-_EMPTY_SCHEMA = {"type": "object", "properties": {}}
 _TERMINAL_EVENTS = ("response.completed", "response.incomplete")
 _FINISH_BY_INCOMPLETE_REASON = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
 
@@ -65,7 +65,7 @@ def wire_input(messages: list[Message]) -> list[dict[str, JSON]]:
 
 def wire_tools(tools: list[ToolDefinition]) -> list[dict[str, JSON]]:
     return [
-        {"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters or _EMPTY_SCHEMA}
+        {"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters or EMPTY_SCHEMA}
         for tool in tools
     ]
 
@@ -183,13 +183,7 @@ class OpenAIResponsesProvider:
         self._http_timeout = settings.http_timeout
         self._config = dict(settings.deployment_config)
         self._stream = self._config.get("stream") is not False
-        self._client = openai.OpenAI(
-            api_key=settings.api_key or "not-set",
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.http_timeout,
-            http_client=http_client(settings),
-        )
+        self._client = openai.OpenAI(**sdk_client_options(settings))
 
     def _kwargs(self, request: ModelRequest, timeout: float) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 Up to three attempts per model call. Only failures that are marked retryable *and* carry the
 code ``rate_limit``, ``timeout`` or ``unavailable`` are retried. The wait is ``Retry-After`` + 1 s
-when the server gave one; otherwise a base backoff of 250 ms doubling per attempt (at least 2 s
+when the server gave one (delay-seconds or an HTTP date, read by ``errors.parse_retry_after``); otherwise a base backoff of 250 ms doubling per attempt (at least 2 s
 for rate limits); then ±20 % jitter, never below the server's ``Retry-After``. The caller's
 ``may_wait`` vetoes a wait that would end past its deadline (the loop's run deadline), and
 ``on_retry`` reports each wait (the loop records a ``provider.call.retrying`` event with

@@ -54,6 +54,7 @@ class LocalSandbox:
         self.id = "sbx-" + uuid.uuid4().hex[:16]
         self.allow_network = config.allow_network
         self.destroyed = False
+        self.on_destroyed: Callable[[], None] | None = None  # the warm pool starts the next spare then
         self.uid = _sandbox_uid()
         base = base_dir or default_base_dir()
         os.makedirs(base, mode=0o711, exist_ok=True)
@@ -391,6 +392,8 @@ class LocalSandbox:
             self.cgroup.remove()
             self.cgroup = None
         stale.remove_sandbox_dir(self.dir)
+        if self.on_destroyed is not None:
+            self.on_destroyed()
 
     def __enter__(self) -> LocalSandbox:
         return self

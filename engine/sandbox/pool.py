@@ -107,7 +107,9 @@ class WarmPool:
         else:
             sandbox = LocalSandbox(config, base_dir=base_dir, settings=settings)
             self.stats["cold"] += 1
-        self._refill(key, config, base_dir, settings)
+        go = self._refill(key, config, base_dir, settings)
+        if go is not None:  # back-to-back cases: the next spare starts as soon as this case is done
+            sandbox.on_destroyed = go.set
         return sandbox
 
     def _take(self, key: ShapeKey) -> LocalSandbox | None:
@@ -132,12 +134,16 @@ class WarmPool:
         _destroy(sandbox)
         return None
 
-    def _refill(self, key: ShapeKey, config: SandboxConfig, base_dir: str | None, settings: SandboxSettings) -> None:
+    def _refill(
+        self, key: ShapeKey, config: SandboxConfig, base_dir: str | None, settings: SandboxSettings
+    ) -> threading.Event | None:
+        """Queue the start of a spare of this shape; returns what starts it early (else it starts
+        ``PRESTART_DELAY`` later), or None when the pool holds enough of this shape already."""
         evicted: list[Future[LocalSandbox]] = []  # started ones are destroyed when ready
         with self.lock:
             self._own()
             if sum(1 for entry in self.entries if entry[0] == key) >= settings.warm_sandboxes:
-                return
+                return None
             future: Future[LocalSandbox] = Future()
             go = threading.Event()
             self.entries.append((key, future, go))
@@ -153,6 +159,7 @@ class WarmPool:
                 self.thread.start()
         for old in evicted:
             old.add_done_callback(_destroy_result)
+        return go
 
     def _starter(self) -> None:
         while True:

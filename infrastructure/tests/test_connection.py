@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.test import override_settings
 
 from infrastructure import services
 from infrastructure.models import ProviderAccount
+from infrastructure.tests.loopback import serving
 from secrets_app.services import secret_set
 from workspaces.models import AuditEvent
 
@@ -50,13 +50,8 @@ class FakeProvider(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_provider():
     FakeProvider.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProvider)
-    # A short poll interval: shutdown() waits up to one interval (0.5 s by default) per test.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(FakeProvider) as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,8 +4,7 @@ server that speaks each vendor's model-list dialect (the only network these test
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -13,6 +12,7 @@ from engine.providers import PROVIDER_KEYS
 from engine.providers.registry import default_base_url
 from infrastructure import connection, services
 from infrastructure.models import ProviderAccount, ProviderKey
+from infrastructure.tests.loopback import serving
 from workspaces.tests.factories import make_user
 
 API = "/api/v1/workspaces/acme"
@@ -69,12 +69,8 @@ class Vendors(BaseHTTPRequestHandler):
 @pytest.fixture
 def vendors():
     Vendors.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Vendors)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Vendors) as url:
+        yield url
 
 
 @pytest.fixture

@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from core.tests.browser import login
 from packs.models import PackVersion
 from packs.tests.factories import bundle_yaml, warned_bundle_yaml
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
-
-
-@pytest.fixture
-def page(chromium_path):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
-        finally:
-            browser.close()
-
 
 def test_a_member_fixes_a_broken_pack_from_the_inline_error_and_publishes_it(live_server, page, member):
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", member.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
+    login(page, live_server.url, member.username, PASSWORD)
 
     page.goto(f"{live_server.url}/w/acme/packs/new/")
     broken = bundle_yaml().replace("difficulty: easy", "difficulty: trivial")
@@ -79,11 +52,7 @@ def test_a_member_fixes_a_broken_pack_from_the_inline_error_and_publishes_it(liv
 
 
 def test_a_member_jumps_to_a_warning_line_and_publishes_despite_the_warnings(live_server, page, member):
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", member.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
+    login(page, live_server.url, member.username, PASSWORD)
 
     page.goto(f"{live_server.url}/w/acme/packs/new/")
     page.fill("#id_yaml", warned_bundle_yaml())

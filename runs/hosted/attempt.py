@@ -38,7 +38,8 @@ from runs.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
 from runs.hosted.tokens import TokenScope, token_issue
 from runs.models import CaseRun, RunEvent
-from runs.services.attempt import CaseAttempt, _case_inputs, _CaseInputs, _request, _staged, emitter_prefix, security_policy
+from runs.services.attempt import CaseAttempt, security_policy
+from runs.services.case_inputs import CaseInputs, case_inputs, case_request, emitter_prefix, staged_case_files
 from runs.services.deadline import NO_DEADLINE_SECONDS
 
 JSON = Any
@@ -53,11 +54,11 @@ def callback_url(case_run_id: int) -> str:
     return f"{settings.HOSTED_CALLBACK_BASE_URL}/hooks/hosted/{case_run_id}/events"
 
 
-def _deadline_seconds(case_run: CaseRun, inputs: _CaseInputs) -> float:
-    return Limits.from_request(_request(case_run, inputs)).run_timeout_seconds or NO_DEADLINE_SECONDS
+def _deadline_seconds(case_run: CaseRun, inputs: CaseInputs) -> float:
+    return Limits.from_request(case_request(case_run, inputs)).run_timeout_seconds or NO_DEADLINE_SECONDS
 
 
-def case_payload(case_run: CaseRun, inputs: _CaseInputs, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
+def case_payload(case_run: CaseRun, inputs: CaseInputs, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
     """What the agent's endpoint receives (``schemas.CASE_SCHEMA``): the task, never the expectations.
 
     A security pack's planted values are masked like everywhere else the agent reads the case.
@@ -65,7 +66,7 @@ def case_payload(case_run: CaseRun, inputs: _CaseInputs, *, token: str, deadline
     policy = security_policy(case_run)
     mask = Redactor(policy.canary_values if policy else [])
     text, _ = render(instructions_for(inputs.challenge), template_context(inputs.case))
-    files = _staged(case_run, inputs)
+    files = staged_case_files(case_run, inputs)
     return {
         "protocol_version": schemas.PROTOCOL_VERSION,
         "run_id": case_run.run_id,
@@ -139,7 +140,7 @@ def outcome_from_events(case_run: CaseRun, *, started: float) -> CaseAttempt:
 def hosted_attempt_run(case_run: CaseRun, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
     """Dispatch the claimed case to the lane's agent and wait for it (or its deadline)."""
     started = time.monotonic()
-    inputs = _case_inputs(case_run)
+    inputs = case_inputs(case_run)
     seconds = _deadline_seconds(case_run, inputs)
     deadline = timezone.now() + dt.timedelta(seconds=seconds)
     scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)

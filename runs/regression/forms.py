@@ -22,10 +22,17 @@ class SuiteCreateForm(forms.Form):
         model_choice(self, "pack").queryset = Pack.objects.filter(workspace=workspace).order_by("name")
 
 
+class SuiteEditForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
 class PromoteForm(forms.Form):
     suite = forms.ModelChoiceField(queryset=RegressionSuite.objects.none(), empty_label=None, label="Suite")
     severity = forms.ChoiceField(choices=RegressionCase.Severity.choices, initial=RegressionCase.Severity.BLOCKING)
 
     def __init__(self, *args: Any, workspace: Workspace, pack_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        model_choice(self, "suite").queryset = RegressionSuite.objects.filter(workspace=workspace, pack_id=pack_id).order_by("name")
+        model_choice(self, "suite").queryset = RegressionSuite.objects.filter(
+            workspace=workspace, pack_id=pack_id, archived_at__isnull=True
+        ).order_by("name")

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from packs.models import PackVersion
 from runs.models import CaseRun, CaseStatus, Lane, RegressionCase, RegressionSuite, Run
@@ -25,8 +25,9 @@ def suite_list(*, workspace: Workspace) -> QuerySet[RegressionSuite]:
             cases_total=Count("cases"),
             cases_active=Count("cases", filter=Q(cases__status=RegressionCase.Status.ACTIVE)),
             cases_proposed=Count("cases", filter=Q(cases__status=RegressionCase.Status.PROPOSED)),
+            used_by_runs=Exists(CaseRun.objects.filter(regression_case__suite=OuterRef("pk"))),
         )
-        .order_by("name", "id")
+        .order_by(F("archived_at").asc(nulls_first=True), "name", "id")
     )
 
 
@@ -66,6 +67,8 @@ def _suites(workspace: Workspace, ids: list[int], version: PackVersion) -> list[
     for suite in found.values():
         if suite.pack_id != version.pack_id:
             raise RegressionError(f"Regression suite “{suite.name}” belongs to another pack than this run's.", field="regression_suite_ids")
+        if suite.archived_at is not None:
+            raise RegressionError(f"Regression suite “{suite.name}” is archived; restore it to run it.", field="regression_suite_ids")
     return [found[pk] for pk in ids]
 
 
@@ -79,6 +82,10 @@ def _explicit_cases(workspace: Workspace, ids: list[int], version: PackVersion, 
             raise RegressionError(f"Regression case “{case.title}” belongs to another pack than this run's.", field="regression_case_ids")
         if case.status == RegressionCase.Status.ARCHIVED:
             raise RegressionError(f"Regression case “{case.title}” is archived.", field="regression_case_ids")
+        if case.suite.archived_at is not None:
+            raise RegressionError(
+                f"Regression case “{case.title}” is in the archived suite “{case.suite.name}”.", field="regression_case_ids"
+            )
         if case.status == RegressionCase.Status.PROPOSED and not include_proposed:
             raise RegressionError(
                 f"Regression case “{case.title}” is only proposed: activate it, or include proposed cases.", field="regression_case_ids"

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, RestrictedError
 from django.utils import timezone
 
 from core.actors import actor_or_none
@@ -29,15 +29,66 @@ PROMOTE_STATUSES = (RegressionCase.Status.PROPOSED, RegressionCase.Status.ACTIVE
 def regression_suite_create(*, workspace: Workspace, user: Any, pack: Pack, name: str, description: str = "") -> RegressionSuite:
     if pack.workspace_id != workspace.pk:
         raise RegressionError("That pack is not in this workspace.", field="pack_id", code="not_found")
-    name = (name or "").strip()
-    if not name:
-        raise RegressionError("Give the suite a name.", field="name")
-    if RegressionSuite.objects.filter(workspace=workspace, name=name).exists():
-        raise RegressionError(f"A suite named “{name}” already exists.", field="name")
-    suite = RegressionSuite(workspace=workspace, pack=pack, name=name[:200], description=description or "", created_by=actor_or_none(user))
+    name = _suite_name(workspace.pk, name)
+    suite = RegressionSuite(workspace=workspace, pack=pack, name=name, description=description or "", created_by=actor_or_none(user))
     suite.full_clean()
     suite.save()
     return suite
+
+
+def _suite_name(workspace_id: int, name: str, *, exclude: int | None = None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise RegressionError("Give the suite a name.", field="name")
+    if len(name) > 200:
+        raise RegressionError("The name is longer than 200 characters.", field="name")
+    others = RegressionSuite.objects.filter(workspace_id=workspace_id, name=name)
+    if (others.exclude(pk=exclude) if exclude is not None else others).exists():
+        raise RegressionError(f"A suite named “{name}” already exists.", field="name")
+    return name
+
+
+@transaction.atomic
+def regression_suite_update(
+    *, suite: RegressionSuite, user: Any, name: str | None = None, description: str | None = None
+) -> RegressionSuite:
+    """Rename a suite or change its description (runs keep their case keys: they name cases, not suites)."""
+    if name is not None:
+        suite.name = _suite_name(suite.workspace_id, name, exclude=suite.pk)
+    if description is not None:
+        suite.description = description
+    suite.full_clean()
+    suite.save(update_fields=["name", "description", "updated_at"])
+    return suite
+
+
+@transaction.atomic
+def regression_suite_set_archived(*, suite: RegressionSuite, user: Any, archived: bool) -> RegressionSuite:
+    """Archive (no new run or promote is offered the suite; its cases and history stay) or restore."""
+    if archived == (suite.archived_at is not None):
+        return suite
+    suite.archived_at = timezone.now() if archived else None
+    suite.save(update_fields=["archived_at", "updated_at"])
+    return suite
+
+
+def suite_in_use(suite: RegressionSuite) -> bool:
+    """Whether any run ran a case of the suite (its history must stay: archive it instead)."""
+    return CaseRun.objects.filter(regression_case__suite=suite).exists()
+
+
+@transaction.atomic
+def regression_suite_delete(*, suite: RegressionSuite, user: Any) -> None:
+    """Delete a suite that no run has used, with its cases; one that was run is refused (archive it)."""
+    in_use = RegressionError(
+        f"Runs have run cases of “{suite.name}”: archive the suite instead, so their history stays.", field="suite_id", code="suite_in_use"
+    )
+    if suite_in_use(suite):
+        raise in_use
+    try:
+        suite.delete()
+    except RestrictedError:  # CaseRun.regression_case is RESTRICT: a run that slipped in is refused, not orphaned
+        raise in_use from None
 
 
 def _failure_summary(case_run: CaseRun) -> str:
@@ -71,6 +122,8 @@ def regression_case_promote(
     """
     if suite.workspace_id != workspace.pk or case_run.run.workspace_id != workspace.pk:
         raise RegressionError("Not in this workspace.", field="suite_id", code="not_found")
+    if suite.archived_at is not None:
+        raise RegressionError(f"Suite “{suite.name}” is archived; restore it to promote cases into it.", field="suite_id")
     if status not in PROMOTE_STATUSES:
         raise RegressionError(f"status must be one of {', '.join(PROMOTE_STATUSES)}.", field="status")
     if severity not in RegressionCase.Severity.values:

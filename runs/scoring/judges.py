@@ -5,6 +5,12 @@ run (``Run.judge_snapshot``, see runs/services/resolve.py). Scoring calls exactl
 the run was started without (``allow_missing_judges``) raises ``JudgeNotConfigured`` and its judge
 is unavailable with "no judge configured". There is no other fallback — never the lane's own
 deployment, never a workspace deployment found at scoring time.
+
+Judge calls obey their provider account's limits like a lane's calls do (docs/provider-limits.md):
+each call takes a slot from the shared limiter (:func:`runs.throttle.throttled`) first. Waiting
+for it and the call together get ``JUDGE_CALL_SECONDS``; a judge that cannot get a slot in that
+time fails with a ``rate_limit`` provider error naming the limit, which the engine records as that
+judge call's error (the judge ends ``unavailable``/``error``, scoring goes on).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from engine.providers import create_provider
 from engine.scoring.judges import JudgeNotConfigured, JudgeTarget
 from engine.types import Message, ModelRequest, ModelResponse, Provider
 from runs.models import Run
+from runs.throttle import throttled
 from secrets_app.services import CredentialUnavailable, credential_resolve, secrets_resolve_for_run
 
 logger = logging.getLogger(__name__)
@@ -77,8 +84,21 @@ class RunJudge:
         target = self.target(model)
         if entry is None or target is None:
             raise JudgeNotConfigured(model)
-        provider = self._provider(model, entry)
-        return provider.complete(ModelRequest(model=target.model, messages=messages, tools=[], metadata={"purpose": "judge"}))
+        budget = float(settings.JUDGE_CALL_SECONDS)
+        account_id = (entry.get("provider_account") or {}).get("id")
+        provider = throttled(
+            self._provider(model, entry),
+            account_id=account_id,
+            emit=lambda name, payload: logger.info("judge %s on run %s: %s %s", model, self.run.pk, name, payload),
+            run_timeout_seconds=budget,
+            cancel=self._cancelled,
+            deadline_name=f"the judge call's time budget ({budget:g}s)",
+        )
+        request = ModelRequest(model=target.model, messages=messages, tools=[], metadata={"purpose": "judge"}, step_timeout_seconds=budget)
+        return provider.complete(request)
+
+    def _cancelled(self) -> bool:
+        return Run.objects.filter(pk=self.run.pk, cancelled_at__isnull=False).exists()
 
 
 def judge_for_run(run: Run) -> RunJudge:

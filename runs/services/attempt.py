@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from artifacts.selectors import AssetUnavailable, staged_asset_files
+from artifacts.selectors import AssetUnavailable
 from engine.events import SYSTEM_RUN_FAILED, EventEmitter
 from engine.modes import CaseOutcome, CaseRequest, run_case
 from engine.modes.case import (
@@ -45,11 +45,16 @@ from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import CancelCheck, EventSink, Provider, Sandbox
-from packs.manifests import PackManifest, pack_manifest
+from packs.manifests import pack_manifest
 from runs.models import CaseRun, RunStatus
+from runs.services.case_inputs import CaseInputs as _CaseInputs  # shared with runs/hosted/attempt.py
+from runs.services.case_inputs import case_inputs as _case_inputs
+from runs.services.case_inputs import case_request as _request
+from runs.services.case_inputs import emitter_prefix as emitter_prefix
+from runs.services.case_inputs import execution_mode as _mode
+from runs.services.case_inputs import staged_case_files as _staged
 from runs.services.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
 from runs.services.race import race_standings_source
-from runs.services.staging import challenge_for, engine_case, staged_files
 from runs.throttle import throttled
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
@@ -58,8 +63,6 @@ from workspaces.models import Workspace
 logger = logging.getLogger(__name__)
 
 JSON = Any
-PROFILE_LIMITS = ("max_iterations", "max_tool_calls", "step_timeout_seconds", "run_timeout_seconds")
-CONFIG_HIDDEN_FROM_SANDBOX = ("script", "judge_responses", "replies")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,14 +102,6 @@ def engine_retryable(outcome: CaseOutcome) -> bool:
     return outcome.stop_reason == STOP_PROVIDER_ERROR and bool((outcome.provider_failure or {}).get("retryable"))
 
 
-def emitter_prefix(case_run: CaseRun) -> str:
-    return f"{_mode(case_run)}:{case_run.lane_id}:{case_run.pk}:{case_run.attempt}"
-
-
-def _mode(case_run: CaseRun) -> str:
-    return case_run.run.execution_mode or "native"
-
-
 def security_policy(case_run: CaseRun) -> SecurityPolicy | None:
     """The case's security policy when its pack is a security pack (docs/security-evaluation.md)."""
     pack = pack_manifest(pack_version_id=case_run.run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
@@ -116,25 +111,6 @@ def security_policy(case_run: CaseRun) -> SecurityPolicy | None:
 def security_monitor(case_run: CaseRun, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
     """The sink the engine writes to for a security pack: findings recorded as events go by."""
     return SecurityMonitor(sink, policy, prefix=emitter_prefix(case_run) + ":security", case_key=case_run.case_key)
-
-
-@dataclasses.dataclass(frozen=True)
-class _CaseInputs:
-    pack: PackManifest
-    case: dict[str, JSON]
-    challenge: dict[str, JSON]
-
-
-def _case_inputs(case_run: CaseRun) -> _CaseInputs:
-    run = case_run.run
-    # The claim annotates the checksum and the input set's key (runs.lifecycle._claimed).
-    pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
-    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
-    # A regression case runs its promote-time snapshot against this run's challenge of the same key.
-    found = case_run.case_payload if case_run.regression_case_id is not None else pack.case(input_set_key, case_run.case_key)
-    case = engine_case(pack.manifest, input_set_key, case_run.case, found=found)
-    challenge = challenge_for(pack.manifest, case.get("challenge_key") or case_run.case.challenge_key)
-    return _CaseInputs(pack=pack, case=case, challenge=challenge)
 
 
 def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, secrets: dict[str, str]) -> Provider:
@@ -194,27 +170,6 @@ def _limited(
         simulator_account = (snapshot.get("provider_account") or {}).get("id")
         simulator = throttled(simulator, account_id=simulator_account, emit=emitter.emit, run_timeout_seconds=run_timeout, cancel=check)
     return provider, simulator
-
-
-def _run_context(case_run: CaseRun) -> dict[str, JSON]:
-    """What the sandbox may know about the run (staged as a file, spec runtime.md §1.3)."""
-    lane = case_run.lane
-    return {
-        "run_id": case_run.run_id,
-        "run_agent_id": lane.pk,
-        "run_name": case_run.run.name,
-        "case_key": case_run.case_key,
-        "deployment_config": {k: v for k, v in lane.deployment_config.items() if k not in CONFIG_HIDDEN_FROM_SANDBOX},
-        "runtime_profile": lane.runtime_profile_snapshot,
-    }
-
-
-def _staged(case_run: CaseRun, inputs: _CaseInputs) -> dict[str, bytes]:
-    files = staged_files(manifest=inputs.pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=_run_context(case_run))
-    # Artifact-backed assets (spec runtime.md §1.3): version, challenge and case assets with an artifact_id.
-    asset_groups = ((inputs.pack.manifest.get("version") or {}).get("assets"), inputs.challenge.get("assets"), inputs.case.get("assets"))
-    files.update(staged_asset_files(workspace_id=case_run.run.workspace_id, asset_groups=asset_groups))
-    return files
 
 
 @contextlib.contextmanager
@@ -309,29 +264,6 @@ def _toolset(
         )
     except ToolsetError as exc:
         raise _AttemptFailed(STOP_SANDBOX_ERROR, f"tool registry: {exc}") from None
-
-
-def _request(case_run: CaseRun, inputs: _CaseInputs, *, simulator_model: str = "") -> CaseRequest:
-    lane = case_run.lane
-    deployment = lane.deployment_snapshot
-    profile = lane.runtime_profile_snapshot
-    return CaseRequest(
-        execution_mode=_mode(case_run),
-        run_id=str(case_run.run_id),
-        lane_id=str(lane.pk),
-        case_key=case_run.case_key,
-        event_id_prefix=emitter_prefix(case_run),
-        model=lane.model_name,
-        system_prompt=deployment.get("system_prompt") or "",
-        output_schema=deployment.get("output_schema") or None,
-        manifest=inputs.pack.manifest,
-        challenge=inputs.challenge,
-        case=inputs.case,
-        deployment_config=lane.deployment_config,
-        runtime_profile={k: profile.get(k) for k in PROFILE_LIMITS},
-        runtime_limits=dict(inputs.pack.evaluation_spec.get("runtime_limits") or {}),
-        simulator_model=simulator_model,
-    )
 
 
 def _verify(inputs: _CaseInputs, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:

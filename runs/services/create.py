@@ -28,6 +28,7 @@ from runs.services.resolve import (
     simulator_resolve,
 )
 from runs.services.staging import engine_case
+from secrets_app.selectors import secrets_exist
 from workspaces.models import Workspace
 
 __all__ = ["RunCreateError", "deployment_snapshot", "run_create"]
@@ -151,6 +152,7 @@ def run_create(
         status=RunStatus.QUEUED, mode=Run.Mode.COMPARISON if len(deployments) > 1 else Run.Mode.SINGLE_AGENT,
         execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
         judge_snapshot=judges, simulator_snapshot=simulator, race_context=bool(race_context),
+        workspace_had_secrets=secrets_exist(workspace=workspace),  # lets cases skip reading secrets (docs/secrets.md)
     )  # fmt: skip
     run.full_clean()
     run.save()

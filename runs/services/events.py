@@ -41,9 +41,21 @@ def payload_store(*, lane_id: int, event_id: str, event_type: str, payload: dict
     return stored, ref
 
 
-def _payload_split(*, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
-    """:func:`payload_store` plus the JSON text of what is stored inline (encoded once)."""
-    text = json.dumps(payload, separators=(",", ":"), default=str)
+def _with_schema_version(text: str, payload: dict[str, Any]) -> str:
+    """The emitter's encoding of ``payload`` (see ``Event.payload_json``) with ``schema_version``
+    appended as ``setdefault`` appends it; "" when there is none to reuse."""
+    if not text or "schema_version" in payload:
+        return text
+    version = json.dumps(EVENT_SCHEMA_VERSION)
+    return f'{text[:-1]},"schema_version":{version}}}' if payload else f'{{"schema_version":{version}}}'
+
+
+def _payload_split(
+    *, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any], text: str = ""
+) -> tuple[dict[str, Any], str, str]:
+    """:func:`payload_store` plus the JSON text of what is stored inline (encoded once: ``text``
+    when the caller has it already)."""
+    text = text or json.dumps(payload, separators=(",", ":"), default=str)
     raw = text.encode()
     if len(raw) <= settings.RUN_EVENT_INLINE_MAX_BYTES:
         return payload, "", text
@@ -128,10 +140,13 @@ def events_prepare(*, lane_id: int, events: list[Event], redactor: Redactor | No
     prepared = []
     for event in events:
         payload = dict(event.payload or {})
+        encoded = "" if redactor else _with_schema_version(event.payload_json, payload)
         payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
         if redactor:
             payload = redactor.json(payload)
-        inline, ref, text = _payload_split(lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload)
+        inline, ref, text = _payload_split(
+            lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload, text=encoded
+        )
         prepared.append(
             PreparedEvent(
                 event.event_id, event.event_type, event.source, _occurred_at(event.occurred_at), event.case_key, inline, ref, text
@@ -291,7 +306,7 @@ class RunEventSink:
 
     def __call__(self, event: Event) -> None:
         if self.stream is not None:
-            event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload))
+            event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload), payload_json="")
         with self._lock:
             self.buffer.append(event)
             self.count += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -17,7 +18,9 @@ from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SA
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
 from engine.scoring.security import SecurityPolicy
+from engine.tools.composed import secret_keys_used
 from engine.types import EventSink, Usage
+from packs.manifests import pack_manifest
 from runs.hosted.attempt import hosted_attempt_run, is_hosted
 from runs.lifecycle import case_claim, case_finish
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
@@ -81,8 +84,32 @@ def _workspace_of(run: Run) -> Workspace:
     return run.workspace if Run.workspace.is_cached(run) else Workspace(pk=run.workspace_id)
 
 
+def _secrets_needed(case_run: CaseRun) -> bool:
+    """Whether this case must read the workspace's secrets (docs/secrets.md, "Runs of workspaces without secrets").
+
+    Always when the workspace had a secret at run creation: every secret is masked in what a
+    case stores, used or not. Otherwise only when the run can name one created since: a
+    provider account's credential reference (the lane's, the user simulator's) or a pack tool's
+    ``${secrets.…}``. The snapshots are searched as text for any "secret", a superset of both
+    reference forms (a false match only costs the query).
+    """
+    run = case_run.run
+    if run.workspace_had_secrets:
+        return True
+    snapshots = json.dumps([case_run.lane.snapshot, run.simulator_snapshot], default=str)
+    if "secret" in snapshots.lower():
+        return True
+    try:
+        pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
+        return bool(secret_keys_used(pack.manifest))
+    except Exception:  # the attempt reads the same manifest and reports the failure; read secrets meanwhile
+        return True
+
+
 def _secrets_load(case_run: CaseRun, workspace: Workspace) -> tuple[dict[str, str], str | None]:
     """(the workspace's secrets, in memory; an error when they could not be read)."""
+    if not _secrets_needed(case_run):
+        return {}, None
     try:
         return secrets_resolve_for_run(workspace=workspace), None
     except Exception as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.jsoncache import DumpCache
 from engine.modes.context import HIDDEN_MANIFEST_KEYS, strip_hidden
 from engine.redact import Redactor
 from engine.scoring.security import SecurityPolicy
@@ -79,6 +80,9 @@ def planted_files(manifest: dict[str, Any]) -> dict[str, bytes]:
     return {s.workspace_path(): s.value.encode() for s in (policy.planted_at("file") if policy else []) if s.workspace_path()}
 
 
+_STAGED_MANIFEST: DumpCache[bytes] = DumpCache()
+
+
 def staged_files(
     *, manifest: dict[str, Any], challenge: dict[str, Any], case: dict[str, Any], run_context: dict[str, Any]
 ) -> dict[str, bytes]:
@@ -95,7 +99,8 @@ def staged_files(
 
     files = {
         "/workspace/agentclash/run-context.json": dump(strip_hidden(run_context)),
-        "/workspace/agentclash/challenge-pack-manifest.json": dump(sanitised_manifest(manifest)),
+        # the same for every case of the pack: encoded once per (shared, read-only) manifest object
+        "/workspace/agentclash/challenge-pack-manifest.json": _STAGED_MANIFEST.get(manifest, lambda m: dump(sanitised_manifest(m))),
         "/workspace/agentclash/challenges.json": dump([strip_hidden(challenge)] if challenge else []),
         "/workspace/agentclash/challenge-input-set.json": dump({"cases": [strip_hidden(case)]}),
     }

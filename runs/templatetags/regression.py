@@ -25,7 +25,11 @@ def regression_promote(context: dict[str, Any], case_run: CaseRun, run: Run) -> 
     failed = case_run.passed is False or case_run.status == "failed"
     shown = failed and case_run.regression_case_id is None and can(membership, Role.MEMBER)
     suites = (
-        list(RegressionSuite.objects.filter(workspace_id=run.workspace_id, pack_id=run.pack_version.pack_id).order_by("name"))
+        list(
+            RegressionSuite.objects.filter(
+                workspace_id=run.workspace_id, pack_id=run.pack_version.pack_id, archived_at__isnull=True
+            ).order_by("name")
+        )
         if shown
         else []
     )
@@ -35,7 +39,9 @@ def regression_promote(context: dict[str, Any], case_run: CaseRun, run: Run) -> 
 
 @register.inclusion_tag("runs/regression/_coverage.html", takes_context=True)
 def regression_coverage(context: dict[str, Any], run: Run) -> dict[str, Any]:
-    return {"coverage": run_regression_coverage(run=run), "run": run, "current_workspace": context.get("current_workspace")}
+    """The run's coverage table; it polls its own partial while the run page is live (``live``)."""
+    live = bool(context.get("live", not run.is_terminal))
+    return {"coverage": run_regression_coverage(run=run), "run": run, "current_workspace": context.get("current_workspace"), "live": live}
 
 
 @register.inclusion_tag("runs/regression/_promote_compact.html", takes_context=True)
@@ -46,7 +52,9 @@ def regression_promote_compact(context: template.Context, case_run_id: int, run:
     key = f"regression_suites:{run.pk}"
     if allowed and key not in context.render_context:
         context.render_context[key] = list(
-            RegressionSuite.objects.filter(workspace_id=run.workspace_id, pack_id=run.pack_version.pack_id).order_by("name")
+            RegressionSuite.objects.filter(
+                workspace_id=run.workspace_id, pack_id=run.pack_version.pack_id, archived_at__isnull=True
+            ).order_by("name")
         )
     suites = context.render_context.get(key, []) if allowed else []
     return {"suites": suites, "case_run_id": case_run_id, "run": run, "current_workspace": context.get("current_workspace"),

@@ -8,6 +8,8 @@ import pytest
 
 from runs import queue, services
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
+from runs.tests.regression_factories import failing_deployment, finished_run, suite_for
+from runs.tests.worker import Worker
 
 TASKS: dict[str, Callable[..., object]] = {
     "runs.run_start": lambda run_id: services.run_start(run_id=run_id),
@@ -37,6 +39,15 @@ class TaskQueue:
             done += 1
         return done
 
+    def drain_inline(self) -> None:
+        """Drain the way the worker does with inline scoring: each case is scored as it finishes."""
+        while self.items:
+            name, args, _ = self.items.pop(0)
+            if name == "runs.case_run_execute":
+                services.case_run_execute(case_run_id=args[0], retry_of=args[1] if len(args) > 1 else None, score_inline=True)
+            else:
+                TASKS[name](*args)
+
 
 @pytest.fixture(autouse=True)
 def tasks(settings, tmp_path):
@@ -56,3 +67,36 @@ def pack_version(workspace, admin):
 @pytest.fixture
 def deployment(workspace):
     return make_deployment(workspace, name="reader")
+
+
+@pytest.fixture
+def failed_run(workspace, admin, pack_version, tasks):
+    """A finished run of ``pack_version`` whose one lane answers every case wrong (regression tests)."""
+    return finished_run(workspace, admin, pack_version, failing_deployment(workspace), tasks)
+
+
+@pytest.fixture
+def suite(workspace, admin, pack_version):
+    """A regression suite "smoke" for ``pack_version``'s pack."""
+    return suite_for(workspace, admin, pack_version)
+
+
+@pytest.fixture
+def broker_queue():
+    """A private broker queue that ``services`` enqueue to; the test starts ``Worker(queue=broker_queue)``."""
+    queue.capture(None)  # the autouse ``tasks`` fixture captures in-process; these tests want the broker
+    worker_queue = Worker().queue
+    queue.use_queue(worker_queue)
+    yield worker_queue
+    queue.use_queue(None)
+
+
+@pytest.fixture
+def worker():
+    """A Celery worker on a private queue (started by the test); web requests enqueue there."""
+    queue.capture(None)  # the autouse ``tasks`` fixture captures in-process; these tests want the broker
+    process = Worker(concurrency=2)
+    queue.use_queue(process.queue)
+    yield process
+    process.stop()
+    queue.use_queue(None)

@@ -8,28 +8,19 @@ the (file-based SQLite or PostgreSQL) test database and the configured broker.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
+from core.tests.browser import login
 from packs.models import PackVersion
-from runs import queue
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.worker import Worker, wait_for
+from runs.tests.worker import wait_for
 from workspaces.demo import demo_seed
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 TIMEOUT_MS = 40_000
 
 # Runs in every document the page loads:
@@ -51,46 +42,12 @@ RECORD_PROGRESS = """
 """
 
 
-@pytest.fixture
-def worker():
-    """A Celery worker on a private queue (started by the test); web requests enqueue there."""
-    queue.capture(None)  # runs/tests/conftest.py captures tasks in-process; these tests want the broker
-    process = Worker(concurrency=2)
-    queue.use_queue(process.queue)
-    yield process
-    process.stop()
-    queue.use_queue(None)
-
-
-@pytest.fixture
-def page(chromium_path, live_server):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def login(page, live_server, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
-
-
 def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_replays(live_server, page, worker):
     demo = demo_seed()
     version = PackVersion.objects.get(workspace=demo.workspace, pack__slug="demo-file-fixes")
     ws = f"{live_server.url}/w/{demo.workspace.slug}"
     page.add_init_script(RECORD_PROGRESS)
-    login(page, live_server, demo.username, demo.password)
+    login(page, live_server.url, demo.username, demo.password)
 
     page.goto(f"{ws}/runs/new/")
     preview = page.locator("#run-preview")
@@ -144,7 +101,7 @@ def test_a_member_cancels_a_running_run_from_its_page(live_server, page, worker,
     slow = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 80 + [{"submit": "{{last_result}}"}]
     deployment = make_deployment(workspace, name="slowpoke", script=slow, max_iterations=200, max_in_flight_cases=2)
     worker.start()
-    login(page, live_server, member.username, PASSWORD)
+    login(page, live_server.url, member.username, PASSWORD)
 
     from runs import services
 

@@ -8,7 +8,6 @@ that the run is still going while the page is watched.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -16,16 +15,16 @@ import pytest
 from django.db.models import Max, Min
 from playwright.sync_api import expect
 
+from core.tests.browser import login
 from runs import queue, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunStatus, ScoreStatus
 from runs.tests.conftest import TaskQueue
 from runs.tests.factories import READ_AND_SUBMIT, make_deployment, native_pack_yaml, publish
-from runs.tests.worker import Worker, wait_for
+from runs.tests.worker import wait_for
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 TIMEOUT_MS = 40_000
 
 
@@ -39,39 +38,6 @@ def shell_pack(workspace, user, cases: int):
     return publish(workspace, user, source)
 
 
-@pytest.fixture
-def worker():
-    queue.capture(None)  # runs/tests/conftest.py captures tasks in-process; these tests want the broker
-    process = Worker(concurrency=2)
-    queue.use_queue(process.queue)
-    yield process
-    process.stop()
-    queue.use_queue(None)
-
-
-@pytest.fixture
-def page(chromium_path, live_server):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def login(page, live_server, user) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
-
-
 def run_url(live_server, workspace, run, suffix: str = "") -> str:
     return f"{live_server.url}/w/{workspace.slug}/runs/{run.pk}/{suffix}"
 
@@ -81,7 +47,7 @@ def test_cancelling_a_running_run_ends_its_lanes_and_scorecard_and_stops_polling
     lanes = [make_deployment(workspace, name=name, script=sleeper(3), max_in_flight_cases=2) for name in ("tortoise", "hare")]
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[d.pk for d in lanes])
     worker.start()
-    login(page, live_server, member)
+    login(page, live_server.url, member.username, PASSWORD)
     page.goto(run_url(live_server, workspace, run))
     page.locator("#run-status [data-status=running]").wait_for()
     assert wait_for(lambda: CaseRun.objects.filter(run=run, status=CaseStatus.RUNNING).count() >= 2, timeout=30)
@@ -121,7 +87,7 @@ def test_lanes_race_side_by_side_instead_of_one_after_the_other(live_server, pag
     version = shell_pack(workspace, member, cases=4)
     lanes = [make_deployment(workspace, name=name, script=sleeper(1.5)) for name in ("first", "second")]
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[d.pk for d in lanes])
-    login(page, live_server, member)
+    login(page, live_server.url, member.username, PASSWORD)
     page.goto(run_url(live_server, workspace, run))
     worker.start()
 
@@ -145,7 +111,7 @@ def test_the_page_shows_cases_finishing_while_the_run_is_still_running(live_serv
     # 4 s a case keeps the run going for ~12 s after the first pass, enough for the checks below under CI load.
     lanes = [make_deployment(workspace, name=name, script=sleeper(4), max_in_flight_cases=1) for name in ("steady", "calm")]
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[d.pk for d in lanes])
-    login(page, live_server, member)
+    login(page, live_server.url, member.username, PASSWORD)
     page.goto(run_url(live_server, workspace, run))
     assert page.locator("#run-results a.cell.tone-queued").count() == 8
     page.evaluate("window.__sameDocument = true")  # a reload would drop it
@@ -194,7 +160,7 @@ def _finished_race(workspace, user):
 def test_the_matrix_is_driven_from_the_keyboard_and_filtered(live_server, page, workspace, member):
     run = _finished_race(workspace, member)
     cases = {(c.lane.label, c.case_key): c.pk for c in CaseRun.objects.filter(run=run).select_related("lane")}
-    login(page, live_server, member)
+    login(page, live_server.url, member.username, PASSWORD)
     page.goto(run_url(live_server, workspace, run))
     focused = "() => document.activeElement.dataset.cell"
 
@@ -241,7 +207,7 @@ def test_the_replay_of_a_running_case_fills_in_as_it_runs(live_server, page, wor
     )
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[deployment.pk])
     case = CaseRun.objects.get(run=run)
-    login(page, live_server, member)
+    login(page, live_server.url, member.username, PASSWORD)
     page.goto(run_url(live_server, workspace, run, f"cases/{case.pk}/"))
     assert "waiting for a worker" in page.inner_text("#timeline-empty")
     page.evaluate("window.__sameDocument = true")

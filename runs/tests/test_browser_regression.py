@@ -5,20 +5,18 @@ regression rule."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from runs import queue, services
+from core.tests.browser import login
+from runs import services
 from runs.comparisons.services import comparison_create
 from runs.models import CaseRun, RegressionCase, RegressionSuite, Run
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.worker import Worker, wait_for
+from runs.tests.worker import wait_for
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 TIMEOUT_MS = 40_000
 POLICY = """policy_key: regressions
 required_dimensions: []
@@ -26,31 +24,6 @@ regression_gate_rules:
   no_blocking_regression_failure: true
   no_new_blocking_failure_vs_baseline: true
 """
-
-
-@pytest.fixture
-def worker():
-    queue.capture(None)
-    process = Worker(concurrency=2)
-    queue.use_queue(process.queue)
-    yield process
-    process.stop()
-    queue.use_queue(None)
-
-
-@pytest.fixture
-def page(chromium_path, live_server):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
 
 
 def finished(run: Run) -> bool:
@@ -67,11 +40,7 @@ def test_a_reviewer_promotes_activates_and_gates_a_suite_only_run(live_server, p
     assert wait_for(lambda: finished(failed), timeout=60)
     base = f"{live_server.url}/w/{workspace.slug}"
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", member.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
+    login(page, live_server.url, member.username, PASSWORD)
 
     # A suite for the pack.
     page.goto(f"{base}/regression-suites/")
@@ -134,11 +103,7 @@ def test_promote_from_the_failures_review(live_server, page, worker, workspace, 
     suite = RegressionSuite.objects.create(workspace=workspace, pack=version.pack, name="nightly")
     worker.start()
     assert wait_for(lambda: finished(failed), timeout=60)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", member.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
+    login(page, live_server.url, member.username, PASSWORD)
 
     case_run = CaseRun.objects.get(run=failed)
     page.goto(f"{live_server.url}/w/{workspace.slug}/runs/{failed.pk}/failures/")
@@ -147,3 +112,31 @@ def test_promote_from_the_failures_review(live_server, page, worker, workspace, 
     case = RegressionCase.objects.get()
     assert (case.source_case_run_id, case.status, case.severity) == (case_run.pk, "proposed", "blocking")
     assert "Proposed" in page.locator(f"#regression-case-{case.pk}").inner_text()
+
+
+def test_the_run_pages_regression_coverage_updates_without_a_reload(live_server, page, worker, workspace, member):
+    from runs.tests.regression_factories import promoted
+
+    version = publish(workspace, member, native_pack_yaml(cases=1))
+    guesser = make_deployment(workspace, name="guesser", script=[{"submit": "no idea"}])
+    failed = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[guesser.pk])
+    worker.start()
+    assert wait_for(lambda: finished(failed), timeout=60)
+    suite = RegressionSuite.objects.create(workspace=workspace, pack=version.pack, name="smoke")
+    promoted(workspace, member, failed, suite, case_key="case-0")
+    slow = make_deployment(workspace, name="slow guesser", script=[{"submit": "still no idea"}])
+    slow.deployment_config = {**slow.deployment_config, "latency_ms": 3000}  # the case runs while the page watches
+    slow.save(update_fields=["deployment_config"])
+
+    login(page, live_server.url, member.username, PASSWORD)
+    candidate = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[slow.pk],
+                                    regression_suite_ids=[suite.pk], regression_scope="suite_only")  # fmt: skip
+    page.goto(f"{live_server.url}/w/{workspace.slug}/runs/{candidate.pk}/")
+    coverage = page.locator("#regression-coverage")
+    assert coverage.locator('[data-count="pending"]').inner_text() == "1"
+    page.evaluate("window.__notReloaded = true")
+
+    coverage.locator('[data-count="fail"] .badge').wait_for(timeout=TIMEOUT_MS)
+    assert "1 fail" in coverage.inner_text() and coverage.locator('[data-count="pending"]').inner_text() == "0"
+    assert page.evaluate("window.__notReloaded") is True  # htmx swapped the region; the page was not reloaded
+    page.locator('#regression-coverage[data-live="false"]').wait_for(timeout=TIMEOUT_MS)  # and it stopped polling

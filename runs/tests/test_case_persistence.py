@@ -16,18 +16,6 @@ from runs.tests.factories import make_deployment, native_pack_yaml, publish
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
 
-def _drain_inline(tasks) -> None:
-    """Run the queued tasks the way the worker does: cases scored inline."""
-    from runs.tests.conftest import TASKS
-
-    while tasks.items:
-        name, args, _ = tasks.items.pop(0)
-        if name == "runs.case_run_execute":
-            services.case_run_execute(case_run_id=args[0], retry_of=args[1] if len(args) > 1 else None, score_inline=True)
-        else:
-            TASKS[name](*args)
-
-
 def _next_case(tasks) -> int:
     item = next(i for i in tasks.items if i[0] == "runs.case_run_execute")
     tasks.items.remove(item)
@@ -64,7 +52,7 @@ def test_a_case_scored_inline_writes_its_events_and_its_score_in_one_batch(start
 
 @pytest.mark.django_db
 def test_a_non_streaming_provider_leaves_no_delta_events_and_every_step_in_the_replay(started, tasks, client, admin, workspace):
-    _drain_inline(tasks)
+    tasks.drain_inline()
     run = started
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
@@ -87,7 +75,7 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
         raise RuntimeError("validator exploded")
 
     monkeypatch.setattr(scoring, "_case_document", broken)
-    _drain_inline(tasks)
+    tasks.drain_inline()
     run = started
     run.refresh_from_db()
     lane = run.lanes.get()
@@ -124,7 +112,7 @@ def test_inline_and_finalize_scoring_store_the_same_events_apart_from_their_orde
     version = publish(workspace, admin, native_pack_yaml(cases=3))
     deployment = make_deployment(workspace, name="five", script=FIVE_TOOLS, max_in_flight_cases=2)
     inline = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
-    _drain_inline(tasks)
+    tasks.drain_inline()
     queued = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
     tasks.drain()
 

@@ -103,15 +103,6 @@ LONG_CALL = [
 ]
 
 
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_killed_attempts_events_are_kept_and_say_which_attempt_they_belong_to(workspace, admin, broker_queue, api_client_for):

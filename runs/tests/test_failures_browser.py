@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 from playwright.sync_api import expect
 
+from core.tests.browser import login
 from engine.events import TOOL_CALL_FAILED
 from runs.models import CaseRun, Lane, RunEvent
 from runs.tests.scoring_factories import ANSWERS, make_run
 from workspaces.tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-
-
-@pytest.fixture
-def page(chromium_path, live_server):
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
 
 
 def test_a_reviewer_opens_the_failures_filters_by_class_and_follows_a_replay_link(live_server, page, workspace, viewer):
@@ -43,11 +26,7 @@ def test_a_reviewer_opens_the_failures_filters_by_class_and_follows_a_replay_lin
         payload={"tool_name": "read_file", "failure_origin": "primitive"},
     )  # fmt: skip
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", viewer.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/w/**")
+    login(page, live_server.url, viewer.username, PASSWORD)
 
     page.goto(f"{live_server.url}/w/{workspace.slug}/runs/{run.pk}/")
     link = page.locator("[data-failures-link]")

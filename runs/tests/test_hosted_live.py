@@ -11,7 +11,6 @@ import yaml
 from django.test import Client
 
 from engine.events import SYSTEM_OUTPUT_FINALIZED, SYSTEM_RUN_COMPLETED, TOOL_CALL_COMPLETED
-from runs import queue
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.tests.hosted_helpers import agent_on_loopback, agent_url
 from runs.tests.worker import Worker, wait_for
@@ -21,15 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "packs" / "library" / "knowledge-reasoning-regression.yaml"
 AGENTS = ROOT / "runs" / "tests" / "real_packs" / "agents" / "knowledge-reasoning-regression.yaml"
-
-
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
 
 
 def _scripts() -> dict:

@@ -10,7 +10,8 @@ import pytest
 
 from runs.hosted.tokens import TokenInvalid, TokenScope, token_issue, token_verify
 
-SCOPE = TokenScope(run_id=1, lane_id=2, case_run_id=3, attempt=1, expires_at=int(time.time()) + 60)
+# Far in the future: the module is imported at collection, long before a test in a full run executes.
+SCOPE = TokenScope(run_id=1, lane_id=2, case_run_id=3, attempt=1, expires_at=4_102_444_800)  # 2100-01-01
 
 
 def test_it_round_trips_the_scope():

@@ -16,13 +16,14 @@ from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
-# Claim 2 (CAS, read), secrets 1, the provider account's limits 1 (runs/throttle), the finish
-# and the last event batch in one transaction 6 (BEGIN, finish, reserve numbers, dedup check,
-# insert, COMMIT), dispatch 5 (BEGIN, lock + lane state, in-flight count, pick + mark, COMMIT).
-EXECUTE_MAX = 15
+# Claim 2 (CAS, read), secrets 0 (the workspace had none when the run was created and the run
+# names none: docs/secrets.md), the provider account's limits 0 (none set, runs/throttle), the
+# finish and the last event batch in one transaction 6 (BEGIN, finish, reserve numbers, dedup
+# check, insert, COMMIT), dispatch 5 (BEGIN, lock + lane state, in-flight count, pick + mark, COMMIT).
+EXECUTE_MAX = 13
 # Scored inline, the score joins the finish's transaction (its case-row fields in the finish,
 # the CaseScore upsert, its events in the same batch); no lane-state read after it.
-EXECUTE_AND_SCORE_MAX = 16
+EXECUTE_AND_SCORE_MAX = 14
 # The separate finalize task: the case read, its events read, score 4, events 5, lane-state read.
 FINALIZE_MAX = 12
 
@@ -65,17 +66,6 @@ def test_a_case_scored_inline_costs_a_bounded_number_of_statements(run_parts, dj
     assert "runs.case_run_finalize" not in tasks.names()
 
 
-def _drain_inline(tasks) -> None:
-    while tasks.items:
-        name, args, _ = tasks.items.pop(0)
-        if name == "runs.case_run_execute":
-            services.case_run_execute(case_run_id=args[0], retry_of=args[1] if len(args) > 1 else None, score_inline=True)
-        else:
-            from runs.tests.conftest import TASKS
-
-            TASKS[name](*args)
-
-
 def _scores(run) -> dict[str, tuple]:
     return {
         s.case_run.case_key: (s.passed, s.overall_score, s.validity, s.document["metric_details"], s.document["dimensions"])
@@ -88,7 +78,7 @@ def test_inline_scoring_gives_the_finalize_task_s_scores_and_gap_free_sequences(
     version = publish(workspace, admin, native_pack_yaml(cases=5))
     deployment = make_deployment(workspace, name="five", script=FIVE_TOOLS, max_in_flight_cases=2)
     inline = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
-    _drain_inline(tasks)
+    tasks.drain_inline()
     queued = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
     tasks.drain()
     for run in (inline, queued):

@@ -6,19 +6,9 @@ import pytest
 
 from runs.models import CaseRun, RegressionCase
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.regression_factories import failing_deployment, finished_run, promoted, suite_for
+from runs.tests.regression_factories import finished_run, promoted
 
 API = "/api/v1/workspaces/acme"
-
-
-@pytest.fixture
-def failed_run(workspace, admin, pack_version, tasks):
-    return finished_run(workspace, admin, pack_version, failing_deployment(workspace), tasks)
-
-
-@pytest.fixture
-def suite(workspace, admin, pack_version):
-    return suite_for(workspace, admin, pack_version)
 
 
 @pytest.mark.django_db

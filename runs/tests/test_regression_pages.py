@@ -8,16 +8,6 @@ from runs.models import CaseRun, RegressionCase, RegressionSuite, Run
 from runs.tests.regression_factories import failing_deployment, finished_run, promoted, suite_for
 
 
-@pytest.fixture
-def failed_run(workspace, admin, pack_version, tasks):
-    return finished_run(workspace, admin, pack_version, failing_deployment(workspace), tasks)
-
-
-@pytest.fixture
-def suite(workspace, admin, pack_version):
-    return suite_for(workspace, admin, pack_version)
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("persona, expected", [("viewer", 200), ("stranger", 404)])
 def test_the_suites_pages_need_membership(request, client_for, suite, persona, expected):

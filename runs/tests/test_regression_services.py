@@ -14,11 +14,6 @@ from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.regression_factories import failing_deployment, finished_run, promoted, suite_for
 
 
-@pytest.fixture
-def failed_run(workspace, admin, pack_version, tasks):
-    return finished_run(workspace, admin, pack_version, failing_deployment(workspace), tasks)
-
-
 @pytest.mark.django_db
 def test_promote_snapshots_the_case_and_links_the_failure(workspace, admin, pack_version, failed_run):
     suite = suite_for(workspace, admin, pack_version)

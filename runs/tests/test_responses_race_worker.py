@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs import queue, services
+from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.services.events import payload_hydrate
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -13,15 +13,6 @@ from runs.tests.worker import Worker, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 READ = {"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}
-
-
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
 
 
 def test_a_real_worker_races_a_responses_pack_with_peer_standings(workspace, admin, broker_queue):

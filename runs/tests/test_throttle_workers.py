@@ -8,7 +8,7 @@ import redis
 from conftest import require_or_skip
 from engine.events import MODEL_CALL_COMPLETED, PROVIDER_THROTTLE_WAITING, PROVIDER_THROTTLED
 from infrastructure.models import AgentDeployment, ProviderAccount, ProviderCallLease
-from runs import queue, services
+from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.services.events import payload_hydrate
 from runs.tests.factories import READ_AND_SUBMIT, make_deployment, native_pack_yaml, publish
@@ -18,15 +18,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CALL_SECONDS = 0.3
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a private database number
-
-
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
 
 
 def _shared_account_lanes(workspace, *, limit: int) -> tuple[ProviderAccount, list[int]]:

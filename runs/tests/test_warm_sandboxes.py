@@ -10,21 +10,12 @@ import uuid
 import pytest
 
 from engine.sandbox.bwrap import bwrap_path
-from runs import queue, services
+from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
 
 
 @pytest.fixture

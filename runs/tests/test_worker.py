@@ -9,21 +9,12 @@ from collections import Counter
 import pytest
 
 from engine.events import SYSTEM_RUN_COMPLETED
-from runs import queue, services
+from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def broker_queue():
-    queue.capture(None)
-    worker_queue = Worker().queue
-    queue.use_queue(worker_queue)
-    yield worker_queue
-    queue.use_queue(None)
 
 
 def _status(run_id: int) -> str:

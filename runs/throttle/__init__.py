@@ -72,8 +72,20 @@ def limits_cache_clear() -> None:
     _cache.clear()
 
 
-def throttled(provider: Provider, *, account_id: object, emit: Emit, run_timeout_seconds: float, cancel: CancelCheck) -> Provider:
-    """``provider`` behind its account's limits, or as is when the account has none."""
+def throttled(
+    provider: Provider,
+    *,
+    account_id: object,
+    emit: Emit,
+    run_timeout_seconds: float,
+    cancel: CancelCheck,
+    deadline_name: str = "the case deadline",
+) -> Provider:
+    """``provider`` behind its account's limits, or as is when the account has none.
+
+    ``run_timeout_seconds`` (from now) is the deadline no wait passes; ``deadline_name`` words
+    it in the error a call that could not get a slot in time fails with.
+    """
     limits = cached_account_limits(account_id)
     if not limits:
         return provider
@@ -85,4 +97,5 @@ def throttled(provider: Provider, *, account_id: object, emit: Emit, run_timeout
         emit=emit,
         deadline=time.monotonic() + run_timeout_seconds,
         cancel=cancel,
+        deadline_name=deadline_name,
     )

@@ -43,8 +43,10 @@ class ThrottledProvider:
         cancel: CancelCheck,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        deadline_name: str = "the case deadline",
     ) -> None:
         self.inner, self.limiter, self.account_id, self.limits = inner, limiter, account_id, limits
+        self.deadline_name = deadline_name
         self.provider_key = inner.provider_key
         self.emit, self.deadline, self.cancel, self.clock, self.sleep = emit, deadline, cancel, clock, sleep
 
@@ -93,7 +95,7 @@ class ThrottledProvider:
                 raise ProviderError(
                     RATE_LIMIT,
                     f"waited {waited:.1f}s for the provider account's {decision.limit} limit ({decision.limit_value}); "
-                    "the case deadline came first",
+                    f"{self.deadline_name} came first",
                 )
             self.sleep(pause)
 

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 
 from engine.providers import create_provider
+from engine.tests.providers.builders import READ_FILE, model_request
 from engine.tests.providers.fake_server import Reply
-from engine.types import Message, ModelRequest, ProviderError, ToolCall, ToolDefinition
+from engine.types import Message, ProviderError, ToolCall
 
 API_KEY = "sk-ant-test-secret-987654"
 
@@ -17,21 +18,15 @@ def provider_for(server):
 
 
 def request(**overrides):
-    values: dict[str, Any] = dict(
-        model="claude-test",
-        messages=[
-            Message("system", "ignored"),
-            Message("system", "be brief"),
-            Message("user", "hi"),
-            Message("assistant", "let me look", tool_calls=[ToolCall("toolu_0", "read_file", '{"path": "a"}')]),
-            Message("tool", "no such file", tool_call_id="toolu_0", is_error=True),
-            Message("user", "keep going"),
-        ],
-        tools=[ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
-        step_timeout_seconds=5,
-    )
-    values.update(overrides)
-    return ModelRequest(**values)
+    messages = [
+        Message("system", "ignored"),
+        Message("system", "be brief"),
+        Message("user", "hi"),
+        Message("assistant", "let me look", tool_calls=[ToolCall("toolu_0", "read_file", '{"path": "a"}')]),
+        Message("tool", "no such file", tool_call_id="toolu_0", is_error=True),
+        Message("user", "keep going"),
+    ]
+    return model_request({"model": "claude-test", "messages": messages, "tools": [READ_FILE]}, overrides)
 
 
 def message_start():

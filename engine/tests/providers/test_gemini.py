@@ -10,8 +10,14 @@ import pytest
 from engine.providers import create_provider
 from engine.providers.gemini import wire_messages
 from engine.providers.retry import JITTER, RETRY_AFTER_PADDING_SECONDS, call_with_retries
+from engine.tests.providers.builders import (
+    REFUSING_URL,
+    assert_refused_connection_is_retryable_unavailable,
+    assert_slow_answer_is_retryable_timeout,
+    model_request,
+)
 from engine.tests.providers.fake_server import Reply
-from engine.types import Message, ModelRequest, ProviderError, ToolDefinition
+from engine.types import Message, ModelRequest, ProviderError
 
 API_KEY = "AIzaSy-test-secret-key-123456"
 
@@ -28,17 +34,7 @@ def provider_for(server):
 
 
 def request(**overrides: Any) -> ModelRequest:
-    values: dict[str, Any] = dict(
-        model="gemini-test",
-        messages=[Message("system", "be brief"), Message("user", "read a")],
-        tools=[
-            ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-            ToolDefinition("submit", "Submit", {}),
-        ],
-        step_timeout_seconds=5,
-    )
-    values.update(overrides)
-    return ModelRequest(**values)
+    return model_request({"model": "gemini-test", "messages": [Message("system", "be brief"), Message("user", "read a")]}, overrides)
 
 
 def chunk(parts: list[dict], finish: str | None = None, usage: dict | None = None) -> tuple[None, dict]:
@@ -202,19 +198,12 @@ def test_an_empty_stream_is_malformed(server):
 
 
 def test_a_refused_connection_is_retryable_unavailable():
-    provider = create_provider("gemini", api_key=API_KEY, base_url="http://127.0.0.1:9", deployment_config={}, allow_private_urls=True)
-    with pytest.raises(ProviderError) as caught:
-        provider.complete(request())
-    assert (caught.value.code, caught.value.retryable) == ("unavailable", True)
+    provider = create_provider("gemini", api_key=API_KEY, base_url=REFUSING_URL, deployment_config={}, allow_private_urls=True)
+    assert_refused_connection_is_retryable_unavailable(provider, request())
 
 
 def test_a_slow_answer_is_a_retryable_timeout(server):
-    slow = tool_call_stream()
-    slow.delay = 1.5
-    server.replies.append(slow)
-    with pytest.raises(ProviderError) as caught:
-        provider_for(server).complete(request(step_timeout_seconds=1))
-    assert (caught.value.code, caught.value.retryable) == ("timeout", True)
+    assert_slow_answer_is_retryable_timeout(server, provider_for(server), request(step_timeout_seconds=1), tool_call_stream(), delay=1.5)
 
 
 def test_a_loopback_base_url_is_refused_unless_the_operator_allows_private_urls(server):

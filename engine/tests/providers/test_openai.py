@@ -6,8 +6,15 @@ from typing import Any
 import pytest
 
 from engine.providers import create_provider
+from engine.tests.providers.builders import (
+    REFUSING_URL,
+    assert_refused_connection_is_retryable_unavailable,
+    assert_slow_answer_is_retryable_timeout,
+    model_request,
+    tool_turn,
+)
 from engine.tests.providers.fake_server import Reply
-from engine.types import Message, ModelRequest, ProviderError, ToolCall, ToolDefinition
+from engine.types import ProviderError
 
 API_KEY = "sk-test-secret-key-123456"
 
@@ -19,22 +26,7 @@ def provider_for(server):
 
 
 def request(**overrides):
-    values: dict[str, Any] = dict(
-        model="gpt-test",
-        messages=[
-            Message("system", "be brief"),
-            Message("user", "hi"),
-            Message("assistant", "", tool_calls=[ToolCall("call_0", "read_file", '{"path": "a"}')]),
-            Message("tool", "file body", tool_call_id="call_0", is_error=True),
-        ],
-        tools=[
-            ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-            ToolDefinition("submit", "Submit", {}),
-        ],
-        step_timeout_seconds=5,
-    )
-    values.update(overrides)
-    return ModelRequest(**values)
+    return model_request({"model": "gpt-test", "messages": tool_turn()}, overrides)
 
 
 def chunk(delta=None, finish=None, usage=None):
@@ -196,16 +188,9 @@ def test_it_classifies_an_error_envelope_inside_the_stream(server):
 
 
 def test_it_reports_a_refused_connection_as_unavailable():
-    provider = create_provider("custom", api_key=None, base_url="http://127.0.0.1:9/v1", deployment_config={}, allow_private_urls=True)
-    with pytest.raises(ProviderError) as caught:
-        provider.complete(request())
-    assert (caught.value.code, caught.value.retryable) == ("unavailable", True)
+    provider = create_provider("custom", api_key=None, base_url=REFUSING_URL + "/v1", deployment_config={}, allow_private_urls=True)
+    assert_refused_connection_is_retryable_unavailable(provider, request())
 
 
 def test_it_reports_a_call_slower_than_the_step_timeout_as_retryable_timeout(server):
-    slow = tool_call_stream()
-    slow.delay = 0.5
-    server.replies.append(slow)
-    with pytest.raises(ProviderError) as caught:
-        provider_for(server).complete(request(step_timeout_seconds=0.1))
-    assert (caught.value.code, caught.value.retryable) == ("timeout", True)
+    assert_slow_answer_is_retryable_timeout(server, provider_for(server), request(step_timeout_seconds=0.1), tool_call_stream(), delay=0.5)

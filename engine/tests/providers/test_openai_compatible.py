@@ -10,8 +10,9 @@ import pytest
 
 from engine.providers import create_provider
 from engine.providers.retry import JITTER, MAX_ATTEMPTS, RETRY_AFTER_PADDING_SECONDS, call_with_retries
+from engine.tests.providers.builders import READ_FILE, model_request
 from engine.tests.providers.fake_server import Reply
-from engine.types import Message, ModelRequest, ProviderError, ToolDefinition
+from engine.types import Message, ModelRequest, ProviderError
 
 API_KEY = "sk-test-compatible-key-987654"
 COMPATIBLE = ("xai", "openrouter", "mistral", "custom")
@@ -22,14 +23,9 @@ def provider_for(key: str, server):
 
 
 def request(**overrides: Any) -> ModelRequest:
-    values: dict[str, Any] = dict(
-        model="some-model",
-        messages=[Message("system", "be brief"), Message("user", "hi")],
-        tools=[ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
-        step_timeout_seconds=5,
+    return model_request(
+        {"model": "some-model", "messages": [Message("system", "be brief"), Message("user", "hi")], "tools": [READ_FILE]}, overrides
     )
-    values.update(overrides)
-    return ModelRequest(**values)
 
 
 def chunk(delta: dict | None = None, finish: str | None = None, usage: dict | None = None, **extra: Any) -> tuple[None, dict]:

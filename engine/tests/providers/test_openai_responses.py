@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -11,8 +10,9 @@ from engine.modes import run_case
 from engine.providers import create_provider
 from engine.providers.openai_responses import OpenAIResponsesProvider
 from engine.tests.loop.fakes import FakeClock, FakeToolset, Recorder, make_request
+from engine.tests.providers.builders import model_request, tool_turn
 from engine.tests.providers.fake_server import Reply
-from engine.types import Message, ModelRequest, ProviderError, ToolCall, ToolDefinition
+from engine.types import ProviderError
 
 API_KEY = "sk-test-secret-key-123456"
 USAGE = {
@@ -39,22 +39,7 @@ def provider_for(server, **config):
 
 
 def request(**overrides):
-    values: dict[str, Any] = dict(
-        model="o4-test",
-        messages=[
-            Message("system", "be brief"),
-            Message("user", "read the note"),
-            Message("assistant", "looking", tool_calls=[ToolCall("call_0", "read_file", '{"path": "a"}')]),
-            Message("tool", "file body", tool_call_id="call_0", is_error=True),
-        ],
-        tools=[
-            ToolDefinition("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-            ToolDefinition("submit", "Submit", {}),
-        ],
-        step_timeout_seconds=5,
-    )
-    values.update(overrides)
-    return ModelRequest(**values)
+    return model_request({"model": "o4-test", "messages": tool_turn("read the note", "looking")}, overrides)
 
 
 def function_call(call_id="call_a", name="read_file", arguments='{"path": "notes.txt"}', item_id="fc_1"):

@@ -60,7 +60,7 @@ def test_call_with_retries_stops_when_the_caller_vetoes_waiting():
 def test_it_reads_retry_after_headers():
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "1500"}) == 1.5
-    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+    assert parse_retry_after({"retry-after": "soon"}) is None
 
 
 def test_it_redacts_keys_from_messages():

@@ -213,3 +213,19 @@ def test_back_to_back_cases_start_cold_instead_of_waiting_for_the_spare(warm):
         second.destroy()
     warm.wait_ready()
     assert warm.idle() == 1 and _pending(warm)[0].warm_ready()
+
+
+@requires_bwrap
+def test_the_spare_starts_as_soon_as_the_case_before_it_is_destroyed(warm, monkeypatch):
+    monkeypatch.setattr(pool, "PRESTART_DELAY", 60.0)  # only the destroy can start it within the test
+    first = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+    (entry,) = warm.entries
+    assert not entry[2].is_set()  # waits while the case runs
+    first.destroy()
+    spare = entry[1].result(timeout=10)
+    second = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+    try:
+        assert second is spare and warm.stats == {"warm": 1, "cold": 1, "discarded": 0}
+        assert second.exec(["true"]).exit_code == 0
+    finally:
+        second.destroy()

@@ -14,6 +14,7 @@ class SuiteOutputSerializer(serializers.Serializer):
     cases_total = serializers.IntegerField(required=False)
     cases_active = serializers.IntegerField(required=False)
     cases_proposed = serializers.IntegerField(required=False)
+    archived_at = serializers.DateTimeField(allow_null=True, help_text="Set while the suite is archived (no new run takes it).")
     created_at = serializers.DateTimeField()
 
 

@@ -16,8 +16,9 @@ from runs.regression.api.serializers import CoverageOutputSerializer, Regression
 from runs.regression.errors import RegressionError
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.models import Role
 
-_STATUS_CODES = {"not_found": 404, "conflict": 409}
+_STATUS_CODES = {"not_found": 404, "conflict": 409, "suite_in_use": 409}
 
 
 def api_error(exc: RegressionError) -> ApiError:
@@ -59,9 +60,46 @@ class SuiteCollectionApi(SuiteListApi, SuiteCreateApi):
 
 
 class SuiteDetailApi(WorkspaceApiView):
+    """GET one suite; PATCH renames, re-describes, archives or restores it (members); DELETE
+    deletes one no run has used (admins; a suite that was run is a 409 ``suite_in_use``)."""
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(required=False, max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True)
+        archived = serializers.BooleanField(required=False, help_text="true archives the suite, false restores it.")
+
+    def required_role(self, request: Request) -> str:
+        return Role.ADMIN if request.method == "DELETE" else super().required_role(request)
+
     @extend_schema(responses=SuiteOutputSerializer, summary="One regression suite")
     def get(self, request: Request, workspace_slug: str, suite_id: int) -> Response:
         return Response(SuiteOutputSerializer(selectors.suite_get(workspace=self.workspace, pk=suite_id)).data)
+
+    @extend_schema(request=InputSerializer, responses=SuiteOutputSerializer, summary="Rename, describe, archive or restore a suite")
+    def patch(self, request: Request, workspace_slug: str, suite_id: int) -> Response:
+        suite = selectors.suite_get(workspace=self.workspace, pk=suite_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        try:
+            if "name" in values or "description" in values:
+                services.regression_suite_update(
+                    suite=suite, user=request.user, name=values.get("name"), description=values.get("description")
+                )
+            if "archived" in values:
+                services.regression_suite_set_archived(suite=suite, user=request.user, archived=values["archived"])
+        except RegressionError as exc:
+            raise api_error(exc) from None
+        return Response(SuiteOutputSerializer(selectors.suite_get(workspace=self.workspace, pk=suite.pk)).data)
+
+    @extend_schema(request=None, responses={204: None}, summary="Delete a suite no run has used (else 409: archive it)")
+    def delete(self, request: Request, workspace_slug: str, suite_id: int) -> Response:
+        suite = selectors.suite_get(workspace=self.workspace, pk=suite_id)
+        try:
+            services.regression_suite_delete(suite=suite, user=request.user)
+        except RegressionError as exc:
+            raise api_error(exc) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SuiteCaseListApi(WorkspaceApiView):

@@ -1,0 +1,83 @@
+"""CPU of ``case_run_execute`` (scored inline, as the worker runs it) in this process, optionally profiled.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentclash_bench \\
+    .venv/bin/python bench/profile_case.py --variant read --cases 100 [--profile 30]
+
+Runs a pack of ``--cases`` cases of a ``bench/throughput_packs.py`` variant one after the other in
+this process (no Celery: the dispatcher's tasks are captured and run here), and prints the
+process CPU per case (sandbox children included) after a warm-up case. ``--profile N`` prints the
+N functions with the most cumulative CPU time under ``cProfile`` (its overhead included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
+os.environ.setdefault("DEBUG", "false")
+os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-profile.sqlite3'}")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variant", default="read")
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--profile", type=int, default=0, help="print this many functions by cumulative time")
+    args = parser.parse_args()
+
+    from bench.throughput_packs import SCRIPTS, pack_yaml
+    from runs import queue, services
+    from runs.tests.factories import make_deployment, publish
+    from workspaces.models import Workspace
+
+    call_command("migrate", verbosity=0)
+    tag = uuid.uuid4().hex[:8]
+    workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
+    version = publish(workspace, None, pack_yaml(args.variant, cases=args.cases + 1, slug=f"bench-{tag}"))
+    deployment = make_deployment(workspace, name="profile", script=SCRIPTS[args.variant], max_in_flight_cases=1000)
+    captured: list[tuple[str, tuple, dict]] = []
+    queue.capture(captured)
+    try:
+        services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=[deployment.pk])
+        name, run_args, _ = captured.pop(0)
+        assert name == "runs.run_start", name
+        services.run_start(run_id=run_args[0])
+        ids = [int(item[1][0]) for item in captured if item[0] == "runs.case_run_execute"]
+        captured.clear()
+        assert services.case_run_execute(case_run_id=ids[0], score_inline=True) == "completed"  # warms the caches
+        profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU time, not wall
+        before, started = os.times(), time.perf_counter()
+        if profiler:
+            profiler.enable()
+        results = [services.case_run_execute(case_run_id=pk, score_inline=True) for pk in ids[1:]]
+        if profiler:
+            profiler.disable()
+        after, wall = os.times(), time.perf_counter() - started
+    finally:
+        queue.capture(None)
+    done = len(results)
+    cpu = (sum(after[:4]) - sum(before[:4])) * 1000 / done
+    print(f"{args.variant} on {django.db.connection.vendor}: {done} cases, {results.count('completed')} completed; "
+          f"CPU per case {cpu:.2f} ms, wall per case {wall * 1000 / done:.2f} ms")  # fmt: skip
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+    return 0 if results.count("completed") == done else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

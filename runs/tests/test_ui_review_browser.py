@@ -93,6 +93,8 @@ def test_the_promote_form_on_the_replay_has_named_fields_and_promotes(live_serve
     with chromium_page(chromium_path) as page:
         login(page, base, demo.username, demo.password)
         page.goto(f"{ws}/runs/{run.pk}/cases/{other.pk}/")
+        review = page.get_by_role("link", name="Failures review")  # a failed case leads back to its siblings
+        assert review.get_attribute("href") == f"/w/{demo.workspace.slug}/runs/{run.pk}/failures/"
         form = page.get_by_role("form", name="Keep this failure as a regression case")
         form.get_by_label("Suite").select_option(str(reviewed.suite.pk))
         form.get_by_label("Severity").select_option("warning")
@@ -118,4 +120,9 @@ def test_the_current_suite_filter_looks_pressed_and_the_run_page_names_its_mode(
         page.goto(f"{ws}/runs/{run.pk}/")
         meta = page.locator(".run-meta")
         expect(meta).to_contain_text("· Native ·")
+        passed = CaseRun.objects.filter(run=run, lane__lane_index=0).first()
+        assert passed is not None
+        page.goto(f"{ws}/runs/{run.pk}/cases/{passed.pk}/")
+        expect(page.locator("#content h1")).to_be_visible()
+        expect(page.get_by_role("link", name="Failures review")).to_have_count(0)  # nothing to review for a pass
         expect(page.locator(".nav a[aria-current=page]")).to_have_text("Runs")

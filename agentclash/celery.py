@@ -11,6 +11,9 @@ import os
 
 from celery import Celery
 
+from agentclash import broker
+
+broker.install()  # atomic message files for the embedded filesystem broker
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
 
 app = Celery("agentclash")

@@ -60,7 +60,7 @@ class _Compiled:
         self.model = klass_info["model"]
         self.start, self.end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         self.names = [column[0].target.attname for column in select[self.start : self.end]]
-        self.populators = get_related_populators(klass_info, select, alias)
+        self.populators = get_related_populators(klass_info, select, alias)  # type: ignore[call-arg]  # stubs: a later Django
         self.annotations = list((self.compiler.annotation_col_map or {}).items())
         self.converters = self.compiler.get_converters([column[0] for column in select[: self.compiler.col_count]])
 

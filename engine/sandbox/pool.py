@@ -134,9 +134,7 @@ class WarmPool:
         _destroy(sandbox)
         return None
 
-    def _refill(
-        self, key: ShapeKey, config: SandboxConfig, base_dir: str | None, settings: SandboxSettings
-    ) -> threading.Event | None:
+    def _refill(self, key: ShapeKey, config: SandboxConfig, base_dir: str | None, settings: SandboxSettings) -> threading.Event | None:
         """Queue the start of a spare of this shape; returns what starts it early (else it starts
         ``PRESTART_DELAY`` later), or None when the pool holds enough of this shape already."""
         evicted: list[Future[LocalSandbox]] = []  # started ones are destroyed when ready

@@ -71,7 +71,7 @@ def test_the_edit_dialog_saves_limits_and_the_list_shows_them(account, admin, vi
     account.refresh_from_db()
     assert account.limits == {"max_concurrent_calls": 3, "tokens_per_minute": 5000}
     page = client_for(viewer).get(f"{W}/provider-accounts/").content.decode()
-    assert '<span class="num">3</span> concurrent' in page and '<span class="num">5000</span> tokens/min' in page
+    assert '<span class="num">3</span> concurrent' in page and '<span class="num">5,000</span> tokens/min' in page
     form = client_for(admin).get(f"{W}/provider-accounts/{account.pk}/edit/").content.decode()
     assert 'name="max_concurrent_calls"' in form and 'value="3"' in form
 

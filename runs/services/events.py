@@ -21,6 +21,7 @@ from django.utils import timezone
 from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
 from runs.models import RunEvent
+from runs.services.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 
@@ -301,8 +302,7 @@ class RunEventSink:
         self.count = 0
         self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
         self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
-        self._stop = threading.Event()
-        self._timer: threading.Thread | None = None
+        self._timer: Job | None = None
 
     def __call__(self, event: Event) -> None:
         if self.stream is not None:
@@ -372,23 +372,13 @@ class RunEventSink:
         connection's locks and could not see its uncommitted rows.
         """
         if self._timer is None and self.interval > 0 and not connection.in_atomic_block:
-            self._timer = threading.Thread(target=self._tick, daemon=True, name=f"event-flush-{self.case_run_id}")
-            self._timer.start()
+            # the process's one ticker thread (runs/services/ticker.py); a failed flush is logged
+            # there and the main thread's next flush writes the events
+            self._timer = TICKER.add(self.flush_due, self.interval, name=f"event-flush-{self.case_run_id}")
         return self
 
     def stop(self) -> None:
-        """Stop the background thread (events still buffered are written by the next :meth:`flush`)."""
-        self._stop.set()
+        """Stop the timed flush, waiting for one in progress (events still buffered are written by the next :meth:`flush`)."""
         if self._timer is not None:
-            self._timer.join(timeout=10)
+            TICKER.remove(self._timer)
             self._timer = None
-
-    def _tick(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    self.flush_due()
-                except Exception:  # the main thread's next flush writes them
-                    logger.exception("background flush of case run %s events failed", self.case_run_id)
-        finally:
-            connection.close()

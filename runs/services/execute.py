@@ -5,12 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import threading
 import time
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from engine.events import EventEmitter
@@ -29,6 +28,7 @@ from runs.scoring import services as scoring
 from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix, security_monitor, security_policy
 from runs.services.events import RunEventSink
 from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish
+from runs.services.ticker import TICKER, Job
 from secrets_app.services import secrets_resolve_for_run
 from workspaces.models import Workspace
 
@@ -55,28 +55,24 @@ class CancelCheck:
         return self.cancelled
 
 
-class Heartbeat(threading.Thread):
-    """Touches ``CaseRun.heartbeat_at`` so the reaper can tell a live case from an abandoned one."""
+class Heartbeat:
+    """Touches ``CaseRun.heartbeat_at`` so the reaper can tell a live case from an abandoned one
+    (every ``interval`` seconds, from the process's one ticker thread: runs/services/ticker.py)."""
 
     def __init__(self, case_run_id: int, attempt: int, interval: float) -> None:
-        super().__init__(daemon=True, name=f"heartbeat-{case_run_id}")
         self.case_run_id, self.attempt, self.interval = case_run_id, attempt, interval
-        self.stopped = threading.Event()
+        self.job: Job | None = None
 
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-        except Exception:
-            logger.exception("heartbeat for case run %s failed", self.case_run_id)
-        finally:
-            connection.close()
+    def beat(self) -> None:
+        CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(heartbeat_at=timezone.now())
+
+    def start(self) -> None:
+        self.job = TICKER.add(self.beat, self.interval, name=f"heartbeat-{self.case_run_id}")
 
     def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=5)
+        if self.job is not None:
+            TICKER.remove(self.job)
+            self.job = None
 
 
 def _workspace_of(run: Run) -> Workspace:
@@ -102,7 +98,7 @@ def _secrets_needed(case_run: CaseRun) -> bool:
     try:
         pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
         return bool(secret_keys_used(pack.manifest))
-    except Exception:  # the attempt reads the same manifest and reports the failure; read secrets meanwhile
+    except Exception:  # noqa: BLE001 - the attempt reads the same manifest and reports the failure
         return True
 
 

@@ -8,21 +8,11 @@ from django.db.models import RestrictedError
 from runs import services as run_services
 from runs.models import CaseRun, RegressionCase, RegressionSuite
 from runs.regression.services import regression_suite_create
-from runs.tests.regression_factories import failing_deployment, finished_run, promoted, suite_for
+from runs.tests.regression_factories import failing_deployment, finished_run, promoted
 
 pytestmark = pytest.mark.django_db
 
 API = "/api/v1/workspaces/acme"
-
-
-@pytest.fixture
-def failed_run(workspace, admin, pack_version, tasks):
-    return finished_run(workspace, admin, pack_version, failing_deployment(workspace), tasks)
-
-
-@pytest.fixture
-def suite(workspace, admin, pack_version):
-    return suite_for(workspace, admin, pack_version)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from core.tests.browser import PHONE, chromium_page, csp_violations, login, page_overflows
-from infrastructure.models import AgentDeployment
+from infrastructure.models import AgentDeployment, ProviderAccount
 from packs.models import PackVersion
 from runs import queue, services
 from runs.models import CaseRun, RegressionCase, RegressionSuite, Run
@@ -120,9 +120,18 @@ def test_the_current_suite_filter_looks_pressed_and_the_run_page_names_its_mode(
         page.goto(f"{ws}/runs/{run.pk}/")
         meta = page.locator(".run-meta")
         expect(meta).to_contain_text("· Native ·")
+        expect(page.locator(".nav a[aria-current=page]")).to_have_text("Runs")
         passed = CaseRun.objects.filter(run=run, lane__lane_index=0).first()
         assert passed is not None
         page.goto(f"{ws}/runs/{run.pk}/cases/{passed.pk}/")
         expect(page.locator("#content h1")).to_be_visible()
         expect(page.get_by_role("link", name="Failures review")).to_have_count(0)  # nothing to review for a pass
-        expect(page.locator(".nav a[aria-current=page]")).to_have_text("Runs")
+
+        # A provider account with every limit set still fits a desktop window, Actions included.
+        ProviderAccount.objects.filter(workspace=demo.workspace).update(
+            max_concurrent_calls=4, requests_per_minute=600, tokens_per_minute=200_000
+        )
+        page.goto(f"{ws}/provider-accounts/")
+        expect(page.locator("[data-limits]").first).to_contain_text("200,000 tokens/min")
+        wrap = page.locator("#provider-accounts-table").locator("xpath=..")
+        assert wrap.evaluate("el => el.scrollWidth <= el.clientWidth")

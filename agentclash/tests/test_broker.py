@@ -1,0 +1,49 @@
+"""The embedded filesystem broker never hands a consumer a half-written message (agentclash/broker.py)."""
+
+from __future__ import annotations
+
+import os
+from queue import Empty
+
+import pytest
+from kombu import Connection
+
+from agentclash import broker
+
+
+@pytest.fixture
+def channels(tmp_path):
+    options = {"data_folder_in": str(tmp_path), "data_folder_out": str(tmp_path)}
+    with (
+        Connection("filesystem://", transport_options=options) as producer,
+        Connection("filesystem://", transport_options=options) as consumer,
+    ):
+        yield producer.default_channel, consumer.default_channel
+
+
+def test_filesystem_urls_use_the_atomic_transport(channels):
+    producer, _ = channels
+    assert isinstance(producer, broker.Channel)
+
+
+def test_a_consumer_polling_while_a_message_is_written_sees_nothing_then_the_whole_message(channels, monkeypatch):
+    producer, consumer = channels
+    payload = {"body": "x" * 200_000, "headers": {}}
+    seen_mid_write = []
+    real = broker.str_to_bytes
+
+    def write_while_consumer_polls(text):
+        # The message's file is open at this point; a consumer polling now must not get it.
+        try:
+            seen_mid_write.append(consumer._get("runs"))
+        except Empty:
+            seen_mid_write.append(None)
+        return real(text)
+
+    monkeypatch.setattr(broker, "str_to_bytes", write_while_consumer_polls)
+    producer._put("runs", payload)
+    assert seen_mid_write == [None]
+    assert consumer._get("runs") == payload
+    with pytest.raises(Empty):
+        consumer._get("runs")
+    assert not [name for name in os.listdir(producer.data_folder_out) if name.startswith("partial-")]

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from core.actors import actor_or_none
 from packs.models import Pack
-from runs.models import CaseRun, RegressionCase, RegressionSuite, RunEvent
+from runs.models import CaseRun, CaseStatus, RegressionCase, RegressionSuite, RunEvent
 from runs.regression.errors import RegressionError
 from workspaces.models import Workspace
 
@@ -92,9 +92,12 @@ def regression_suite_delete(*, suite: RegressionSuite, user: Any) -> None:
 
 
 def _failure_summary(case_run: CaseRun) -> str:
-    parts = [f"status {case_run.status}"]
-    if case_run.stop_reason:
-        parts.append(f"stop reason {case_run.stop_reason}")
+    """One line in words for the suite page: how the case ended, its score, why it stopped."""
+    parts = ["Failed" if case_run.status == CaseStatus.FAILED else "Did not pass"]
+    if case_run.score is not None:
+        parts.append(f"score {case_run.score:.2f}")
+    if case_run.stop_reason and case_run.stop_reason != "completed":
+        parts.append("stopped: " + case_run.stop_reason.replace("_", " "))
     if case_run.error:
         parts.append(case_run.error[:300])
     return "; ".join(parts)

@@ -23,6 +23,7 @@ def test_promote_snapshots_the_case_and_links_the_failure(workspace, admin, pack
     assert created and case.status == "proposed" and case.severity == "warning"
     assert case.payload == case_run.case.payload and case.payload["expectations"][0]["value"] == "note number 1"
     assert (case.challenge_key, case.case_key) == ("notes", "case-1")
+    assert case.failure_summary.startswith(("Did not pass; score ", "Failed")) and "_" not in case.failure_summary
     assert (case.source_run_id, case.source_lane_id, case.source_case_run_id) == (failed_run.pk, case_run.lane_id, case_run.pk)
     sequences = sorted(RunEvent.objects.filter(case_run=case_run).values_list("sequence_number", flat=True))
     assert (case.source_first_sequence, case.source_last_sequence) == (sequences[0], sequences[-1])

@@ -265,7 +265,15 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=30 * 60)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=25 * 60)
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Messages each pool process reserves ahead. Push brokers deliver the next one at once: 1. The
+# polling filesystem broker makes a process that finished a case wait for the main process's
+# next poll: 4 there (a reserved message lost with its worker is re-dispatched by the reaper,
+# "lost" cases; figures: docs/performance.md). 0 would mean unlimited in Celery: refused.
+CELERY_WORKER_PREFETCH_MULTIPLIER = env.int(
+    "CELERY_WORKER_PREFETCH_MULTIPLIER", default=4 if CELERY_BROKER_URL.startswith("filesystem://") else 1
+)
+if CELERY_WORKER_PREFETCH_MULTIPLIER < 1:
+    raise ImproperlyConfigured("CELERY_WORKER_PREFETCH_MULTIPLIER must be 1 or more.")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fix-up closes every database connection before and after each task unless this

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0010_caserun_dispatch_indexes'),
+        ("runs", "0010_caserun_dispatch_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='workspace_had_secrets',
-            field=models.BooleanField(default=True, help_text='Whether the workspace had any secret when the run was created: a case of a run without one, whose deployments and pack reference none, skips reading secrets (docs/secrets.md). True for older runs.'),
+            model_name="run",
+            name="workspace_had_secrets",
+            field=models.BooleanField(
+                default=True,
+                help_text="Whether the workspace had any secret when the run was created: a case of a run without one, whose deployments and pack reference none, skips reading secrets (docs/secrets.md). True for older runs.",
+            ),
         ),
     ]

@@ -14,7 +14,7 @@ from runs.services.events import events_prepare
 
 PAYLOADS = [
     {},
-    {"text": "héllo \u2028 \"quoted\"", "n": 1.5, "nested": {"list": [1, None, True]}},
+    {"text": 'héllo \u2028 "quoted"', "n": 1.5, "nested": {"list": [1, None, True]}},
     {"schema_version": "older", "x": 1},
     {"when": dt.datetime(2026, 1, 2, 3, 4, 5), "obj": object.__name__},  # not JSON-safe: str fallback
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from engine.jsoncache import DumpCache
 from engine.modes.case import CaseRequest, Limits
@@ -32,7 +33,8 @@ LIMITS = Limits(max_iterations=5, max_tool_calls=0, step_timeout_seconds=60, run
 
 
 def test_the_spliced_text_is_exactly_the_whole_context_dumped():
-    for manifest in (MANIFEST, {}, {"pack": {}}):
+    manifests: tuple[dict[str, Any], ...] = (MANIFEST, {}, {"pack": {}})
+    for manifest in manifests:
         request = _request(manifest)
         expected = json.dumps(benchmark_context(request, LIMITS), indent=2, sort_keys=True, default=str)
         assert benchmark_context_json(request, LIMITS) == expected

@@ -13,7 +13,7 @@ from runs.services import run_create
 from runs.tests.factories import make_deployment, publish
 from runs.tests.test_scoring_judges import JUDGED_PACK, _judge
 from runs.tests.worker import wait_for
-from runs.throttle import DatabaseLimiter, Limits, limits_cache_clear
+from runs.throttle import DatabaseLimiter, Limits, limiter, limits_cache_clear
 
 pytestmark = pytest.mark.django_db
 
@@ -33,10 +33,14 @@ ONE_JUDGE_PACK = JUDGED_PACK.replace(
 
 
 @pytest.fixture(autouse=True)
-def _fresh_limits():
+def _fresh_limits(settings):
+    # These tests read the database backend's lease rows: pin it even where the broker is Redis.
+    settings.PROVIDER_LIMITS_REDIS_URL = ""
+    limiter.cache_clear()
     limits_cache_clear()
     yield
     limits_cache_clear()
+    limiter.cache_clear()
 
 
 @pytest.fixture

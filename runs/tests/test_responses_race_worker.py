@@ -38,5 +38,7 @@ def test_a_real_worker_races_a_responses_pack_with_peer_standings(workspace, adm
             for message in payload_hydrate(event.payload)["messages"]
             if message["content"].startswith("Race context")
         ]
-        assert len(notes) == 2 and all(peer in note for note in notes), notes
-    assert RunEvent.objects.filter(run=run, event_type="race.standings.injected").count() == 4
+        # At least one note per case (from step 3); another comes whenever the peer's standings
+        # change mid-case, which depends on how the two lanes interleave on the worker.
+        assert len(notes) >= 2 and all(peer in note for note in notes), notes
+    assert RunEvent.objects.filter(run=run, event_type="race.standings.injected").count() >= 4  # one per case at least

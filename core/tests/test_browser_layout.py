@@ -4,33 +4,19 @@ failed htmx requests that say what happened (issue 11, items 8 and 9)."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from core.tests.browser import PHONE, chromium_page, csp_violations, login, page_overflows
 from infrastructure.models import AgentDeployment
-from packs.models import PackVersion
-from runs import queue, services
 from runs.comparisons import services as comparison_services
-from runs.tests.conftest import TaskQueue
-from workspaces.demo import demo_seed
+from runs.tests.factories import demo_race
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def demo_with_a_comparison(live_server):
-    demo = demo_seed()
-    user = get_user_model().objects.get(username=demo.username)
-    version = PackVersion.objects.get(workspace=demo.workspace, pack__slug="demo-file-fixes")
-    agents = [AgentDeployment.objects.get(workspace=demo.workspace, name=n).pk for n in ("Good agent", "Sloppy agent")]
-    captured = TaskQueue()
-    queue.capture(captured.items)
-    try:
-        run = services.run_create(workspace=demo.workspace, user=user, pack_version=version, deployment_ids=agents)
-        captured.drain()
-    finally:
-        queue.capture(None)
+    demo, user, run = demo_race()
     good, sloppy = run.lanes.order_by("lane_index")
     comparison, _ = comparison_services.comparison_get_or_create(
         workspace=demo.workspace, user=user, baseline_run=run, candidate_run=run, baseline_lane=good, candidate_lane=sloppy

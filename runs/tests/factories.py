@@ -111,3 +111,26 @@ def make_deployment(
         deployment_config=config,
         **extra,
     )
+
+
+def demo_race() -> tuple[Any, Any, Any]:
+    """The demo workspace (seeded) with one finished run of its Good and Sloppy agents on the
+    file-fixes pack, executed in-process: ``(demo, user, run)``."""
+    from django.contrib.auth import get_user_model
+
+    from runs import queue, services
+    from runs.tests.conftest import TaskQueue
+    from workspaces.demo import demo_seed
+
+    demo = demo_seed()
+    user = get_user_model().objects.get(username=demo.username)
+    version = PackVersion.objects.get(workspace=demo.workspace, pack__slug="demo-file-fixes")
+    agents = [AgentDeployment.objects.get(workspace=demo.workspace, name=n).pk for n in ("Good agent", "Sloppy agent")]
+    captured = TaskQueue()
+    queue.capture(captured.items)
+    try:
+        run = services.run_create(workspace=demo.workspace, user=user, pack_version=version, deployment_ids=agents)
+        captured.drain()
+    finally:
+        queue.capture(None)
+    return demo, user, run

@@ -10,17 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from core.tests.browser import PHONE, chromium_page, csp_violations, login, page_overflows
-from infrastructure.models import AgentDeployment, ProviderAccount
-from packs.models import PackVersion
-from runs import queue, services
+from infrastructure.models import ProviderAccount
 from runs.models import CaseRun, RegressionCase, RegressionSuite, Run
 from runs.regression import services as regression_services
-from runs.tests.conftest import TaskQueue
-from workspaces.demo import DemoResult, demo_seed
+from runs.tests.factories import demo_race
+from workspaces.demo import DemoResult
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -39,21 +36,11 @@ class Reviewed:
 
 @pytest.fixture
 def reviewed(live_server) -> Reviewed:
-    demo = demo_seed()
-    user = get_user_model().objects.get(username=demo.username)
-    version = PackVersion.objects.get(workspace=demo.workspace, pack__slug="demo-file-fixes")
-    agents = [AgentDeployment.objects.get(workspace=demo.workspace, name=n).pk for n in ("Good agent", "Sloppy agent")]
-    captured = TaskQueue()
-    queue.capture(captured.items)
-    try:
-        run = services.run_create(workspace=demo.workspace, user=user, pack_version=version, deployment_ids=agents)
-        captured.drain()
-    finally:
-        queue.capture(None)
+    demo, user, run = demo_race()
     failed = CaseRun.objects.filter(run=run, lane__lane_index=1).order_by("pk").first()
     assert failed is not None
     suite = regression_services.regression_suite_create(
-        workspace=demo.workspace, user=user, pack=version.pack, name="File fixes regressions with a long name"
+        workspace=demo.workspace, user=user, pack=run.pack_version.pack, name="File fixes regressions with a long name"
     )
     regression_services.regression_case_promote(workspace=demo.workspace, user=user, case_run=failed, suite=suite)
     return Reviewed(demo=demo, run=run, failed=failed, suite=suite)

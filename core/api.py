@@ -72,12 +72,17 @@ def validation_error(exc: DjangoValidationError) -> ApiError:
     """A service's Django ``ValidationError`` as the API's 400 envelope.
 
     Field errors keep their field names; an error with a ``reason_code`` attribute (comparisons,
-    gates) uses it as the envelope's code and repeats it as ``reason_code``.
+    gates) uses it as the envelope's code and repeats it as ``reason_code``. An error with a
+    ``status_code`` attribute other than 400 (a conflict, a missing object the service found)
+    answers with that status and its plain message, without field errors.
     """
     fields = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
     first_field, first_messages = next(iter(fields.items()), ("non_field_errors", ["Invalid input."]))
     reason_code = getattr(exc, "reason_code", None)
     extra = {"reason_code": reason_code} if reason_code else {}
+    status_code = getattr(exc, "status_code", 400)
+    if status_code != 400:
+        return ApiError(status_code, reason_code or "invalid_request", first_messages[0], None, extra)
     return ApiError(400, reason_code or "invalid_request", f"Invalid input: {first_field}: {first_messages[0]}", fields, extra)
 
 

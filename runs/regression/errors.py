@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
+# Codes that are not a 400: the API's error mapping (core/api.py) reads ``status_code``.
+_STATUS_CODES = {"not_found": 404, "conflict": 409, "suite_in_use": 409}
+
 
 class RegressionError(ValidationError):
     def __init__(self, message: str, *, field: str = "non_field_errors", code: str = "invalid_request"):
@@ -11,3 +14,5 @@ class RegressionError(ValidationError):
         self.field = field
         self.text = message
         self.error_code = code
+        self.reason_code = code
+        self.status_code = _STATUS_CODES.get(code, 400)

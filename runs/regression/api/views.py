@@ -13,17 +13,9 @@ from runs import selectors as run_selectors
 from runs.models import RegressionCase
 from runs.regression import selectors, services
 from runs.regression.api.serializers import CoverageOutputSerializer, RegressionCaseOutputSerializer, SuiteOutputSerializer
-from runs.regression.errors import RegressionError
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role
-
-_STATUS_CODES = {"not_found": 404, "conflict": 409, "suite_in_use": 409}
-
-
-def api_error(exc: RegressionError) -> ApiError:
-    code = _STATUS_CODES.get(exc.error_code, 400)
-    return ApiError(code, exc.error_code, exc.text, fields={exc.field: [exc.text]} if code == 400 else None)
 
 
 class SuiteListApi(WorkspaceApiView):
@@ -44,12 +36,9 @@ class SuiteCreateApi(WorkspaceApiView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         pack = object_get_for_workspace(Pack.objects.all(), workspace=self.workspace, pk=values["pack_id"])
-        try:
-            suite = services.regression_suite_create(
-                workspace=self.workspace, user=request.user, pack=pack, name=values["name"], description=values["description"]
-            )
-        except RegressionError as exc:
-            raise api_error(exc) from None
+        suite = services.regression_suite_create(
+            workspace=self.workspace, user=request.user, pack=pack, name=values["name"], description=values["description"]
+        )
         return Response(
             SuiteOutputSerializer(selectors.suite_get(workspace=self.workspace, pk=suite.pk)).data, status=status.HTTP_201_CREATED
         )
@@ -81,24 +70,16 @@ class SuiteDetailApi(WorkspaceApiView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        try:
-            if "name" in values or "description" in values:
-                services.regression_suite_update(
-                    suite=suite, user=request.user, name=values.get("name"), description=values.get("description")
-                )
-            if "archived" in values:
-                services.regression_suite_set_archived(suite=suite, user=request.user, archived=values["archived"])
-        except RegressionError as exc:
-            raise api_error(exc) from None
+        if "name" in values or "description" in values:
+            services.regression_suite_update(suite=suite, user=request.user, name=values.get("name"), description=values.get("description"))
+        if "archived" in values:
+            services.regression_suite_set_archived(suite=suite, user=request.user, archived=values["archived"])
         return Response(SuiteOutputSerializer(selectors.suite_get(workspace=self.workspace, pk=suite.pk)).data)
 
     @extend_schema(request=None, responses={204: None}, summary="Delete a suite no run has used (else 409: archive it)")
     def delete(self, request: Request, workspace_slug: str, suite_id: int) -> Response:
         suite = selectors.suite_get(workspace=self.workspace, pk=suite_id)
-        try:
-            services.regression_suite_delete(suite=suite, user=request.user)
-        except RegressionError as exc:
-            raise api_error(exc) from None
+        services.regression_suite_delete(suite=suite, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -139,10 +120,7 @@ class _RegressionCaseStatusApi(WorkspaceApiView):
 
     def post(self, request: Request, workspace_slug: str, regression_case_id: int) -> Response:
         case = selectors.case_get(workspace=self.workspace, pk=regression_case_id)
-        try:
-            case = services.regression_case_set_status(case=case, user=request.user, status=self.target)
-        except RegressionError as exc:
-            raise api_error(exc) from None
+        case = services.regression_case_set_status(case=case, user=request.user, status=self.target)
         return Response(RegressionCaseOutputSerializer(case).data)
 
 
@@ -175,13 +153,10 @@ class CasePromoteApi(WorkspaceApiView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         suite = selectors.suite_get(workspace=self.workspace, pk=values["suite_id"])
-        try:
-            case, created = services.regression_case_promote(
-                workspace=self.workspace, user=request.user, case_run=case_run, suite=suite,
-                status=values["status"], severity=values["severity"], title=values["title"],
-            )  # fmt: skip
-        except RegressionError as exc:
-            raise api_error(exc) from None
+        case, created = services.regression_case_promote(
+            workspace=self.workspace, user=request.user, case_run=case_run, suite=suite,
+            status=values["status"], severity=values["severity"], title=values["title"],
+        )  # fmt: skip
         return Response(RegressionCaseOutputSerializer(case).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

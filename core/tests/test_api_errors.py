@@ -11,10 +11,12 @@ import json
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import DataError
 from django.test import RequestFactory
 from django.urls import reverse
 
+from core.api import validation_error
 from core.middleware import ApiErrorMiddleware
 from core.parsers import read_bounded
 from workspaces.models import WorkspaceMembership
@@ -213,3 +215,16 @@ def test_input_the_database_refuses_is_a_400_on_pages_and_in_the_api(admin, exce
 def test_other_exceptions_on_pages_still_reach_the_500_handler(admin):
     middleware = ApiErrorMiddleware(lambda request: None)
     assert middleware.process_exception(RequestFactory().get("/w/acme/"), KeyError("bug")) is None
+
+
+@pytest.mark.parametrize(
+    ("status_code", "expected_fields"),
+    [(400, {"suite": ["No such suite."]}), (404, None), (409, None)],
+)
+def test_a_service_validation_error_keeps_its_status_code(status_code, expected_fields):
+    error = ValidationError({"suite": ["No such suite."]})
+    error.status_code = status_code  # type: ignore[attr-defined]
+    error.reason_code = "suite_problem"  # type: ignore[attr-defined]
+    api = validation_error(error)
+    assert (api.status_code, api.code, api.fields) == (status_code, "suite_problem", expected_fields)
+    assert api.message == ("Invalid input: suite: No such suite." if status_code == 400 else "No such suite.")

@@ -31,7 +31,9 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
 system-deps:
 	@bash scripts/system_deps.sh
 
+# The native sandbox launcher (engine/sandbox/launcher.c; without a C compiler sandboxes use the Python one).
 setup: $(STAMP) system-deps
+	-$(PY) -m engine.sandbox.native var/launcher
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
 

@@ -44,6 +44,26 @@ def status_kb(pid: int, key: str) -> int:
     return 0
 
 
+def smaps_kb(pid: int) -> dict[str, int]:
+    """``Rss``, ``Pss`` and ``Uss`` (private clean + dirty) of ``pid`` in kB, from ``smaps_rollup``.
+
+    RSS counts every page the process maps, the ones it shares with the worker's main process
+    and the other pool processes (forked, copy-on-write) included; USS only its own; PSS its own
+    plus its share of the shared ones (the pool's PSS add up to what it really uses).
+    """
+    values = {"Rss": 0, "Pss": 0, "Uss": 0}
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("Rss", "Pss"):
+                values[key] = int(rest.split()[0])
+            elif key in ("Private_Clean", "Private_Dirty"):
+                values["Uss"] += int(rest.split()[0])
+    except (OSError, ValueError):
+        pass
+    return values
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds spent not idle by the whole machine (every core), since boot."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -84,14 +104,22 @@ class CpuTracker:
 class Sampler(threading.Thread):
     """Every ``every`` seconds: peak RSS per worker process, total RSS, and CPU by group.
 
-    ``groups`` maps a name to a function returning the pids of that group now.
+    ``groups`` maps a name to a function returning the pids of that group now. Every
+    ``smaps_every``-th sample also reads each worker process's PSS and USS (:func:`smaps_kb`,
+    dearer to read than RSS); ``pool_rss_samples`` holds the largest pool process's RSS at
+    each sample (the worker's main process left out).
     """
 
-    def __init__(self, worker_pid: int, groups: dict[str, Callable[[], list[int]]], every: float = 0.25) -> None:
+    def __init__(self, worker_pid: int, groups: dict[str, Callable[[], list[int]]], every: float = 0.25, smaps_every: int = 4) -> None:
         super().__init__(daemon=True)
-        self.worker_pid, self.groups, self.every = worker_pid, groups, every
+        self.worker_pid, self.groups, self.every, self.smaps_every = worker_pid, groups, every, smaps_every
         self.peaks: dict[int, int] = {}
+        self.first_rss: dict[int, int] = {}  # each worker process's RSS when first seen
+        self.peak_pss: dict[int, int] = {}
+        self.peak_uss: dict[int, int] = {}
         self.rss_samples: list[int] = []
+        self.pool_rss_samples: list[int] = []
+        self.count = 0
         self.cpu = {name: CpuTracker() for name in groups}
         self.stopped = threading.Event()
         self._lock = threading.Lock()
@@ -100,14 +128,24 @@ class Sampler(threading.Thread):
         with self._lock:
             for name, pids in self.groups.items():
                 self.cpu[name].begin(pids())
-            self.rss_samples = []
+            self.rss_samples, self.pool_rss_samples = [], []
+            self.peak_pss, self.peak_uss = {}, {}
 
     def sample(self) -> None:
         with self._lock:
             worker = [self.worker_pid, *children(self.worker_pid)]
+            rss = {pid: status_kb(pid, "VmRSS") for pid in worker}
             for pid in worker:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), status_kb(pid, "VmHWM"))
-            self.rss_samples.append(sum(status_kb(pid, "VmRSS") for pid in worker))
+                self.first_rss.setdefault(pid, rss[pid])
+            if self.count % self.smaps_every == 0:
+                for pid in worker:
+                    smaps = smaps_kb(pid)
+                    self.peak_pss[pid] = max(self.peak_pss.get(pid, 0), smaps["Pss"])
+                    self.peak_uss[pid] = max(self.peak_uss.get(pid, 0), smaps["Uss"])
+            self.count += 1
+            self.rss_samples.append(sum(rss.values()))
+            self.pool_rss_samples.append(max((v for pid, v in rss.items() if pid != self.worker_pid), default=0))
             for name, pids in self.groups.items():
                 if self.cpu[name].started:
                     self.cpu[name].sample(pids())

@@ -16,7 +16,11 @@ Printed per variant, each against a baseline measured in the same run:
 - CPU per case by process (pool, PostgreSQL backends of this database, worker main) and
   machine-wide, against the engine alone's CPU per case (sandbox processes included);
 - stored events per case, against the events the engine emits per case;
-- peak RSS per pool process and its growth, against this Django process after the engine ran.
+- per pool process: RSS at start and peak RSS (``VmHWM``: what the < 150 MB target is judged
+  on, printed last as ``RSS TARGET``) against this Django process after the engine ran, peak
+  PSS and USS (``bench/proc_stats.py`` ``smaps_kb``: its share, and its own pages) against the
+  peak RSS, and the largest pool process's RSS in the last third of the run against the first
+  (flat: at most 1.05).
 
 Targets (docs/performance.md; PostgreSQL + Redis, every event kept): read >= 100 case
 executions/s, exec >= 60/s, embedded defaults >= 80/s; read-variant CPU per case < 12 ms
@@ -130,6 +134,18 @@ def score_problems(run) -> list[str]:
     return problems
 
 
+RSS_TARGET_MB = 150  # issue 16: per pool process, at 5,000 cases
+FLAT_TARGET = 1.05  # the largest pool process's mean RSS, last third of the run over first third
+
+
+def _thirds(samples: list[int]) -> tuple[float, float]:
+    """Mean of the first and of the last third of ``samples`` (kB), in MB."""
+    if not samples:
+        return 0.0, 0.0
+    third = max(1, len(samples) // 3)
+    return sum(samples[:third]) / third / 1024, sum(samples[-third:]) / third / 1024
+
+
 def _row(label: str, value: float, baseline: float, unit: str, note: str = "") -> str:
     ratio = f"{value / baseline:7.2f}" if baseline else "      -"
     return f"  {label:34} {value:9.1f} {baseline:9.1f} {ratio}  {unit}{('  ' + note) if note else ''}"
@@ -166,9 +182,12 @@ def run_variant(args, variant: str, workspace, worker, sampler) -> bool:
     cores = min(args.concurrency, os.cpu_count() or 1)
     pool_pids = [pid for pid in sampler.peaks if pid != worker.pid]
     pool_peak = max((sampler.peaks[pid] for pid in pool_pids), default=0) / 1024
-    samples = sampler.rss_samples
-    third = max(1, len(samples) // 3)
-    early, late = (sum(samples[:third]) / third / 1024, sum(samples[-third:]) / third / 1024) if samples else (0.0, 0.0)
+    pool_start = min((sampler.first_rss[pid] for pid in pool_pids if pid in sampler.first_rss), default=0) / 1024
+    pool_pss = max((sampler.peak_pss.get(pid, 0) for pid in pool_pids), default=0) / 1024
+    pool_uss = max((sampler.peak_uss.get(pid, 0) for pid in pool_pids), default=0) / 1024
+    early, late = _thirds(sampler.rss_samples)
+    pool_early, pool_late = _thirds(sampler.pool_rss_samples)
+    pool_flat = pool_late / pool_early if pool_early else 0.0
     cpu = {name: tracker.seconds * 1000 / total for name, tracker in sampler.cpu.items()}
     ours = sum(cpu.values())
     print(f"\n[{variant}] run {run.pk}: {run.status} in {elapsed:.1f}s, {total} cases ({not_completed} not completed)")
@@ -181,8 +200,17 @@ def run_variant(args, variant: str, workspace, worker, sampler) -> bool:
     print(_row("CPU per case: pool+postgres+main", ours, engine["cpu"] * 1000, "ms", "baseline: engine alone's CPU per case"))
     print(_row("CPU per case: machine-wide", busy * 1000 / total, engine["cpu"] * 1000, "ms", "includes anything else running"))
     print(_row("engine alone, wall per case", engine["wall"] * 1000, engine["wall"] * 1000, "ms"))
+    print(_row("pool process RSS at start", pool_start, baseline_rss, "MB", "baseline: this Django process"))
     print(_row("peak RSS per pool process", pool_peak, baseline_rss, "MB", "baseline: this Django process"))
+    print(_row("peak PSS per pool process", pool_pss, pool_peak, "MB", "baseline: peak RSS (the rest is shared)"))
+    print(_row("peak USS per pool process", pool_uss, pool_peak, "MB", "baseline: peak RSS (USS: its own pages only)"))
+    print(_row("largest pool RSS, last third", pool_late, pool_early, "MB", "baseline: first third (flat = 1.00)"))
     print(_row("worker total RSS, last third", late, early, "MB", "baseline: first third (flat = 1.00)"))
+    met = pool_peak < RSS_TARGET_MB and pool_flat <= FLAT_TARGET
+    print(
+        f"  RSS TARGET (pool process < {RSS_TARGET_MB} MB, flat): peak RSS {pool_peak:.1f} MB (VmHWM, largest pool process), "
+        f"last/first third {pool_flat:.2f} at {total} cases: {'met' if met else 'NOT MET'}"
+    )
     if problems:
         print(f"  SCORING CHECK FAILED: {len(problems)} of {total} cases did not score passed / 1.0, e.g.:")
         for line in problems[:5]:

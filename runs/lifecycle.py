@@ -30,7 +30,7 @@ from runs.models import (
     RunStatusHistory,
     ScoreStatus,
 )
-from runs.precompiled import PrecompiledGet
+from runs.precompiled import PrecompiledGet, RowUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +136,8 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     now = timezone.now()
     if retry_of is None:
         # The common case, a first delivery of a queued case: claim straight away (one CAS).
-        changed = CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.QUEUED).update(
-            status=CaseStatus.RUNNING, attempt=F("attempt") + 1, claimed_at=now, heartbeat_at=now, started_at=now
-        )
-        if changed == 1:
+        values = {"status": CaseStatus.RUNNING, "claimed_at": now, "heartbeat_at": now, "started_at": now}
+        if _CASE_UPDATE(case_run_id, where={"status": CaseStatus.QUEUED}, values=values, increment=("attempt",)) == 1:
             return _claimed(case_run_id)
     row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
     if row is None:
@@ -174,6 +172,7 @@ def _claim_queryset() -> Any:
 
 
 _CLAIMED = PrecompiledGet(_claim_queryset)  # its SQL is compiled once per process (runs/precompiled.py)
+_CASE_UPDATE = RowUpdate(CaseRun)  # the claim's and the finish's single-row writes, without the ORM's compile
 
 
 def _claimed(case_run_id: int) -> CaseRun:
@@ -187,7 +186,7 @@ def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str
     """``running → completed|failed|cancelled`` for the attempt that holds the claim."""
     updates = dict(fields)
     updates.update(status=status, finished_at=timezone.now())
-    return CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.RUNNING, attempt=attempt).update(**updates) == 1
+    return _CASE_UPDATE(case_run_id, where={"status": CaseStatus.RUNNING, "attempt": attempt}, values=updates) == 1
 
 
 def cases_cancel_open(*, run_id: int) -> int:

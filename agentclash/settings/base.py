@@ -296,6 +296,13 @@ SANDBOX_ROOT = Path(env.str("SANDBOX_ROOT", default=str(VAR_DIR / "sandboxes")))
 SANDBOX_WARM_POOL = env.int("SANDBOX_WARM_POOL", default=0)
 if SANDBOX_WARM_POOL < 0:
     raise ImproperlyConfigured("SANDBOX_WARM_POOL must be 0 or more.")
+# The sandbox's PID 1 (docs/engine-safety.md "The native launcher"): "auto" = the native launcher
+# (engine/sandbox/launcher.c, built by `make setup` or on first use into SANDBOX_LAUNCHER_DIR) when
+# it can be built, else the Python one; "native" = refuse to start a sandbox without it; "python".
+SANDBOX_LAUNCHER = env.str("SANDBOX_LAUNCHER", default="auto").strip().lower()
+if SANDBOX_LAUNCHER not in ("auto", "native", "python"):
+    raise ImproperlyConfigured('SANDBOX_LAUNCHER must be "auto", "native" or "python".')
+SANDBOX_LAUNCHER_DIR = env.str("SANDBOX_LAUNCHER_DIR", default=str(VAR_DIR / "launcher"))
 # Sandbox egress (docs/engine-safety.md "Network"): "allowlist" = packs that ask get the filtering
 # proxy; "off" = no agent network at all, whatever packs ask. SANDBOX_PRIVATE_ALLOWLIST: CIDRs of
 # loopback/private/link-local/CGNAT ranges that packs may reach when they allowlist them too.

@@ -205,6 +205,8 @@ class SandboxSettings:
     tmp_bytes: int = DEFAULT_TMP_BYTES  # size of /tmp (and /dev/shm) inside the sandbox
     python: str = "/usr/bin/python3"  # the sandbox's interpreter for the launcher and data tools
     warm_sandboxes: int = 0  # pre-started one-use sandboxes kept per worker process (engine/sandbox/pool.py)
+    launcher: str = "auto"  # PID 1: "native" (launcher.c), "python" (launcher.py) or "auto" (native when built)
+    launcher_dir: str = ""  # where the native launcher is built and found (engine/sandbox/native.py); "" = none
 
     # Django setting name -> field, for from_settings()
     SETTING_NAMES: ClassVar[dict[str, str]] = {
@@ -215,6 +217,8 @@ class SandboxSettings:
         "SANDBOX_TMP_BYTES": "tmp_bytes",
         "SANDBOX_PYTHON": "python",
         "SANDBOX_WARM_POOL": "warm_sandboxes",
+        "SANDBOX_LAUNCHER": "launcher",
+        "SANDBOX_LAUNCHER_DIR": "launcher_dir",
     }
 
     @classmethod

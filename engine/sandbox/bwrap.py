@@ -29,6 +29,7 @@ import logging
 import marshal
 import os
 import pwd
+import resource
 import secrets
 import select
 import shutil
@@ -42,7 +43,7 @@ from typing import Any
 from engine.net.forwarder import forwarder_source
 from engine.net.proxy import SANDBOX_SOCKET, SANDBOX_SOCKET_DIR
 from engine.sandbox import launcher as launcher_module
-from engine.sandbox import seccomp, toolhost
+from engine.sandbox import native, seccomp, toolhost
 from engine.sandbox.base import OUTPUT_CAP_BYTES, SandboxConfig, SandboxSettings
 from engine.sandbox.cgroup import SandboxCgroup
 from engine.sandbox.env import SANDBOX_PATH
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SANDBOX_LIB = "/.agentclash/lib"  # read-only: toolhost + jq/re2 bindings (never a writable dir)
+NATIVE_LAUNCHER = "/.agentclash/bin/launcher"  # read-only: launcher.c's binary, PID 1 (native.py)
+ZYGOTE_SCRIPT = f"{SANDBOX_LIB}/agentclash_launcher.py"  # launcher.py, run by the native one for data tools
 TOOL_MODULES = ("jq", "re2")
 RUN_BYTES = 16 * 1024 * 1024
 KILL_GRACE = 2.0  # seconds the launcher gets to stop a command before the sandbox is killed
@@ -176,6 +179,15 @@ def _data_fd(data: bytes) -> int:
     return fd
 
 
+def native_command(fd: int, launch: dict[str, Any], settings: SandboxSettings) -> list[str]:
+    """The native launcher's argv (``launcher.c``): it applies the rlimits itself and hands the
+    Python launcher (the data tools' zygote) the rest of the config."""
+    limits = [f"{getattr(resource, name)}={int(value)}" for name, value in launch.get("rlimits", [])]
+    zygote = {"rlimits": [], "rss_cap": launch.get("rss_cap", 0), "lib": launch.get("lib", SANDBOX_LIB)}
+    python = settings.python or SYSTEM_PYTHON
+    return [NATIVE_LAUNCHER, str(fd), str(int(launch.get("rss_cap") or 0)), python, ZYGOTE_SCRIPT, marshal.dumps(zygote).hex(), *limits]
+
+
 def bwrap_argv(
     config: SandboxConfig,
     workspace: str,
@@ -187,9 +199,10 @@ def bwrap_argv(
     settings: SandboxSettings | None = None,
 ) -> list[str]:
     """``fds``: ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
-    optional ``info``/``block`` (cgroup placement) and ``lib:<name>`` (O_PATH fds of the tool
-    bindings). ``launch``: the launcher's JSON config. ``egress_dir``: the host directory holding
-    this sandbox's egress proxy socket (None: no network at all)."""
+    optional ``info``/``block`` (cgroup placement), ``lib:<name>`` (O_PATH fds of the tool
+    bindings) and, for the native launcher, ``native`` (its binary, O_PATH) and ``zygote``
+    (launcher.py's source). ``launch``: the launcher's config. ``egress_dir``: the host directory
+    holding this sandbox's egress proxy socket (None: no network at all)."""
     settings = settings or SandboxSettings()
     exe = bwrap_path() or "bwrap"
     features = bwrap_features(exe)
@@ -241,21 +254,50 @@ def bwrap_argv(
         "--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py",
     ]  # fmt: skip
     for key, value in fds.items():
-        if key.startswith("lib:"):  # bound by fd: the sandbox uid need not be able to walk to it
-            if "--ro-bind-fd" in features:
-                argv += ["--ro-bind-fd", str(value), f"{SANDBOX_LIB}/{key[4:]}"]
-            else:  # bwrap < 0.5: the same fd through procfs
-                argv += ["--ro-bind", f"/proc/self/fd/{value}", f"{SANDBOX_LIB}/{key[4:]}"]
+        dest = f"{SANDBOX_LIB}/{key[4:]}" if key.startswith("lib:") else NATIVE_LAUNCHER if key == "native" else None
+        if dest is None:
+            continue
+        # bound by fd: the sandbox uid need not be able to walk to it
+        if "--ro-bind-fd" in features:
+            argv += ["--ro-bind-fd", str(value), dest]
+        else:  # bwrap < 0.5: the same fd through procfs
+            argv += ["--ro-bind", f"/proc/self/fd/{value}", dest]
+    if "zygote" in fds:
+        argv += ["--ro-bind-data", str(fds["zygote"]), ZYGOTE_SCRIPT]
     argv += [
         "--remount-ro", "/",
         "--chdir", "/workspace",
         "--clearenv",
         "--setenv", "PATH", SANDBOX_PATH,
         "--",
+    ]  # fmt: skip
+    if "native" in fds:
+        if egress_dir:
+            raise ValueError("the native launcher has no egress relay: sandboxes with egress use the Python launcher")
+        return argv + native_command(fd, launch, settings)
+    argv += [
         settings.python or SYSTEM_PYTHON, "-I", "-S", "-c", _source(launcher_module), str(fd), marshal.dumps(launch).hex(),
         *([forwarder_source(SANDBOX_SOCKET)] if egress_dir else []),
     ]  # fmt: skip
     return argv
+
+
+def encode_exec(argv: list[str], cwd: str, env: dict[str, str], cpu_seconds: int) -> bytes | None:
+    """The native launcher's ``exec`` request; None when a string cannot be passed to ``execve``
+    (an embedded NUL, or ``=`` in a variable's name), which the Python launcher refuses too."""
+    names = [os.fsencode(k) for k in env]
+    strings = [os.fsencode(cwd), *(os.fsencode(a) for a in argv), *names, *(os.fsencode(v) for v in env.values())]
+    if not argv or any(b"\0" in item for item in strings) or any(not k or b"=" in k for k in names):
+        return None
+    fields = [
+        str(cpu_seconds).encode(),
+        os.fsencode(cwd),
+        str(len(argv)).encode(),
+        *(os.fsencode(a) for a in argv),
+        str(len(env)).encode(),
+        *(os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()),
+    ]
+    return b"E" + b"\0".join(fields) + b"\0"
 
 
 @dataclasses.dataclass(slots=True)
@@ -326,8 +368,23 @@ class Launcher:
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.watch: Any = None  # optional callable run every WATCH_INTERVAL during a command
         self.commands = 0  # requests sent to the launcher (a warm sandbox is handed out only at 0)
+        self.native: str | None = None  # the native launcher's binary while it is PID 1 (else Python's)
 
     # ------------------------------------------------------------------ lifecycle
+    def _native_binary(self) -> str | None:
+        """The native launcher to start, or None for the Python one (needed for egress: its relay
+        thread is Python). ``launcher="native"`` refuses to fall back."""
+        choice = self.settings.launcher
+        if choice == "python" or (choice == "auto" and self.egress_dir):
+            return None
+        path = native.launcher_binary(self.settings.launcher_dir)
+        if choice == "native":
+            if self.egress_dir:
+                raise EngineError("SANDBOX_LAUNCHER=native cannot start a sandbox with network egress (its relay is Python)")
+            if path is None:
+                raise EngineError("SANDBOX_LAUNCHER=native but the native launcher is not built (make setup)")
+        return path
+
     def _fds(self) -> dict[str, int]:
         fds = {}
         for name in ("passwd", "group"):
@@ -339,11 +396,20 @@ class Launcher:
         for path, name in tool_module_paths():
             with contextlib.suppress(OSError):
                 fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        if self.native:
+            fds["native"] = os.open(self.native, os.O_PATH | os.O_CLOEXEC)
+            fds["zygote"] = _data_fd(_source(launcher_module).encode())
         return fds
 
     def _start(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        fds = self._fds()
+        try:
+            self.native = self._native_binary()
+            fds = self._fds()
+        except BaseException:
+            parent.close()
+            child.close()
+            raise
         info_r = block_w = -1
         if self.cgroup is not None:
             info_r, fds["info"] = os.pipe()
@@ -406,7 +472,10 @@ class Launcher:
             pid = int(json.loads(data)["child-pid"])
             self.cgroup.add(pid)
         except (ValueError, KeyError, OSError) as exc:
-            log.error("could not move the sandbox launcher into its cgroup: %s", exc)
+            err = b""
+            if self.proc is not None and self.proc.stderr is not None and self.proc.poll() is not None:
+                err = self.proc.stderr.read()[:500]  # bwrap exited before its child started: say why
+            log.error("could not move the sandbox launcher into its cgroup: %s %s", exc, err.decode(errors="replace"))
             self.close()
             raise EngineError("sandbox launcher failed to start") from None
         os.write(block_w, b"1")
@@ -486,10 +555,17 @@ class Launcher:
             in_fd = _data_fd(stdin or b"")
             request: dict[str, Any] = {"cwd": cwd, "env": env, "cpu_seconds": int(timeout) + 5}
             request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
+            payload: bytes | None = marshal.dumps(request)
+            if self.native and tool:
+                payload = b"T" + marshal.dumps(request)
+            elif self.native:
+                payload = encode_exec(list(argv or []), cwd, env, int(timeout) + 5)
+            if payload is None:  # what execve cannot take: the Python launcher's ValueError, same outcome
+                for f in (in_fd, out_w, err_w, out_r, err_r):
+                    os.close(f)
+                return Outcome(exit_code=127, exec_error=0)
             try:
-                self.sock.sendmsg(
-                    [marshal.dumps(request)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))]
-                )
+                self.sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))])
             except OSError as exc:
                 for f in (out_r, err_r):
                     os.close(f)
@@ -526,7 +602,7 @@ class Launcher:
                         if self.watch():
                             stop = "watch"
                     if stop is not None:
-                        sock.send(KILL_REQUEST)
+                        sock.send(b"K" + KILL_REQUEST if self.native else KILL_REQUEST)
                         backstop = now + KILL_GRACE
                 if backstop is not None and reply is None and now >= backstop:
                     self.close()  # the launcher did not stop it: kill the whole sandbox

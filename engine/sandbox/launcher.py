@@ -19,6 +19,8 @@ parses strictly (it never ``marshal.loads`` what the sandbox sends):
   ``agentclash_toolhost.main(name)`` in the child (jq, SQLite, search…; see ``toolhost.py``).
   The parent imported the tool's library already, so a call costs a fork, not an interpreter.
 - ``{"kill": true}`` while a command runs: stop it now (timeout or cancel on the host).
+- ``b"ping"`` (not marshal) between commands: answered ``{"ready": true}``. Only the native launcher
+  sends it, to its zygote (this file run for data tools, ``launcher.c``), after agent commands.
 
 Replies: ``{"ready": true}`` once, then per command ``{"exit", "killed", "oom"}`` or
 ``{"exec_error": [name, errno]}``.
@@ -255,6 +257,9 @@ class Launcher:
             msg, fds = self.recv()
             if not msg:
                 os._exit(0)
+            if msg == b"ping" and not fds:  # the native launcher checking on its zygote (launcher.c)
+                self.reply({"ready": True})
+                continue
             try:
                 req = marshal.loads(msg)  # noqa: S302 - only the host holds the other end of this socket
             except (ValueError, EOFError, TypeError):

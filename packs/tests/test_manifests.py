@@ -44,3 +44,29 @@ def test_a_reused_primary_key_with_other_content_is_read_again(workspace, admin)
     PackVersion.objects.filter(pk=version.pk).update(manifest=changed, manifest_checksum="0" * 64)
     fresh = pack_manifest(pack_version_id=version.pk, checksum="0" * 64)
     assert fresh is not stale and fresh.evaluation_spec == {"name": "another"}
+
+
+def test_the_cache_keeps_the_versions_used_last_within_its_case_budget(workspace, admin, monkeypatch, django_assert_num_queries):
+    from packs import manifests
+
+    monkeypatch.setattr(manifests, "MAX_CASES", 5)
+    a, b, c = (publish(workspace, admin, slug=f"pack-{n}", cases=2) for n in "abc")
+    first_a = pack_manifest(pack_version_id=a.pk, checksum=a.manifest_checksum)
+    pack_manifest(pack_version_id=b.pk, checksum=b.manifest_checksum)
+    pack_manifest(pack_version_id=a.pk, checksum=a.manifest_checksum)  # a used last: b is the oldest
+    pack_manifest(pack_version_id=c.pk, checksum=c.manifest_checksum)  # 6 cases > 5: b goes
+    with django_assert_num_queries(0):
+        assert pack_manifest(pack_version_id=a.pk, checksum=a.manifest_checksum) is first_a
+        pack_manifest(pack_version_id=c.pk, checksum=c.manifest_checksum)
+    with django_assert_num_queries(1):
+        assert pack_manifest(pack_version_id=b.pk, checksum=b.manifest_checksum).manifest == b.manifest
+
+
+def test_a_version_larger_than_the_budget_is_still_kept(workspace, admin, monkeypatch, django_assert_num_queries):
+    from packs import manifests
+
+    monkeypatch.setattr(manifests, "MAX_CASES", 1)
+    version = publish(workspace, admin, cases=3)
+    first = pack_manifest(pack_version_id=version.pk, checksum=version.manifest_checksum)
+    with django_assert_num_queries(0):
+        assert pack_manifest(pack_version_id=version.pk, checksum=version.manifest_checksum) is first

@@ -89,21 +89,23 @@ def lane_lock(lane_id: int) -> None:
         cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s", [lane_id])
 
 
-def _reserve_sequence(lane_id: int, count: int) -> int:
-    """Reserve ``count`` sequence numbers for the lane in one statement; returns the first.
+def _reserve_sequence(lane_id: int, count: int, returning: str = "") -> tuple[int, tuple[Any, ...]]:
+    """Reserve ``count`` sequence numbers for the lane in one statement; returns the first, and
+    the values of the ``returning`` SQL columns of the lane row (read in the same statement).
 
     The ``UPDATE`` also locks the lane row until the transaction ends, which serialises the
     lane's writers (SQLite serialises every write transaction anyway: ``BEGIN IMMEDIATE``).
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence",
+            "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence"
+            + (f", {returning}" if returning else ""),
             [count, lane_id],
         )
         row = cursor.fetchone()
     if row is None:
         raise LookupError(f"lane {lane_id} is gone")
-    return int(row[0]) - count
+    return int(row[0]) - count, tuple(row[1:])
 
 
 def _release_sequence(lane_id: int, count: int) -> None:
@@ -190,9 +192,12 @@ def run_events_insert(
     attempt: int,
     events: list[PreparedEvent],
     stored: list[dict[str, Any]] | None = None,
+    fresh: bool = False,
 ) -> int:
     """:func:`run_events_append` for events already prepared (:func:`events_prepare`)."""
-    return _events_insert(run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=events, stored=stored)
+    return _events_insert(
+        run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=events, stored=stored, fresh=fresh
+    )
 
 
 def _events_insert(
@@ -203,29 +208,42 @@ def _events_insert(
     attempt: int,
     events: list[PreparedEvent],
     stored: list[dict[str, Any]] | None = None,
+    fresh: bool = False,
+    lane_row: list[tuple[Any, ...]] | None = None,
+    returning: str = "",
 ) -> int:
-    """:func:`run_events_insert` in the caller's transaction."""
+    """:func:`run_events_insert` in the caller's transaction.
+
+    ``fresh``: the caller knows no event of the batch can be stored already (a case attempt's
+    sink whose flushes all succeeded: runs/services/events.py ``RunEventSink``), which spares
+    the check of their ids (the unique index on ``event_id`` still refuses a duplicate).
+    ``returning``: SQL columns of the lane row to read with the reservation (which locks the
+    row), appended to ``lane_row`` (nothing is read, and the row is not locked, for no events).
+    """
     if not events:
         return 0
     unique: dict[str, PreparedEvent] = {}
     for event in events:
         unique.setdefault(event.event_id, event)
-    first = _reserve_sequence(lane_id, len(unique))  # locks the lane row: the dedup check below can't race
-    existing = set(RunEvent.objects.filter(event_id__in=list(unique)).order_by().values_list("event_id", flat=True))
-    fresh = [e for e in unique.values() if e.event_id not in existing]
-    if len(fresh) < len(unique):
-        _release_sequence(lane_id, len(unique) - len(fresh))
-    if not fresh:
+    # locks the lane row: the dedup check below can't race
+    first, extra = _reserve_sequence(lane_id, len(unique), returning)
+    if lane_row is not None:
+        lane_row.append(extra)
+    existing = set() if fresh else set(RunEvent.objects.filter(event_id__in=list(unique)).order_by().values_list("event_id", flat=True))
+    fresh_events = [e for e in unique.values() if e.event_id not in existing]
+    if len(fresh_events) < len(unique):
+        _release_sequence(lane_id, len(unique) - len(fresh_events))
+    if not fresh_events:
         return 0
     now = timezone.now()
     rows = [
         (run_id, lane_id, case_run_id, e.event_id, first + offset, e.event_type, e.source, e.occurred_at, e.case_key, attempt)
         + (e.payload, e.payload_ref, now, e.text)
-        for offset, e in enumerate(fresh)
+        for offset, e in enumerate(fresh_events)
     ]
     _insert(rows)
     if stored is not None:  # exactly what a read would return (a stub for a stored file)
-        stored.extend(e.as_stored(first + offset) for offset, e in enumerate(fresh))
+        stored.extend(e.as_stored(first + offset) for offset, e in enumerate(fresh_events))
     return len(rows)
 
 
@@ -303,6 +321,7 @@ class RunEventSink:
         self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
         self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
         self._timer: Job | None = None
+        self.clean = True  # no flush failed yet (see :meth:`flush`)
 
     def __call__(self, event: Event) -> None:
         if self.stream is not None:
@@ -313,34 +332,59 @@ class RunEventSink:
             if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
                 self.flush()
 
-    def flush(self, extra: list[Event] | None = None) -> None:
+    def flush(self, extra: list[Event] | None = None, *, returning: str = "") -> tuple[Any, ...] | None:
         """Write what is waiting; ``extra`` (e.g. the case's ``scoring.*`` events) goes in the same batch.
 
         The events were redacted on arrival (:meth:`__call__`, in order); ``extra`` is written as given.
+        ``returning`` (only inside the caller's transaction): SQL columns of the lane row, read
+        with the sequence reservation, which locks the row for the rest of the transaction;
+        returns their values, or None when nothing was written (the row is then not locked).
+
+        The ids of a case attempt's events are its own (the attempt number is in them, and one
+        claim holds an attempt), and the case's ``scoring.*`` events are written only with the
+        finish of its first attempt. So until a flush fails (its outcome unknown: its events may
+        be stored) nothing this sink writes can be stored already, and the check for ids already
+        stored is skipped; after a failure every flush checks.
         """
         with self._lock:
             self.last_flush = self.clock()
             if not self.buffer and not self.prepared and not extra:
-                return
+                return None
             self._prepare_buffer()
             batch, self.prepared = self.prepared, []
             if extra:
                 batch += events_prepare(lane_id=self.lane_id, events=extra)
-            # Inside the caller's transaction (the case's finish, runs/services/execute.py) no
-            # savepoint of its own: a failure rolls the whole transaction back anyway.
-            insert = _events_insert if connection.in_atomic_block else run_events_insert
+            lane_row: list[tuple[Any, ...]] = []
             try:
-                insert(
-                    run_id=self.run_id,
-                    lane_id=self.lane_id,
-                    case_run_id=self.case_run_id,
-                    attempt=self.attempt,
-                    events=batch,
-                    stored=self.stored,
-                )
+                if connection.in_atomic_block:
+                    # Inside the caller's transaction (the case's finish, runs/services/execute.py) no
+                    # savepoint of its own: a failure rolls the whole transaction back anyway.
+                    _events_insert(
+                        run_id=self.run_id,
+                        lane_id=self.lane_id,
+                        case_run_id=self.case_run_id,
+                        attempt=self.attempt,
+                        events=batch,
+                        stored=self.stored,
+                        fresh=self.clean,
+                        lane_row=lane_row,
+                        returning=returning,
+                    )
+                else:
+                    run_events_insert(
+                        run_id=self.run_id,
+                        lane_id=self.lane_id,
+                        case_run_id=self.case_run_id,
+                        attempt=self.attempt,
+                        events=batch,
+                        stored=self.stored,
+                        fresh=self.clean,
+                    )
             except BaseException:
+                self.clean = False
                 self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
                 raise
+            return lane_row[0] if lane_row else None
 
     def prepare_pending(self) -> list[dict[str, Any]]:
         """Prepare the waiting events without writing them; returns them as they will read back.

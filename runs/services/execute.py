@@ -27,7 +27,7 @@ from runs.queue import enqueue_on_commit
 from runs.scoring import services as scoring
 from runs.services.attempt import CaseAttempt, attempt_failed, case_attempt_run, emitter_prefix, security_monitor, security_policy
 from runs.services.events import RunEventSink
-from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish
+from runs.services.orchestrate import MAX_ATTEMPTS, case_after_finish, lane_refill, lane_state_columns
 from runs.services.ticker import TICKER, Job
 from secrets_app.services import secrets_resolve_for_run
 from workspaces.models import Workspace
@@ -263,7 +263,13 @@ def _record(
         )
         if finished and verdict is not None and verdict.document is not None:
             scoring.case_score_upsert(case_run=case_run, document=verdict.document)
-        sink.flush(extra=verdict.events if finished and verdict is not None else None)  # a lost claim's events are kept
+        # a lost claim's events are kept; a finished case's batch reserves its sequence numbers
+        # with the statement that locks the lane row for the dispatch below and reads its state
+        lane_row = sink.flush(
+            extra=verdict.events if finished and verdict is not None else None, returning=lane_state_columns() if finished else ""
+        )
+        # refill the lane in the same transaction (its row is locked already): no transaction of its own
+        maybe_done = lane_refill(case_run.lane_id, lane_row) if finished else None
     if not finished:
         logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, attempt)
         return "superseded"
@@ -275,5 +281,6 @@ def _record(
         scored_here=case_run if score_inline and verdict is None else None,
         events=sink.stored,
         scored=verdict is not None,
+        maybe_done=maybe_done,
     )
     return str(status)

@@ -99,14 +99,22 @@ _LIMIT_SQL = {
 }
 
 
+def lane_state_columns() -> str:
+    """SQL columns of the lane row (``runs_runagent``) giving what dispatch needs: lane status,
+    run status and (on PostgreSQL and SQLite) the in-flight limit. Read with the statement that
+    locks the row: :func:`_lane_lock_state`, or the finish's sequence reservation
+    (runs/services/execute.py ``_record``)."""
+    limit = _LIMIT_SQL.get(connection.vendor)
+    return "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+
+
 def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
     """Lock the lane row and return (lane status, run status, in-flight limit).
 
     PostgreSQL: ``SELECT … FOR UPDATE`` (a no-op write would leave a dead row version behind on
     the lane's hot row for every case). Elsewhere a no-op write, see ``lane_lock``.
     """
-    limit = _LIMIT_SQL.get(connection.vendor)
-    columns = "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+    columns = lane_state_columns()
     if connection.vendor == "postgresql":
         sql = f"SELECT {columns} FROM runs_runagent WHERE id = %s FOR UPDATE OF runs_runagent"
     else:
@@ -114,9 +122,12 @@ def _lane_lock_state(lane_id: int) -> tuple[str, str, int] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, [lane_id])
         row = cursor.fetchone()
-    if row is None:
-        return None
-    if limit is None:  # another database: read the snapshot
+    return None if row is None else _lane_state(lane_id, tuple(row))
+
+
+def _lane_state(lane_id: int, row: tuple[Any, ...]) -> tuple[str, str, int]:
+    """(lane status, run status, in-flight limit) from the values of :func:`lane_state_columns`."""
+    if len(row) < 3:  # another database: read the snapshot
         lane = Lane.objects.only("snapshot").filter(pk=lane_id).first()
         value = lane.runtime_profile_snapshot.get("max_in_flight_cases") if lane else None
     else:
@@ -136,10 +147,14 @@ _IN_FLIGHT_SQL = (
     f"SELECT COUNT(*) FROM runs_caserun WHERE lane_id = %s AND (status = '{CaseStatus.RUNNING.value}' "
     f"OR (dispatched_at IS NOT NULL AND status = '{CaseStatus.QUEUED.value}'))"
 )
+# Pick and mark as many as the lane's limit leaves free, in one statement: the free count is a
+# subquery (the in-flight count above) in the LIMIT. Parameters: now, lane, limit, lane.
 _PICK_SQL = (
     "UPDATE runs_caserun SET dispatched_at = %s WHERE id IN (SELECT id FROM runs_caserun WHERE lane_id = %s "
-    f"AND dispatched_at IS NULL AND status = '{CaseStatus.QUEUED.value}' ORDER BY position, id LIMIT %s) RETURNING id, position"
+    f"AND dispatched_at IS NULL AND status = '{CaseStatus.QUEUED.value}' ORDER BY position, id "
+    f"LIMIT {{greatest}}(%s - ({_IN_FLIGHT_SQL}), 0)) RETURNING id, position"
 )
+_GREATEST = {"sqlite": "MAX"}  # a negative LIMIT is an error on PostgreSQL and no limit on SQLite
 
 
 @transaction.atomic
@@ -150,22 +165,41 @@ def _lane_dispatch(lane_id: int, picked: list[int] | None = None) -> tuple[int, 
     them enqueued here (the caller enqueues them, see :func:`lanes_dispatch_interleaved`).
     """
     state = _lane_lock_state(lane_id)  # one dispatcher per lane at a time, or two could both fill the free slots
+    return lane_dispatch_locked(lane_id, state, picked=picked)
+
+
+def lane_dispatch_locked(lane_id: int, state: tuple[str, str, int] | None, picked: list[int] | None = None) -> tuple[int, bool]:
+    """:func:`_lane_dispatch` in the caller's transaction, which holds the lane row's lock
+    (``state``: what :func:`_lane_lock_state` read, None when the lane is gone)."""
     if state is None or state[1] != RunStatus.RUNNING or state[0] != LaneStatus.EXECUTING:
         return 0, True
     with connection.cursor() as cursor:
-        cursor.execute(_IN_FLIGHT_SQL, [lane_id])
-        in_flight = int(cursor.fetchone()[0])
-        free = state[2] - in_flight
-        if free <= 0:  # then in_flight > 0: the lane is not done
-            return 0, False
-        cursor.execute(_PICK_SQL, [connection.ops.adapt_datetimefield_value(timezone.now()), lane_id, free])  # pick and mark
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        cursor.execute(_PICK_SQL.format(greatest=_GREATEST.get(connection.vendor, "GREATEST")), [now, lane_id, state[2], lane_id])
         rows = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))
+        if rows:
+            maybe_done = False
+        else:  # none picked: the lane is full, or has none left to dispatch (then maybe done)
+            cursor.execute(_IN_FLIGHT_SQL, [lane_id])
+            maybe_done = int(cursor.fetchone()[0]) == 0
     for case_run_id, _ in rows:
         if picked is not None:
             picked.append(case_run_id)
         else:
             enqueue_on_commit("runs.case_run_execute", case_run_id)
-    return len(rows), not rows and in_flight == 0
+    return len(rows), maybe_done
+
+
+def lane_refill(lane_id: int, lane_row: tuple[Any, ...] | None) -> bool:
+    """Dispatch the lane's next cases in the caller's transaction, which finished a case of it;
+    returns whether the lane may have no open case left (``maybe_done`` of :func:`case_after_finish`).
+
+    ``lane_row``: the values of :func:`lane_state_columns`, read by the statement of this
+    transaction that locked the lane row (the finish's sequence reservation), or None to lock
+    and read it here.
+    """
+    state = _lane_state(lane_id, lane_row) if lane_row is not None else _lane_lock_state(lane_id)
+    return lane_dispatch_locked(lane_id, state)[1]
 
 
 def case_after_finish(
@@ -177,6 +211,7 @@ def case_after_finish(
     scored_here: CaseRun | None = None,
     events: list[dict[str, Any]] | None = None,
     scored: bool = False,
+    maybe_done: bool | None = None,
 ) -> None:
     """A case reached a terminal state: refill the lane, score the case, maybe finish the lane.
 
@@ -187,11 +222,14 @@ def case_after_finish(
     dispatcher saw no open case left in the lane (it counts under the lane lock after this case's
     finish was committed, so of the lane's last cases at least the one that dispatches last sees
     them all finished); after a score, a lane still executing is left to that case.
+    ``maybe_done``: the lane was dispatched already, in the transaction that finished the case
+    (:func:`lane_dispatch_locked`), and this is what its dispatcher saw.
     """
     score = status != CaseStatus.CANCELLED
     if score and scored_here is None and not scored:
         enqueue_on_commit("runs.case_run_finalize", case_run_id)
-    _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
+    if maybe_done is None:
+        _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
     if score and scored_here is not None:
         _score(case_run_id, case_run=scored_here, events=events)
         lane_advance(lane_id=lane_id, scored=not maybe_done)

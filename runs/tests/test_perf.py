@@ -17,13 +17,14 @@ from runs.tests.factories import make_deployment, native_pack_yaml, publish
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
 # Claim 2 (CAS, read), secrets 0 (the workspace had none when the run was created and the run
-# names none: docs/secrets.md), the provider account's limits 0 (none set, runs/throttle), the
-# finish and the last event batch in one transaction 6 (BEGIN, finish, reserve numbers, dedup
-# check, insert, COMMIT), dispatch 5 (BEGIN, lock + lane state, in-flight count, pick + mark, COMMIT).
-EXECUTE_MAX = 13
+# names none: docs/secrets.md), the provider account's limits 0 (none set, runs/throttle), then
+# one transaction of 6: BEGIN, finish, reserve the batch's numbers (which locks the lane row and
+# reads the lane's state for dispatch), insert the batch (no check for stored ids: the sink's
+# events are new), pick + mark the next cases (the in-flight count in its LIMIT), COMMIT.
+EXECUTE_MAX = 8
 # Scored inline, the score joins the finish's transaction (its case-row fields in the finish,
 # the CaseScore upsert, its events in the same batch); no lane-state read after it.
-EXECUTE_AND_SCORE_MAX = 14
+EXECUTE_AND_SCORE_MAX = 9
 # The separate finalize task: the case read, its events read, score 4, events 5, lane-state read.
 FINALIZE_MAX = 12
 

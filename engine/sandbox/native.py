@@ -1,0 +1,161 @@
+"""The native sandbox launcher (``launcher.c``): where its binary lives, how it is built and trusted.
+
+The binary is never committed: ``make setup`` builds it (``python -m engine.sandbox.native DIR``)
+and a worker builds it on first use when it is missing and a C compiler is there. Its name carries
+a digest of the source and the compiler flags, so a changed ``launcher.c`` is never served by an
+old binary. A binary is used only if it and its directory belong to this user and nobody else can
+write them (a planted binary would be PID 1 of every sandbox); otherwise the sandbox falls back to
+the Python launcher and says so in the log once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+
+log = logging.getLogger(__name__)
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.c")
+WARNINGS = ("-Wall", "-Wextra", "-Wshadow", "-Wformat=2")  # the tests also compile it with -Werror
+HARDENING = ("-O2", "-fstack-protector-strong", "-D_FORTIFY_SOURCE=2", "-Wl,-z,relro,-z,now")
+# Static first: no dynamic loader to run at each sandbox start; PIE either way.
+LINK_MODES = (("-static-pie", "-fPIE"), ("-fPIE", "-pie"))
+BUILD_TIMEOUT = 120
+# Used when SandboxSettings.launcher_dir is empty (engine-only callers and the engine's tests).
+DEFAULT_DIR = ""
+_lock = threading.Lock()
+
+
+def source_digest() -> str:
+    with open(SOURCE, "rb") as fh:
+        data = fh.read()
+    flags = " ".join(WARNINGS + HARDENING + tuple(f for mode in LINK_MODES for f in mode))
+    return hashlib.sha256(data + b"\0" + flags.encode()).hexdigest()[:16]
+
+
+def binary_name() -> str:
+    return f"agentclash-launcher-{source_digest()}"
+
+
+def _trusted(path: str, *, directory: bool) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
+    return kind_ok and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _reachable(path: str) -> bool:
+    """Every directory above ``path`` is searchable by others: bubblewrap, running as the sandbox's
+    own uid, resolves the binary's bind source by path."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while True:
+        try:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+        except FileNotFoundError:
+            pass  # not made yet: build() creates it 0755 (checked again once built)
+        except OSError:
+            return False
+        if parent == "/":
+            return True
+        parent = os.path.dirname(parent)
+
+
+def compiler() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def build(directory: str) -> str:
+    """Compile ``launcher.c`` into ``directory`` (created 0755) and return the binary's path.
+
+    Raises ``RuntimeError`` with the compiler's message when it cannot be built."""
+    cc = compiler()
+    if cc is None:
+        raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+    os.makedirs(directory, mode=0o755, exist_ok=True)  # searchable: bwrap resolves the bind source as the sandbox uid
+    if not _trusted(directory, directory=True):
+        raise RuntimeError(f"{directory} must belong to this user and not be writable by others")
+    target = os.path.join(directory, binary_name())
+    errors = []
+    for mode in LINK_MODES:
+        fd, tmp = tempfile.mkstemp(prefix=".build-", dir=directory)
+        os.close(fd)
+        try:
+            argv = [cc, *WARNINGS, *HARDENING, *mode, "-o", tmp, SOURCE]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
+            if proc.returncode == 0:
+                os.chmod(tmp, 0o755)  # noqa: S103 - an executable others may run, never write
+                os.replace(tmp, target)  # atomic: a concurrent builder's copy is the same bytes
+                return target
+            errors.append(proc.stderr.strip()[-2000:])
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    raise RuntimeError("could not build the native launcher: " + " | ".join(errors))
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning(message)
+
+
+def launcher_binary(directory: str, *, build_missing: bool = True) -> str | None:
+    """The trusted native launcher for the current source, building it if allowed; None if unavailable."""
+    directory = directory or DEFAULT_DIR
+    if not directory:
+        return None
+    path = os.path.join(directory, binary_name())
+    if not _reachable(path):
+        _warn_once(
+            f"native sandbox launcher: {directory} is not reachable by the sandbox's uid (a parent is not o+x); using the Python launcher"
+        )
+        return None
+    if _trusted(directory, directory=True) and _trusted(path, directory=False):
+        return path
+    if os.path.lexists(path) or (os.path.lexists(directory) and not _trusted(directory, directory=True)):
+        _warn_once(f"native sandbox launcher at {path} is not trusted (owner or mode); using the Python launcher")
+        return None
+    if not build_missing:
+        return None
+    with _lock:
+        if _trusted(path, directory=False):
+            return path
+        try:
+            built = build(directory)
+            if not _reachable(built):  # a umask took the others' search bit off a new directory
+                raise RuntimeError(f"{directory} is not reachable by the sandbox's uid (a parent is not o+x)")
+            return built
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            _warn_once(f"native sandbox launcher unavailable ({exc}); using the Python launcher")
+            return None
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m engine.sandbox.native DIRECTORY", file=sys.stderr)
+        return 2
+    existing = os.path.join(argv[0], binary_name())
+    if _trusted(argv[0], directory=True) and _trusted(existing, directory=False):
+        print(existing)
+        return 0
+    try:
+        path = build(argv[0])
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        print(f"native sandbox launcher not built: {exc} (sandboxes use the Python launcher)", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

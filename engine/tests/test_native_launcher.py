@@ -1,0 +1,227 @@
+"""The native launcher (engine/sandbox/launcher.c): its build, its trust rules, its request parser
+and the data-tool zygote it keeps beside agent commands. The sandbox attacks of
+engine/tests/sandbox run against it too (every test there runs with both launchers)."""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, native
+from engine.sandbox.bwrap import Launcher, encode_exec
+from engine.tests.tools.support import requires_bwrap
+from engine.types import EngineError
+
+NATIVE = SandboxSettings(launcher="native")
+requires_cc = pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
+
+
+@pytest.fixture
+def sandbox(native_launcher_dir):
+    if not native_launcher_dir:
+        pytest.skip("no C compiler")
+    sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
+    yield sb
+    sb.destroy()
+
+
+@pytest.fixture
+def open_dir():
+    """A directory the sandbox's uid can walk to (pytest's own base directory is 0700)."""
+    directory = tempfile.mkdtemp(prefix="agentclash-native-test-")
+    os.chmod(directory, 0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def processes(sb) -> dict[int, str]:
+    rows = [line.split(None, 1) for line in sb.exec(["ps", "-eo", "pid=,args="]).stdout.splitlines()]
+    return {int(pid): args for pid, args in rows}
+
+
+def zygote_pid(sb) -> int:
+    (pid,) = [pid for pid, args in processes(sb).items() if pid != 1 and "agentclash_launcher.py" in args]
+    return pid
+
+
+def search(sb, timeout: float = 10):
+    return sb.run_tool("search_files", {"pattern": "*.txt", "base": "/workspace", "max_results": 10}, timeout=timeout)
+
+
+@requires_cc
+def test_the_source_compiles_without_a_warning(tmp_path):
+    argv = [native.compiler(), *native.WARNINGS, "-Werror", "-Wconversion", "-Wno-sign-conversion", *native.HARDENING]
+    proc = subprocess.run([*argv, "-c", "-o", str(tmp_path / "l.o"), native.SOURCE], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+@requires_cc
+def test_the_binary_refuses_to_run_outside_its_own_pid_namespace(native_launcher_dir):
+    binary = native.launcher_binary(native_launcher_dir, build_missing=False)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = subprocess.run([binary, str(b.fileno()), "0", "/usr/bin/python3", "/nonexistent", "00"], pass_fds=(b.fileno(),),
+                              capture_output=True, timeout=10, check=False)  # fmt: skip
+    finally:
+        a.close()
+        b.close()
+    assert proc.returncode == 70 and b"PID 1" in proc.stderr
+
+
+@requires_cc
+def test_a_binary_is_used_only_when_it_and_its_directory_are_ours_and_not_writable_by_others(open_dir, caplog):
+    directory = Path(open_dir) / "launcher"
+    path = native.launcher_binary(str(directory))
+    assert path == str(directory / native.binary_name()) and os.access(path, os.X_OK)
+    assert native.launcher_binary(str(directory), build_missing=False) == path
+    os.chmod(path, 0o777)  # anyone could swap its bytes
+    native._warn_once.cache_clear()
+    assert native.launcher_binary(str(directory)) is None
+    assert "not trusted" in caplog.text
+    os.chmod(path, 0o755)
+    os.chmod(directory, 0o777)
+    assert native.launcher_binary(str(directory)) is None
+    os.chmod(directory, 0o755)
+    if os.geteuid() == 0:
+        os.chown(path, 12345, 12345)
+        assert native.launcher_binary(str(directory)) is None
+
+
+def test_without_a_directory_or_a_compiler_there_is_no_native_launcher(tmp_path, monkeypatch):
+    monkeypatch.setattr(native, "DEFAULT_DIR", "")
+    assert native.launcher_binary("") is None
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    native._warn_once.cache_clear()
+    assert native.launcher_binary(str(tmp_path / "fresh")) is None
+    with pytest.raises(RuntimeError, match="no C compiler"):
+        native.build(str(tmp_path / "fresh"))
+
+
+def test_the_launcher_choice_follows_the_setting_and_egress(native_launcher_dir, tmp_path, monkeypatch):
+    def choose(settings: SandboxSettings, egress: str | None):
+        launcher = Launcher(SandboxConfig(), str(tmp_path), str(tmp_path), None, [], settings=settings)
+        launcher.egress_dir = egress
+        try:
+            return launcher._native_binary()
+        finally:
+            launcher.dispose()
+
+    if native_launcher_dir:
+        assert choose(SandboxSettings(), None) == native.launcher_binary(native_launcher_dir)
+    assert choose(SandboxSettings(), "/egress") is None  # the egress relay is Python
+    assert choose(SandboxSettings(launcher="python"), None) is None
+    with pytest.raises(EngineError, match="egress"):
+        choose(NATIVE, "/egress")
+    monkeypatch.setattr(native, "DEFAULT_DIR", "")
+    with pytest.raises(EngineError, match="not built"):
+        choose(NATIVE, None)
+
+
+def test_exec_requests_carry_counted_fields_and_refuse_what_execve_cannot_take():
+    assert encode_exec(["ls", "-l"], "/workspace", {"A": "1"}, 7) == b"E7\0/workspace\x002\0ls\0-l\x001\0A=1\0"
+    assert encode_exec(["echo", "a\0b"], "/workspace", {}, 7) is None  # would shift every later field
+    assert encode_exec(["true"], "/workspace", {"X": "1\0LD_PRELOAD=/workspace/x.so"}, 7) is None
+    assert encode_exec(["true"], "/workspace", {"A=B": "1"}, 7) is None
+    assert encode_exec([], "/workspace", {}, 7) is None
+
+
+@requires_bwrap
+def test_malformed_requests_get_bad_request_and_the_launcher_keeps_serving(sandbox):
+    assert sandbox.exec(["true"]).exit_code == 0
+    launcher = sandbox._launcher
+    assert launcher.native
+
+    def raw(payload: bytes, nfds: int = 3) -> dict:
+        fds = [os.open("/dev/null", os.O_RDWR) for _ in range(nfds)]
+        try:
+            launcher.sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+        finally:
+            for f in fds:
+                os.close(f)
+        launcher.sock.settimeout(10)
+        return json.loads(launcher.sock.recv(4096))
+
+    bad = {"exec_error": ["BadRequest", 0]}
+    with launcher.lock:
+        assert raw(b"X1\0/\x001\0true\x000\0") == bad  # unknown op
+        assert raw(b"E1\0/\x001\0true\x000\0", nfds=2) == bad  # two fds
+        assert raw(b"E1\0/\0") == bad  # no argc
+        assert raw(b"E1\0/\x005000\0true\0") == bad  # argc over the cap
+        assert raw(b"E1\0/\x003\0true\0") == bad  # fewer arguments than counted
+        assert raw(b"E1\0/\x001\0true\0") == bad  # no env count
+        assert raw(b"E1\0/\x001\0true\x002\0A=1\0") == bad  # fewer variables than counted
+        assert raw(b"E1\0/\x001\0true\x000") == bad  # last field not terminated
+        assert raw(b"E1\0/\x00-1\0true\x000\0") == bad
+        assert raw(b"E") == bad
+        assert raw(b"E1\0/\x001\0/nonexistent\x000\0") == {"exec_error": ["FileNotFoundError", 2]}
+        assert raw(b"E1\0/\x001\0/usr/bin/true\x000\0") == {"exit": 0, "killed": False, "oom": False}
+    assert sandbox.exec(["sh", "-c", "exit 3"]).exit_code == 3
+
+
+@requires_bwrap
+def test_the_zygote_outlives_agent_commands_and_stays_out_of_their_reach(sandbox):
+    sandbox.write_file("a.txt", b"x")
+    assert search(sandbox) == ["/workspace/a.txt"]
+    pid = zygote_pid(sandbox)
+    code = (
+        "import os\n"
+        f"for path, mode in (('/proc/{pid}/mem', 'rb'), ('/proc/{pid}/environ', 'rb')):\n"
+        "    try:\n"
+        "        open(path, mode).close(); print('OPENED', path)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', exc.errno)\n"
+        "try:\n"
+        f"    print('FDS', os.listdir('/proc/{pid}/fd'))\n"
+        "except OSError as exc:\n"
+        "    print('denied', exc.errno)\n"
+        "import ctypes\n"
+        f"print('ptrace', ctypes.CDLL(None, use_errno=True).ptrace(16, {pid}, 0, 0))\n"
+    )
+    result = sandbox.exec(["python3", "-c", code], timeout=20)
+    assert "OPENED" not in result.stdout and "FDS" not in result.stdout
+    assert result.stdout.count("denied") == 3 and "ptrace -1" in result.stdout
+    sandbox.exec(["sh", "-c", "sleep 60 & echo started"])
+    assert zygote_pid(sandbox) == pid  # spared by the clean-up after each command
+    assert "sleep" not in " ".join(processes(sandbox).values())  # everything else was not
+
+
+@requires_bwrap
+@pytest.mark.parametrize("signal_name", ["-KILL", "-STOP"])
+def test_an_agent_that_kills_or_stops_the_zygote_only_costs_a_restart(sandbox, signal_name):
+    sandbox.write_file("a.txt", b"x")
+    first = search(sandbox)
+    assert first == ["/workspace/a.txt"]
+    pid = zygote_pid(sandbox)
+    assert sandbox.exec(["kill", signal_name, str(pid)]).exit_code == 0
+    assert search(sandbox) == first
+    assert zygote_pid(sandbox) != pid
+
+
+@requires_bwrap
+def test_a_tool_past_its_deadline_is_stopped_through_the_zygote(sandbox):
+    from engine.sandbox import ToolRunError
+
+    with pytest.raises(ToolRunError) as info:
+        sandbox.run_tool("jq", {"text": "1", "query": "last(range(1e12))"}, timeout=1)
+    assert info.value.code == "timeout"
+    assert [args for args in processes(sandbox).values() if "ps" not in args.split()[0]]  # launcher (+ zygote)
+    sandbox.write_file("a.txt", b"x")
+    assert search(sandbox) == ["/workspace/a.txt"]  # the sandbox still serves data tools
+
+
+@requires_cc
+def test_a_directory_the_sandbox_uid_cannot_walk_to_is_not_used(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    native._warn_once.cache_clear()
+    assert native.launcher_binary(str(private / "launcher")) is None
+    assert not (private / "launcher").exists()  # not even built

@@ -26,14 +26,21 @@ Rows (issue 16, item 2; docs/engine-safety.md "Warm sandboxes and the persistent
 - CPU per launcher start: user + system time of the two import rows' interpreters (mean). A
   warm sandbox costs the same CPU as a cold one, only off the case's path.
 
-Run: .venv/bin/python bench/sandbox_bench.py [--n 20]  (needs bubblewrap; root for the cgroup
+- native launcher rows (``SANDBOX_LAUNCHER``, docs/engine-safety.md "The native launcher"): a
+  cold sandbox's first command, its CPU (bwrap + PID 1, children of this process, and this
+  process's own share), the steady ``exec`` round trip and a cold data tool, each with the Python
+  launcher as baseline and the native one (``launcher.c``) as new.      target: < 5 ms
+
+Run: .venv/bin/python bench/sandbox_bench.py [--n 20] [--launcher-dir var/launcher]  (needs bubblewrap; root for the cgroup
 and tmpfs workspace). The machine may be shared: compare rows of the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,7 +49,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.sandbox import LocalSandbox, SandboxConfig, SandboxSettings, create_sandbox, pool
+from engine.sandbox import LocalSandbox, SandboxConfig, SandboxSettings, create_sandbox, native, pool
 from engine.sandbox.bwrap import bwrap_path
 from engine.tools import build_toolset
 from engine.types import ToolCall
@@ -50,6 +57,8 @@ from engine.types import ToolCall
 MANIFEST = {"tool_policy": {"allowed_tool_kinds": [], "allow_shell": True}}
 COLD = SandboxSettings(warm_sandboxes=0)
 WARM = SandboxSettings(warm_sandboxes=1)
+PYTHON = SandboxSettings(launcher="python")
+NATIVE = SandboxSettings(launcher="native")  # native.DEFAULT_DIR is set from --launcher-dir
 
 
 def ms(samples: list[float]) -> tuple[float, float]:
@@ -69,8 +78,8 @@ def new_sandbox(settings: SandboxSettings) -> LocalSandbox:
 
 
 def children_cpu() -> float:
-    times = os.times()
-    return times.children_user + times.children_system
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # microseconds, unlike os.times' 10 ms ticks
+    return usage.ru_utime + usage.ru_stime
 
 
 def cold_per_call(n: int, call: Callable[[LocalSandbox], object], destroys: list[float] | None = None) -> list[float]:
@@ -130,6 +139,106 @@ def persistent(n: int) -> dict[str, list[float]]:
         sandbox.destroy()
 
 
+def self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cgroup_cpu(sandbox: LocalSandbox) -> float:
+    """CPU of everything inside the sandbox so far (PID 1 and its children), from its cgroup; -1
+    without one. bwrap's own process is outside it, and PID 1 is never reaped by this process, so
+    ``RUSAGE_CHILDREN`` cannot see it."""
+    if sandbox.cgroup is None:
+        return -1.0
+    try:
+        with open(os.path.join(sandbox.cgroup.memory, "cpu.stat"), encoding="ascii") as fh:
+            stats = dict(line.split() for line in fh)
+        return int(stats["usage_usec"]) / 1e6
+    except (OSError, KeyError, ValueError):
+        return -1.0
+
+
+def pid1_start(n: int, binary: str) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU (bwrap and everything it reaps) of a minimal bwrap running ``true``, the Python
+    launcher's interpreter + imports, and the native launcher's start (it exits at its argument
+    check, after ``prctl``). The difference to ``true`` is what PID 1's start costs."""
+    bwrap = bwrap_path() or "bwrap"
+    base = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        path = "/" + name
+        base += (
+            ["--symlink", os.readlink(path), path] if os.path.islink(path) else (["--ro-bind", path, path] if os.path.isdir(path) else [])
+        )
+    base += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", binary, "/launcher", "--as-pid-1", "--"]
+    python = SandboxSettings().python
+    commands = {
+        "true": ["/usr/bin/true"],
+        "python": [python, "-I", "-S", "-c", NEW_IMPORTS],
+        "native": ["/launcher", "-1", "0", python, "/none", "00"],
+    }
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in commands}
+    for _ in range(n):
+        for name, command in commands.items():
+            before = children_cpu()
+            wall = timed(
+                functools.partial(subprocess.run, base + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            )
+            out[name][0].append(wall)
+            out[name][1].append(children_cpu() - before)
+    return out
+
+
+def launcher_rows(n: int) -> dict[str, tuple[list[float], list[float]]]:
+    """(python, native) samples per row: cold first command, its CPU, exec round trip, cold data tool."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    first: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    inside: dict[str, list[float]] = {}
+    steady: dict[str, list[float]] = {}
+    tool: dict[str, list[float]] = {}
+    after_exec: dict[str, list[float]] = {}
+    for _ in range(n):
+        for name, settings in (("python", PYTHON), ("native", NATIVE)):
+            before, before_self = children_cpu(), self_cpu()
+            start = time.perf_counter()
+            sandbox = new_sandbox(settings)
+            sandbox.exec(["true"])
+            first.setdefault(name, []).append(time.perf_counter() - start)
+            inside.setdefault(name, []).append(cgroup_cpu(sandbox))
+            sandbox.destroy()
+            cpu.setdefault(name, []).append(children_cpu() - before + self_cpu() - before_self)
+    for name, settings in (("python", PYTHON), ("native", NATIVE)):
+        sandbox = new_sandbox(settings)
+        try:
+            sandbox.write_file("data.txt", b"x" * 1024)
+            toolset = build_toolset(MANIFEST, sandbox=sandbox, secrets={})
+            search = ToolCall(id="s", name="search_files", arguments='{"pattern": "*.txt"}')
+            sandbox.exec(["true"])
+            steady[name] = [timed(functools.partial(sandbox.exec, ["true"])) for _ in range(n * 5)]
+            toolset.execute(search)
+            after_exec[name] = []
+            for _ in range(n * 2):
+                sandbox.exec(["true"])  # an agent command: the native launcher pings its zygote next
+                after_exec[name].append(timed(functools.partial(toolset.execute, search)))
+        finally:
+            sandbox.destroy()
+        for _ in range(n):
+            start = time.perf_counter()
+            sandbox = new_sandbox(settings)
+            sandbox.write_file("data.txt", b"x" * 1024)
+            cold_tool(sandbox)
+            tool.setdefault(name, []).append(time.perf_counter() - start)
+            sandbox.destroy()
+    out["cold first command"] = (first["python"], first["native"])
+    out["CPU: worker + bwrap"] = (cpu["python"], cpu["native"])
+    if all(inside[name] and min(inside[name]) >= 0 for name in inside):
+        out["CPU: inside (cgroup)"] = (inside["python"], inside["native"])
+    out["exec true round trip"] = (steady["python"], steady["native"])
+    out["search_files, cold sandbox"] = (tool["python"], tool["native"])
+    out["search_files after an exec"] = (after_exec["python"], after_exec["native"])
+    return out
+
+
 def cold_tool(sandbox: LocalSandbox) -> None:
     build_toolset(MANIFEST, sandbox=sandbox, secrets={}).execute(ToolCall(id="s", name="search_files", arguments='{"pattern": "*.txt"}'))
 
@@ -165,10 +274,20 @@ def row(label: str, base: list[float] | None, new: list[float], target: str = ""
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20, help="samples per row (default 20)")
-    n = parser.parse_args().n
+    parser.add_argument(
+        "--launcher-dir", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "launcher")
+    )
+    args = parser.parse_args()
+    n = args.n
     if bwrap_path() is None:
         print("bubblewrap is not installed: nothing to measure")
         return 1
+    native.DEFAULT_DIR = args.launcher_dir
+    if native.launcher_binary(args.launcher_dir) is None:
+        print("the native launcher cannot be built here: nothing to compare")
+        return 1
+    launchers = launcher_rows(n)
+    starts = pid1_start(n * 2, native.launcher_binary(args.launcher_dir) or "")
     destroys: list[float] = []
     cold_first = cold_per_call(n, lambda s: s.exec(["true"]), destroys)
     warm_idle = warm_first(n, mode="idle")
@@ -187,8 +306,15 @@ def main() -> int:
     row("cat round trip", cold_read, steady["cat"])
     row("search_files round trip", cold_search, steady["search_files"])
     row("launcher python + imports", old_imports, new_imports)
-    print(f"CPU per launcher start (mean; os.times ticks are 10 ms): {mean_ms(old_cpu):.1f} ms before, {mean_ms(new_cpu):.1f} ms now")
+    print(f"CPU per launcher start (mean): {mean_ms(old_cpu):.1f} ms before, {mean_ms(new_cpu):.1f} ms now")
     row("destroy", None, destroys)
+    print(f"\n{'python -> native launcher':<30} {'py p50':>8} {'py p95':>8} {'nat p50':>8} {'nat p95':>8} {'ratio':>7}")
+    for label, (base, new) in launchers.items():
+        row(label, base, new, "target < 5 ms" if label == "cold first command" else "")
+    row("bwrap + PID 1 start: wall", starts["python"][0], starts["native"][0])
+    row("bwrap + PID 1 start: CPU", starts["python"][1], starts["native"][1])
+    row("bwrap + true (reference)", None, starts["true"][0])
+    print(f"{'bwrap + true: CPU (reference)':<30} {'':>17} {ms(starts['true'][1])[0]:8.2f}")
     print(f"pool: {pool.POOL.stats}")
     return 0
 

@@ -281,6 +281,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # tasks. Connections are reused for this many tasks; runs tasks also drop a connection that is
 # broken or older than CONN_MAX_AGE before they start (runs/tasks.py).
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
+# A safety net against a leak: a pool process whose peak RSS passed this many KiB is replaced
+# once its current task is done (nothing is cut short). Far above what one uses: about 130 MB at
+# the peak of a 5,000-case run (docs/performance.md "Memory at 5,000 cases"). 0 = never.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int("CELERY_WORKER_MAX_MEMORY_PER_CHILD", default=512 * 1024)
+if CELERY_WORKER_MAX_MEMORY_PER_CHILD < 0:
+    raise ImproperlyConfigured("CELERY_WORKER_MAX_MEMORY_PER_CHILD must be 0 (never) or more.")
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},

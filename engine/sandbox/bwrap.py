@@ -58,6 +58,7 @@ ZYGOTE_SCRIPT = f"{SANDBOX_LIB}/agentclash_launcher.py"  # launcher.py, run by t
 TOOL_MODULES = ("jq", "re2")
 RUN_BYTES = 16 * 1024 * 1024
 KILL_GRACE = 2.0  # seconds the launcher gets to stop a command before the sandbox is killed
+EXIT_GRACE = 0.25  # seconds the launcher and bwrap get to exit at the channel's end before being killed
 START_TIMEOUT = 10.0
 KILL_REQUEST = marshal.dumps({"kill": True})  # requests are marshal (host to launcher only)
 ETC_FILES = (
@@ -476,7 +477,7 @@ class Launcher:
             if self.proc is not None and self.proc.stderr is not None and self.proc.poll() is not None:
                 err = self.proc.stderr.read()[:500]  # bwrap exited before its child started: say why
             log.error("could not move the sandbox launcher into its cgroup: %s %s", exc, err.decode(errors="replace"))
-            self.close()
+            self.close(graceful=False)  # bwrap waits on its block fd: it would never exit
             raise EngineError("sandbox launcher failed to start") from None
         os.write(block_w, b"1")
 
@@ -490,11 +491,17 @@ class Launcher:
         finally:
             self.sock.settimeout(None)
 
-    def close(self) -> None:
+    def close(self, *, graceful: bool = True) -> None:
+        """Close the channel and end the sandbox. ``graceful``: the launcher exits by itself at the
+        channel's end (killing what runs) and bwrap reaps it, so its CPU is accounted to this
+        process like any child's; whatever is left after ``EXIT_GRACE`` is killed."""
         if self.sock is not None:
             self.sock.close()
             self.sock = None
         if self.proc is not None:
+            if graceful and self.proc.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=EXIT_GRACE)
             if self.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
@@ -605,7 +612,7 @@ class Launcher:
                         sock.send(b"K" + KILL_REQUEST if self.native else KILL_REQUEST)
                         backstop = now + KILL_GRACE
                 if backstop is not None and reply is None and now >= backstop:
-                    self.close()  # the launcher did not stop it: kill the whole sandbox
+                    self.close(graceful=False)  # the launcher did not stop it: kill the whole sandbox
                     if stop == "cancel":
                         return Outcome(exit_code=130, cancelled=True)
                     raise EngineError("sandbox launcher did not stop a command; the sandbox was killed")

@@ -404,7 +404,7 @@ class LocalSandbox:
     def __del__(self) -> None:
         try:
             if self._launcher is not None:
-                self._launcher.close()
+                self._launcher.close(graceful=False)
             if self._proxy is not None:
                 self._proxy.close()
         except Exception:  # noqa: BLE001, S110 - best effort in __del__

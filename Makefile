@@ -33,7 +33,7 @@ system-deps:
 
 # The native sandbox launcher (engine/sandbox/launcher.c; without a C compiler sandboxes use the Python one).
 setup: $(STAMP) system-deps
-	-$(PY) -m engine.sandbox.native var/launcher
+	-$(PY) -c 'import sys; from engine.sandbox.native import main; sys.exit(main(["var/launcher"]))'
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
 

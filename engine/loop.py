@@ -313,7 +313,9 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
         "finish_reason": response.finish_reason,
         "output_text": response.output_text,
         "tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in response.tool_calls],
-        "usage": dataclasses.asdict(response.usage),
+        "usage": {
+            f.name: getattr(response.usage, f.name) for f in dataclasses.fields(response.usage)
+        },  # ints: asdict's deep walk is not needed
         "raw_response": response.raw_response,
     }
 

@@ -1,6 +1,6 @@
 """The native sandbox launcher (``launcher.c``): where its binary lives, how it is built and trusted.
 
-The binary is never committed: ``make setup`` builds it (``python -m engine.sandbox.native DIR``)
+The binary is never committed: ``make setup`` builds it (:func:`main`, ``DIR`` = ``var/launcher``)
 and a worker builds it on first use when it is missing and a C compiler is there. Its name carries
 a digest of the source and the compiler flags, so a changed ``launcher.c`` is never served by an
 old binary. A binary is used only if it and its directory belong to this user and nobody else can
@@ -142,7 +142,7 @@ def launcher_binary(directory: str, *, build_missing: bool = True) -> str | None
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m engine.sandbox.native DIRECTORY", file=sys.stderr)
+        print("usage: main([DIRECTORY])", file=sys.stderr)
         return 2
     existing = os.path.join(argv[0], binary_name())
     if _trusted(argv[0], directory=True) and _trusted(existing, directory=False):
@@ -153,6 +153,9 @@ def main(argv: list[str]) -> int:
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         print(f"native sandbox launcher not built: {exc} (sandboxes use the Python launcher)", file=sys.stderr)
         return 1
+    for name in os.listdir(argv[0]):  # binaries of earlier sources (setup runs between deployments)
+        if name.startswith("agentclash-launcher-") and os.path.join(argv[0], name) != path:
+            os.unlink(os.path.join(argv[0], name))
     print(path)
     return 0
 

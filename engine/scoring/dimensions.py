@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.scoring import signals
 from engine.scoring.metrics import MetricContext, MetricResult, MetricUnavailable
+from engine.scoring.validators.base import record_dict
 
 JSON = Any
 LEGACY = {
@@ -50,7 +51,7 @@ class DimensionScore:
     raw_value: float | None = None
 
     def as_dict(self) -> dict[str, JSON]:
-        return dataclasses.asdict(self)
+        return record_dict(self)
 
 
 def _number(value: JSON) -> float | None:

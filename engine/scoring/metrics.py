@@ -10,6 +10,7 @@ from engine.scoring import signals
 from engine.scoring.evidence import CaseEvidence, Extracted
 from engine.scoring.pricing import CostResult, model_cost
 from engine.scoring.validators import ValidatorResult
+from engine.scoring.validators.base import record_dict
 
 JSON = Any
 
@@ -58,7 +59,7 @@ class MetricResult:
     reason: str = ""
 
     def as_dict(self) -> dict[str, JSON]:
-        return dataclasses.asdict(self)
+        return record_dict(self)
 
 
 def _ttft(ctx: MetricContext) -> float:

@@ -225,3 +225,27 @@ def test_a_directory_the_sandbox_uid_cannot_walk_to_is_not_used(tmp_path):
     native._warn_once.cache_clear()
     assert native.launcher_binary(str(private / "launcher")) is None
     assert not (private / "launcher").exists()  # not even built
+
+
+@requires_cc
+def test_setup_builds_the_current_binary_and_removes_older_ones(open_dir, capsys):
+    directory = os.path.join(open_dir, "launcher")
+    os.makedirs(directory, mode=0o755)
+    stale = os.path.join(directory, "agentclash-launcher-0000000000000000")
+    Path(stale).write_bytes(b"old")
+    assert native.main([directory]) == 0
+    assert os.listdir(directory) == [native.binary_name()]
+    assert capsys.readouterr().out.strip() == os.path.join(directory, native.binary_name())
+    assert native.main([directory]) == 0  # already there: kept, not rebuilt
+    assert native.main([]) == 2
+
+
+def test_bwrap_drops_to_the_sandbox_uid_through_setpriv_or_popen(monkeypatch):
+    from engine.sandbox import bwrap
+
+    monkeypatch.setattr(bwrap, "setpriv_path", lambda: "/usr/bin/setpriv")
+    argv, kwargs = bwrap.as_sandbox_uid(["bwrap", "--", "x"], 201234)
+    assert argv == ["/usr/bin/setpriv", "--reuid=201234", "--regid=201234", "--clear-groups", "--", "bwrap", "--", "x"]
+    assert kwargs == {}
+    monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
+    assert bwrap.as_sandbox_uid(["bwrap"], 201234) == (["bwrap"], {"user": 201234, "group": 201234, "extra_groups": []})

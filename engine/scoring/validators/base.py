@@ -9,6 +9,7 @@ all of that into a ``ValidatorResult`` and never raises (runtime.md §5.4).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,20 @@ class InfraError(Exception):
     """Verification infrastructure failed (e.g. the sandbox could not run the test command)."""
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def record_dict(record: Any) -> dict[str, JSON]:
+    """``dataclasses.asdict`` of a flat scoring record (fields hold JSON values, no dataclasses),
+    copying only the values that are containers: the same dict, without asdict's walk of every
+    scalar (a case's score document builds a few dozen of these)."""
+    return {
+        field.name: value if isinstance(value, _SCALARS) else copy.deepcopy(value)
+        for field in dataclasses.fields(record)
+        for value in (getattr(record, field.name),)
+    }
+
+
 @dataclasses.dataclass
 class Outcome:
     passed: bool
@@ -66,7 +81,7 @@ class ValidatorResult:
     regression: dict[str, JSON] | None = None
 
     def as_dict(self) -> dict[str, JSON]:
-        return dataclasses.asdict(self)
+        return record_dict(self)
 
 
 class ValidatorCall:

@@ -251,3 +251,19 @@ def test_config_precedence():
     cfg = SandboxConfig.from_manifest(m, {"allow_shell": True, "max_workspace_bytes": 5000})
     assert cfg.allow_shell and cfg.allow_network and cfg.network_allowlist == ("10.0.0.0/8",)
     assert cfg.max_workspace_bytes == 5000 and cfg.allowed_tool_kinds == {"file"}
+
+
+@requires_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="a per-sandbox host uid needs root")
+def test_bwrap_and_pid_1_run_as_the_sandboxs_own_host_uid_without_groups(sandbox):
+    assert sandbox.exec(["true"]).exit_code == 0
+    bwrap_pid = sandbox._launcher.proc.pid
+    with open(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children", encoding="ascii") as fh:
+        pids = [bwrap_pid, *(int(p) for p in fh.read().split())]
+    assert len(pids) == 2  # bwrap and the sandbox's PID 1
+    for pid in pids:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            status = dict(line.split(":", 1) for line in fh.read().splitlines())
+        assert status["Uid"].split() == [str(sandbox.uid)] * 4  # real, effective, saved, fs
+        assert status["Gid"].split() == [str(sandbox.uid)] * 4
+        assert status["Groups"].split() == []

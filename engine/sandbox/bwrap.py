@@ -85,8 +85,9 @@ def _source(module: Any) -> str:
         return fh.read()
 
 
+@functools.cache
 def bwrap_path() -> str | None:
-    return shutil.which("bwrap", path=SANDBOX_PATH)  # never the worker's PATH
+    return shutil.which("bwrap", path=SANDBOX_PATH)  # never the worker's PATH; looked up once per process
 
 
 @functools.cache

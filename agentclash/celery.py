@@ -33,7 +33,5 @@ def gc_freeze_before_fork(**_: object) -> None:
     collection again, in the parent or in the child; garbage is collected first so that none is
     kept for ever.
     """
-    if os.environ.get("H2_TEMP_OLD"):  # H2-TEMP
-        return
     gc.collect()
     gc.freeze()

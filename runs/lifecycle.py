@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -137,7 +137,13 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
     if retry_of is None:
         # The common case, a first delivery of a queued case: claim straight away (one CAS).
         values = {"status": CaseStatus.RUNNING, "claimed_at": now, "heartbeat_at": now, "started_at": now}
-        if _CASE_UPDATE(case_run_id, where={"status": CaseStatus.QUEUED}, values=values, increment=("attempt",)) == 1:
+        where: dict[str, Any] = {"status": CaseStatus.QUEUED}
+        if connection.vendor == "postgresql":  # the CAS and the read in one statement
+            cas = _CASE_UPDATE.statement(case_run_id, where=where, values=values, increment=("attempt",))
+            claimed = _CLAIMED.get(case_run_id, updated=cas)
+            if claimed is not None:
+                return claimed  # type: ignore[return-value]
+        elif _CASE_UPDATE(case_run_id, where=where, values=values, increment=("attempt",)) == 1:
             return _claimed(case_run_id)
     row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
     if row is None:

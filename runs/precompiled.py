@@ -22,23 +22,27 @@ _PLACEHOLDER = -7_130_417_263  # a primary key no row has; found again in the co
 
 
 def prepared_cursor(using: str = "default") -> Any:
-    """A cursor of connection ``using`` whose statements PostgreSQL keeps prepared: a Django cursor
-    (errors mapped, statements logged and counted like any other) over a psycopg cursor that
-    binds its parameters on the server, so psycopg prepares a statement once it has run it a few
-    times on the connection (``prepare_threshold``, 5 by default) and later runs skip its parse and
-    plan. Django's own cursors bind on the client (no prepared statements), and planning was about
-    a quarter of the PostgreSQL CPU of a case, most of it the claim's six-table join.
-    Elsewhere (SQLite) the connection's usual cursor.
+    """A cursor of connection ``using`` for the worker's hot statements, which PostgreSQL can keep
+    prepared: a Django cursor (errors mapped, statements logged and counted like any other) over
+    a psycopg cursor that binds its parameters on the server. Django's own cursors bind on the
+    client, so nothing is ever prepared, and parsing and planning were about a third of the
+    PostgreSQL CPU of a case (most of it the claim's six-table join).
+
+    psycopg prepares a statement once it ran ``prepare_threshold`` times on the connection. Django
+    sets no threshold (prepared statements off, for connection poolers in transaction mode), so
+    a deployment opts in: ``DATABASE_URL=postgres://…?prepare_threshold=5`` (docs/performance.md).
+    Without it the statements run exactly as before, bound on the server. Elsewhere (SQLite) the
+    connection's usual cursor.
     """
     connection = connections[using]
     if connection.vendor != "postgresql":
         return connection.cursor()
-    from django.db.backends.postgresql.base import ServerBindingCursor  # type: ignore[attr-defined]
+    from django.db.backends.postgresql.base import ServerBindingCursor
 
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+    with connection.wrap_database_errors:  # what connection.cursor() does, with this cursor class
+        return connection._prepare_cursor(ServerBindingCursor(connection.connection))  # type: ignore[attr-defined,call-arg]
 
 
 class PrecompiledGet:
@@ -55,12 +59,21 @@ class PrecompiledGet:
                 self.compiled[alias] = _Compiled(self.build().filter(pk=_PLACEHOLDER), alias)
             return self.compiled[alias]
 
-    def get(self, pk: int, *, using: str = "default") -> Model | None:
+    def get(self, pk: int, *, using: str = "default", updated: tuple[str, list[Any]] | None = None) -> Model | None:
+        """The row, or None. ``updated`` (PostgreSQL): an ``UPDATE`` of this model's table with its
+        parameters, run first in the same statement; the row is then read as that statement
+        leaves it, and only if it changed it (a compare-and-set and its read in one round trip)."""
         compiled = self.compiled.get(using) or self._compile(using)
         values = list(compiled.params)
         values[compiled.position] = pk
+        sql = compiled.sql
+        if updated is not None:
+            # The CTE takes the table's name, so the query reads the rows it returned (as written).
+            # Inside its own definition the name is still the table's (a WITH is not recursive).
+            table = connections[using].ops.quote_name(compiled.model._meta.db_table)
+            sql, values = f"WITH {table} AS ({updated[0]} RETURNING *) {sql}", [*updated[1], *values]
         with prepared_cursor(using) as cursor:
-            cursor.execute(compiled.sql, values)
+            cursor.execute(sql, values)
             rows = cursor.fetchall()
         return compiled.hydrate(rows[0]) if rows else None
 
@@ -108,34 +121,46 @@ class RowUpdate:
 
     def __init__(self, model: type[Model]) -> None:
         self.model = model
-        self.sql: dict[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], str] = {}
+        # (vendor, where names, value names, increment) → the SQL and the fields of its parameters
+        self.sql: dict[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], tuple[str, list[Any], list[Any]]] = {}
 
     def __call__(
         self, pk: Any, *, where: dict[str, Any], values: dict[str, Any], increment: tuple[str, ...] = (), using: str = "default"
     ) -> int:
-        connection = connections[using]
-        key = (connection.vendor, tuple(where), tuple(values), increment)
-        sql = self.sql.get(key) or self._build(key, connection)
-        meta = self.model._meta
-        params = [meta.get_field(name).get_db_prep_save(value, connection=connection) for name, value in values.items()]
-        params.append(meta.pk.get_db_prep_value(pk, connection))  # type: ignore[union-attr]
-        params += [meta.get_field(name).get_db_prep_value(value, connection) for name, value in where.items()]  # type: ignore[union-attr]
+        sql, params = self.statement(pk, where=where, values=values, increment=increment, using=using)
         with prepared_cursor(using) as cursor:
             cursor.execute(sql, params)
             return int(cursor.rowcount)
 
-    def _build(self, key: tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], connection: Any) -> str:
+    def statement(
+        self, pk: Any, *, where: dict[str, Any], values: dict[str, Any], increment: tuple[str, ...] = (), using: str = "default"
+    ) -> tuple[str, list[Any]]:
+        """The ``UPDATE`` and its parameters, not run (e.g. for :meth:`PrecompiledGet.get`'s ``updated``)."""
+        connection = connections[using]
+        key = (connection.vendor, tuple(where), tuple(values), increment)
+        sql, set_fields, where_fields = self.sql.get(key) or self._build(key, connection)
+        params = [field.get_db_prep_save(value, connection=connection) for field, value in zip(set_fields, values.values(), strict=True)]
+        params += [field.get_db_prep_value(value, connection) for field, value in zip(where_fields, [pk, *where.values()], strict=True)]
+        return sql, params
+
+    def _build(
+        self, key: tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], connection: Any
+    ) -> tuple[str, list[Any], list[Any]]:
         _, where, values, increment = key
         meta, quote = self.model._meta, connection.ops.quote_name
-        fields = [meta.get_field(name) for name in (*values, *where, *increment)]
-        if any(hasattr(field, "get_placeholder") or not field.concrete for field in fields):  # pragma: no cover - not for these
+        set_fields = [meta.get_field(name) for name in values]
+        where_fields = [meta.pk, *(meta.get_field(name) for name in where)]
+        added = [meta.get_field(name) for name in increment]
+        if any(
+            hasattr(field, "get_placeholder") or not field.concrete for field in (*set_fields, *where_fields, *added)
+        ):  # pragma: no cover
             raise ValueError(f"{self.model.__name__}: a field RowUpdate cannot write")
-        sets = [f"{quote(meta.get_field(name).column)} = %s" for name in values]  # type: ignore[union-attr]
-        sets += [f"{quote(column)} = {quote(column)} + 1" for column in (meta.get_field(name).column for name in increment)]  # type: ignore[union-attr]
-        tests = [f"{quote(meta.pk.column)} = %s"] + [f"{quote(meta.get_field(name).column)} = %s" for name in where]  # type: ignore[union-attr]
+        sets = [f"{quote(field.column)} = %s" for field in set_fields]  # type: ignore[union-attr]
+        sets += [f"{quote(field.column)} = {quote(field.column)} + 1" for field in added]  # type: ignore[union-attr]
+        tests = [f"{quote(field.column)} = %s" for field in where_fields]  # type: ignore[union-attr]
         sql = f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(tests)}"
-        self.sql[key] = sql
-        return sql
+        self.sql[key] = (sql, set_fields, where_fields)
+        return self.sql[key]
 
 
 class RowUpsert:

@@ -206,11 +206,7 @@ def lane_score(*, lane_id: int) -> None:
         spec = evaluation_spec_for(lane.run)
         documents = CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id").values_list("document", flat=True)
         strings: dict[str, str] = {}
-        if __import__("os").environ.get("H2_TEMP_OLD"):  # H2-TEMP: before/after toggle, removed after the bench
-            lane = Lane.objects.select_related("run__pack_version").filter(pk=lane_id).first() or lane
-            scores = [cs.document for cs in CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id")]
-        else:
-            scores = [_share_strings(document, strings) for document in documents.iterator(chunk_size=500)]
+        scores = [_share_strings(document, strings) for document in documents.iterator(chunk_size=500)]
         del strings
         refs: dict[str, Any] = {
             "run_id": lane.run_id,
@@ -289,6 +285,7 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
     by_case: dict[str, list[CaseRun]] = {}
     case_runs = (
         CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case", "case_score")
+        .defer(*CASE_RUN_FIELDS)  # not a copy of the manifest per case run: the spec comes from the cache
         .filter(run=run)
         .order_by("lane__lane_index")
     )

@@ -13,12 +13,10 @@ import contextlib
 import dataclasses
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
 from artifacts.selectors import AssetUnavailable
 from engine.events import SYSTEM_RUN_FAILED, EventEmitter
@@ -55,6 +53,7 @@ from runs.services.case_inputs import execution_mode as _mode
 from runs.services.case_inputs import staged_case_files as _staged
 from runs.services.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
 from runs.services.race import race_standings_source
+from runs.services.ticker import TICKER
 from runs.throttle import throttled
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
@@ -202,30 +201,26 @@ def _sandbox(case_run: CaseRun, inputs: _CaseInputs) -> Iterator[Sandbox | None]
                 logger.exception("destroying the sandbox of case run %s failed", case_run.pk)
 
 
-class _CancelWatch(threading.Thread):
+class _CancelWatch:
     """Aborts the sandbox's running tool process within ~0.5 s of a cancel or a re-claim.
 
     The engine checks ``cancel`` only between steps and tool calls, so a long command would run
-    on; ``Sandbox.abort`` stops it from this thread. Only a visible, definite change aborts (a row
-    this connection cannot see yet is not a cancel).
+    on; ``Sandbox.abort`` stops it from the process's ticker thread (runs/services/ticker.py: no
+    thread started per case). Only a visible, definite change aborts (a row this connection
+    cannot see yet is not a cancel).
     """
 
     def __init__(self, case_run_id: int, attempt: int, abort: Callable[[], None], interval: float = 0.5) -> None:
-        super().__init__(daemon=True, name=f"cancel-watch-{case_run_id}")
         self.case_run_id, self.attempt, self.abort, self.interval = case_run_id, attempt, abort, interval
-        self.stopped = threading.Event()
+        self.aborted = False
 
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
-                if row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING):
-                    self.abort()
-                    return
-        except Exception:
-            logger.exception("cancel watch for case run %s failed", self.case_run_id)
-        finally:
-            connection.close()
+    def check(self) -> None:
+        if self.aborted:
+            return
+        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+        if row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING):
+            self.aborted = True
+            self.abort()
 
 
 @contextlib.contextmanager
@@ -235,12 +230,11 @@ def _cancel_watch(case_run: CaseRun, sandbox: Sandbox | None) -> Iterator[None]:
         yield
         return
     watch = _CancelWatch(case_run.pk, case_run.attempt, abort)
-    watch.start()
+    job = TICKER.add(watch.check, watch.interval, name=f"cancel-watch-{case_run.pk}")
     try:
         yield
     finally:
-        watch.stopped.set()
-        watch.join(timeout=5)
+        TICKER.remove(job)  # waits for a check in progress, as joining the thread did
 
 
 def _toolset(

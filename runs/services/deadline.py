@@ -3,7 +3,8 @@
 The engine stops itself at its run deadline, but it looks at the clock only between steps and
 tool calls. A case that hangs inside one — a provider that ignores its timeout, a tool process
 the sandbox did not stop, a verification command — would run on until Celery's time limit
-kills the whole worker process. :class:`CaseDeadline` bounds it from a watchdog thread:
+kills the whole worker process. :class:`CaseDeadline` bounds it from the process's ticker thread
+(runs/services/ticker.py: no thread started per case):
 
 1. when the deadline passes, the cancel check it hands the engine says stop, with the stop
    reason ``deadline_exceeded`` (the engine's cancel path, so the case ends the normal way),
@@ -24,6 +25,7 @@ from typing import Any
 
 from engine.modes.case import STOP_DEADLINE_EXCEEDED, CaseRequest, Limits
 from engine.types import CancelCheck
+from runs.services.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +76,11 @@ class CaseDeadline:
         self.seconds, self.cancel, self.abort = seconds, cancel, abort
         self.hard_grace = HARD_STOP_GRACE_SECONDS if hard_grace is None else hard_grace
         self.fired = threading.Event()
-        self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._exited = False
+        self._interrupted = False
         self._target: int | None = None
-        self._thread: threading.Thread | None = None
+        self._jobs: list[Job] = []
 
     # -- the cancel check the engine reads (engine.modes.case.cancel_stop) -----------------------
 
@@ -97,31 +99,36 @@ class CaseDeadline:
 
     def __enter__(self) -> CaseDeadline:
         self._target = threading.get_ident()
-        self._thread = threading.Thread(target=self._watch, daemon=True, name=f"case-deadline-{self._target}")
-        self._thread.start()
+        self._jobs.append(TICKER.add(self._fire, self.seconds, name=f"case-deadline-{self._target}"))
         return self
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
             self._exited = True
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        for job in list(self._jobs):  # waits for a call in progress, as joining the watchdog did
+            TICKER.remove(job)
 
-    def _watch(self) -> None:
-        if self._stopped.wait(self.seconds):
-            return
-        self.fired.set()
+    def _fire(self) -> None:
+        """The deadline passed (the ticker calls it ``seconds`` after :meth:`__enter__`, then again
+        every ``seconds``: only the first call acts)."""
+        with self._lock:
+            if self._exited or self.fired.is_set():
+                return
+            self.fired.set()
+            # the hard stop, ``hard_grace`` seconds from now (added here, under the lock, so that
+            # __exit__ either sees it to remove it or has already marked the block left)
+            self._jobs.append(TICKER.add(self._interrupt, self.hard_grace, name=f"case-deadline-hard-{self._target}"))
         logger.warning("case deadline of %gs passed; stopping the case", self.seconds)
         if self.abort is not None:
             try:
                 self.abort()
             except Exception:
                 logger.exception("aborting the sandbox at the case deadline failed")
-        if self._stopped.wait(self.hard_grace):
-            return
+
+    def _interrupt(self) -> None:
         with self._lock:
             # Under the lock: once __exit__ has marked the block left, nothing is raised any more.
-            if not self._exited and self._target is not None:
+            if not self._exited and not self._interrupted and self._target is not None:
+                self._interrupted = True  # once (the ticker would call again every ``hard_grace``)
                 logger.error("case did not stop %gs after its deadline; interrupting its thread", self.hard_grace)
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(CaseDeadlineExceeded))

@@ -21,6 +21,7 @@ from django.utils import timezone
 from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
 from runs.models import RunEvent
+from runs.precompiled import prepared_cursor
 from runs.services.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def _reserve_sequence(lane_id: int, count: int, returning: str = "") -> tuple[in
     The ``UPDATE`` also locks the lane row until the transaction ends, which serialises the
     lane's writers (SQLite serialises every write transaction anyway: ``BEGIN IMMEDIATE``).
     """
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence"
             + (f", {returning}" if returning else ""),

@@ -28,6 +28,7 @@ from runs.models import (
     RunStatus,
     ScoreStatus,
 )
+from runs.precompiled import prepared_cursor
 from runs.queue import enqueue_on_commit
 from runs.scoring import services as scoring
 
@@ -173,7 +174,7 @@ def lane_dispatch_locked(lane_id: int, state: tuple[str, str, int] | None, picke
     (``state``: what :func:`_lane_lock_state` read, None when the lane is gone)."""
     if state is None or state[1] != RunStatus.RUNNING or state[0] != LaneStatus.EXECUTING:
         return 0, True
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # prepared when the connection allows it (runs/precompiled.py)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         cursor.execute(_PICK_SQL.format(greatest=_GREATEST.get(connection.vendor, "GREATEST")), [now, lane_id, state[2], lane_id])
         rows = sorted(cursor.fetchall(), key=lambda r: (r[1], r[0]))

@@ -81,6 +81,7 @@ def planted_files(manifest: dict[str, Any]) -> dict[str, bytes]:
 
 
 _STAGED_MANIFEST: DumpCache[bytes] = DumpCache()
+_STAGED_CHALLENGE: DumpCache[bytes] = DumpCache(64)
 
 
 def staged_files(
@@ -101,7 +102,10 @@ def staged_files(
         "/workspace/agentclash/run-context.json": dump(strip_hidden(run_context)),
         # the same for every case of the pack: encoded once per (shared, read-only) manifest object
         "/workspace/agentclash/challenge-pack-manifest.json": _STAGED_MANIFEST.get(manifest, lambda m: dump(sanitised_manifest(m))),
-        "/workspace/agentclash/challenges.json": dump([strip_hidden(challenge)] if challenge else []),
+        # a challenge of the manifest is shared by its cases too (masked by the same manifest's policy)
+        "/workspace/agentclash/challenges.json": _STAGED_CHALLENGE.get(challenge, lambda c: dump([strip_hidden(c)]))
+        if challenge
+        else dump([]),
         "/workspace/agentclash/challenge-input-set.json": dump({"cases": [strip_hidden(case)]}),
     }
     files.update(_fixture_files(case))

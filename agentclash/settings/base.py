@@ -111,6 +111,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
+    # Server-side prepared statements for the worker's hot statements (runs/precompiled.py
+    # prepared_cursor; docs/performance.md): psycopg prepares a statement once it ran this many
+    # times on a connection. "off" for PgBouncer in transaction mode before 1.21 (or without
+    # max_prepared_statements). A prepare_threshold in DATABASE_URL wins.
+    _prepare = env.str("DATABASE_PREPARE_THRESHOLD", default="5").strip().lower()
+    if _prepare != "off":
+        if not _prepare.isdigit():
+            raise ImproperlyConfigured('DATABASE_PREPARE_THRESHOLD must be a whole number (0 = prepare at once) or "off".')
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", int(_prepare))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

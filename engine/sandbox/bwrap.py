@@ -22,6 +22,7 @@ from __future__ import annotations
 import array
 import contextlib
 import dataclasses
+import errno
 import functools
 import importlib.util
 import json
@@ -406,6 +407,15 @@ class Launcher:
 
     def _fds(self) -> dict[str, int]:
         fds = {}
+        if self.native:  # checked again on the fd that bwrap binds (native.open_trusted)
+            native_fd = native.open_trusted(self.native)
+            if native_fd is None:
+                if self.settings.launcher == "native":
+                    raise EngineError(f"the native sandbox launcher at {self.native} is no longer trusted")
+                log.warning("native sandbox launcher at %s changed after its trust check; using the Python launcher", self.native)
+                self.native = None
+            else:
+                fds["native"] = native_fd
         for name in ("passwd", "group"):
             with open(os.path.join(self.private_dir, name), "rb") as fh:
                 fds[name] = _data_fd(fh.read())
@@ -416,7 +426,6 @@ class Launcher:
             with contextlib.suppress(OSError):
                 fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)
         if self.native:
-            fds["native"] = os.open(self.native, os.O_PATH | os.O_CLOEXEC)
             fds["zygote"] = _data_fd(_source(launcher_module).encode())
         return fds
 
@@ -594,6 +603,8 @@ class Launcher:
             except OSError as exc:
                 for f in (out_r, err_r):
                     os.close(f)
+                if exc.errno == errno.EMSGSIZE:  # argv + env past what one request carries (~200 KB): the
+                    return Outcome(exit_code=127, exec_error=errno.E2BIG)  # agent's doing, not a broken sandbox
                 self.close()
                 raise EngineError("sandbox launcher is not reachable") from exc
             finally:

@@ -48,7 +48,6 @@
 
 #define MAX_MSG (1 << 20)
 #define MAX_FDS 16
-#define MAX_ITEMS 4096
 #define CPU_HARD 86400
 #define WATCH_MS 100
 #define KILL_ROUNDS 2000
@@ -109,6 +108,8 @@ static ssize_t recv_msg(int fd, char *buf, size_t cap, int *fds, int *nfds) {
         n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     *nfds = 0;
+    if (n < 0) /* nothing received; msg_controllen still says the whole (uninitialised) buffer */
+        return 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
@@ -122,8 +123,6 @@ static ssize_t recv_msg(int fd, char *buf, size_t cap, int *fds, int *nfds) {
                 close(f);
         }
     }
-    if (n < 0)
-        return 0;
     if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
         close_fds(fds, *nfds);
         *nfds = 0;
@@ -195,22 +194,23 @@ static int kill_all(pid_t main_pid) {
     int status = -1;
     for (int round = 0; round < KILL_ROUNDS; round++) {
         int victims = 0;
+        DIR *d = zygote_pid ? opendir("/proc") : NULL;
+        if (zygote_pid && !d)
+            drop_zygote(); /* cannot spare it without a /proc scan: it goes with the rest */
         if (zygote_pid == 0) {
             victims = kill(-1, SIGKILL) == 0;
         } else {
-            DIR *d = opendir("/proc");
-            if (d) {
-                struct dirent *e;
-                while ((e = readdir(d))) {
-                    if (!isdigit((unsigned char)e->d_name[0]))
-                        continue;
-                    pid_t p = (pid_t)atol(e->d_name);
-                    if (p > 1 && p != zygote_pid && kill(p, SIGKILL) == 0)
-                        victims++;
-                }
-                closedir(d);
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (!isdigit((unsigned char)e->d_name[0]))
+                    continue;
+                pid_t p = (pid_t)atol(e->d_name);
+                if (p > 1 && p != zygote_pid && kill(p, SIGKILL) == 0)
+                    victims++;
             }
         }
+        if (d)
+            closedir(d);
         int st;
         pid_t p;
         while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -226,6 +226,21 @@ static int kill_all(pid_t main_pid) {
     return status;
 }
 
+/* Resident pages of the process whose statm file is `path` (0 if unreadable). */
+static long resident_pages(const char *path) {
+    char buf[128];
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return 0;
+    ssize_t n = read(f, buf, sizeof buf - 1);
+    close(f);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    long size = 0, resident = 0;
+    return sscanf(buf, "%ld %ld", &size, &resident) == 2 && resident > 0 ? resident : 0;
+}
+
 static long rss_total(void) {
     static long page;
     if (!page)
@@ -238,22 +253,35 @@ static long rss_total(void) {
     while ((e = readdir(d))) {
         if (!isdigit((unsigned char)e->d_name[0]) || strcmp(e->d_name, "1") == 0)
             continue;
-        char path[64], buf[128];
+        char path[96];
         snprintf(path, sizeof path, "/proc/%.20s/statm", e->d_name);
-        int f = open(path, O_RDONLY | O_CLOEXEC);
-        if (f < 0)
-            continue;
-        ssize_t n = read(f, buf, sizeof buf - 1);
-        close(f);
-        if (n <= 0)
-            continue;
-        buf[n] = 0;
-        long size = 0, resident = 0;
-        if (sscanf(buf, "%ld %ld", &size, &resident) == 2)
-            total += resident * page;
+        long resident = resident_pages(path);
+        if (resident == 0) { /* a main thread that exited (pthread_exit) reads 0: ask its live threads */
+            snprintf(path, sizeof path, "/proc/%.20s/task", e->d_name);
+            DIR *tasks = opendir(path);
+            struct dirent *t;
+            while (tasks && resident == 0 && (t = readdir(tasks))) {
+                if (!isdigit((unsigned char)t->d_name[0]))
+                    continue;
+                snprintf(path, sizeof path, "/proc/%.20s/task/%.20s/statm", e->d_name, t->d_name);
+                resident = resident_pages(path); /* threads share one address space: the first live one */
+            }
+            if (tasks)
+                closedir(tasks);
+        }
+        total += resident * page;
     }
     closedir(d);
     return total;
+}
+
+/* Close every fd from `first` up: close_range, or one by one where the kernel lacks it (< 5.9). */
+static void close_from(int first) {
+    if (syscall(SYS_close_range, first, ~0U, 0) == 0)
+        return;
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long f = first; f < (max > 0 ? max : 65536); f++)
+        close((int)f);
 }
 
 /* In a forked child: a clean signal state, a new session, fds 0-2 and nothing else. */
@@ -270,9 +298,9 @@ static void child_setup(const int *fds, int keep) {
     if (keep >= 0) {
         if (keep == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(keep, 3) < 0)
             _exit(70);
-        syscall(SYS_close_range, 4, ~0U, 0);
+        close_from(4);
     } else {
-        syscall(SYS_close_range, 3, ~0U, 0);
+        close_from(3);
     }
 }
 
@@ -353,7 +381,7 @@ static int count_field(char **cur, char *end) {
         return -1;
     char *stop;
     long v = strtol(f, &stop, 10);
-    return (*f && !*stop && v >= 0 && v <= MAX_ITEMS) ? (int)v : -1;
+    return (*f && !*stop && v >= 0 && v <= end - *cur) ? (int)v : -1; /* each item takes >= 1 byte */
 }
 
 static void run_exec(char *body, char *end, int *fds) {
@@ -382,8 +410,6 @@ static void run_exec(char *body, char *end, int *fds) {
     long cpu = strtol(cpu_s, NULL, 10);
     if (cpu < 1 || cpu > CPU_HARD)
         cpu = 60;
-    char exe_buf[4096];
-    const char *exe = resolve(argv[0], envp, exe_buf, sizeof exe_buf);
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
         reply_exec_error(errno);
@@ -399,7 +425,8 @@ static void run_exec(char *body, char *end, int *fds) {
         if (chdir(cwd) < 0 || setrlimit(RLIMIT_CPU, &cpu_limit) < 0)
             err = errno;
         else {
-            execve(exe, argv, envp);
+            char exe_buf[4096]; /* PATH is searched from the command's cwd, as launcher.py does */
+            execve(resolve(argv[0], envp, exe_buf, sizeof exe_buf), argv, envp);
             err = errno;
         }
         if (write(3, &err, sizeof err) < 0) {
@@ -562,6 +589,10 @@ int main(int argc, char **argv) {
     }
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
         die("prctl(PR_SET_DUMPABLE)");
+    /* SIG_IGN survives execve: an ignored SIGCHLD (inherited from the worker) would reap every child
+     * at once, losing exit statuses and freeing the zygote's pid for reuse while kill_all spares it. */
+    if (signal(SIGCHLD, SIG_DFL) == SIG_ERR)
+        die("signal(SIGCHLD)");
     host_fd = atoi(argv[1]);
     rss_cap = atol(argv[2]);
     if (fcntl(host_fd, F_SETFD, FD_CLOEXEC) < 0)

@@ -88,6 +88,15 @@ def _reply_bytes(obj: dict[str, object]) -> bytes:
     return ("{" + ", ".join(parts) + "}").encode()
 
 
+def _resident(path: str) -> int:
+    """Resident pages from a ``statm`` file (0 if unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class Launcher:
     def __init__(self, fd: int, config: dict[str, object]) -> None:
         os.set_inheritable(fd, False)
@@ -136,11 +145,17 @@ class Launcher:
         for name in os.listdir("/proc"):
             if not name.isdigit() or name == "1":
                 continue
-            try:
-                with open(f"/proc/{name}/statm", "rb") as fh:
-                    total += int(fh.read().split()[1]) * PAGE
-            except (OSError, ValueError, IndexError):
-                continue
+            resident = _resident(f"/proc/{name}/statm")
+            if not resident:  # a main thread that exited (pthread_exit) reads 0: ask its live threads
+                try:
+                    tasks = os.listdir(f"/proc/{name}/task")
+                except OSError:
+                    tasks = []
+                for tid in tasks:
+                    resident = _resident(f"/proc/{name}/task/{tid}/statm")
+                    if resident:
+                        break  # threads share one address space: the first live one tells
+            total += resident * PAGE
         return total
 
     # ---------------------------------------------------------------- commands
@@ -278,6 +293,8 @@ def main() -> None:
     fd = int(sys.argv[1])
     config = marshal.loads(bytes.fromhex(sys.argv[2]))  # noqa: S302 - written by the host (bwrap_argv)
     set_non_dumpable()
+    # SIG_IGN survives execve: an ignored SIGCHLD inherited from the worker would reap children at once
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for name, value in config.get("rlimits", []):
         resource.setrlimit(getattr(resource, name), (value, value))
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))

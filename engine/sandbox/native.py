@@ -45,13 +45,43 @@ def binary_name() -> str:
     return f"agentclash-launcher-{source_digest()}"
 
 
+def _trusted_stat(st: os.stat_result, *, directory: bool) -> bool:
+    kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
+    return kind_ok and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def _trusted(path: str, *, directory: bool) -> bool:
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
-    return kind_ok and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return _trusted_stat(st, directory=directory)
+
+
+def open_trusted(path: str) -> int | None:
+    """An ``O_PATH`` fd of the binary at ``path``, checked through the fds themselves (None if untrusted).
+
+    bwrap binds this fd (``--ro-bind-fd``), so what runs as PID 1 is the file checked here, not
+    whatever the path names later: :func:`launcher_binary` checks by path, and anyone who can write
+    a directory above it could swap the path between that check and the bind. The directory is
+    opened without following a final symlink and checked, then the binary inside it (no symlink)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not _trusted_stat(os.fstat(dir_fd), directory=True):
+            return None
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    if _trusted_stat(os.fstat(fd), directory=False):
+        return fd
+    os.close(fd)
+    return None
 
 
 def _reachable(path: str) -> bool:

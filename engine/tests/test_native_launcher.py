@@ -154,7 +154,7 @@ def test_malformed_requests_get_bad_request_and_the_launcher_keeps_serving(sandb
         assert raw(b"X1\0/\x001\0true\x000\0") == bad  # unknown op
         assert raw(b"E1\0/\x001\0true\x000\0", nfds=2) == bad  # two fds
         assert raw(b"E1\0/\0") == bad  # no argc
-        assert raw(b"E1\0/\x005000\0true\0") == bad  # argc over the cap
+        assert raw(b"E1\0/\x005000\0true\0") == bad  # argc over what the message can hold
         assert raw(b"E1\0/\x003\0true\0") == bad  # fewer arguments than counted
         assert raw(b"E1\0/\x001\0true\0") == bad  # no env count
         assert raw(b"E1\0/\x001\0true\x002\0A=1\0") == bad  # fewer variables than counted
@@ -249,3 +249,68 @@ def test_bwrap_drops_to_the_sandbox_uid_through_setpriv_or_popen(monkeypatch):
     assert kwargs == {}
     monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
     assert bwrap.as_sandbox_uid(["bwrap"], 201234) == (["bwrap"], {"user": 201234, "group": 201234, "extra_groups": []})
+
+
+@requires_cc
+def test_the_fd_bwrap_binds_is_checked_not_the_path(open_dir):
+    directory = Path(open_dir) / "launcher"
+    path = native.launcher_binary(str(directory))
+    assert path is not None
+    fd = native.open_trusted(path)
+    assert fd is not None
+    try:
+        assert os.path.samestat(os.fstat(fd), os.stat(path))
+    finally:
+        os.close(fd)
+    planted = Path(open_dir) / "planted"
+    shutil.copy(path, planted)
+    os.chmod(planted, 0o777)  # anyone could have written its bytes
+    (directory / "swapped").symlink_to(planted)
+    assert native.open_trusted(str(directory / "swapped")) is None  # a symlink swapped in is not followed
+    assert native.open_trusted(str(planted)) is None
+    os.chmod(directory, 0o777)
+    try:
+        assert native.open_trusted(path) is None
+    finally:
+        os.chmod(directory, 0o755)
+
+
+@requires_bwrap
+def test_a_binary_swapped_after_the_trust_check_never_becomes_pid_1(native_launcher_dir, open_dir, monkeypatch):
+    if not native_launcher_dir:
+        pytest.skip("no C compiler")
+    planted = os.path.join(open_dir, native.binary_name())
+    shutil.copy(native.launcher_binary(native_launcher_dir, build_missing=False), planted)
+    os.chmod(planted, 0o777)  # anyone could have written its bytes
+    # what launcher_binary checked by path is not what the path names when bwrap binds it
+    monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: planted)
+    sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
+    try:
+        with pytest.raises(EngineError, match="no longer trusted"):
+            sb.exec(["true"])
+    finally:
+        sb.destroy()
+    sb = create_sandbox(SandboxConfig(allow_shell=True))  # auto: the Python launcher instead
+    try:
+        assert sb.exec(["true"]).exit_code == 0
+        assert sb._launcher.native is None
+    finally:
+        sb.destroy()
+
+
+@requires_bwrap
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_long_argument_lists_and_relative_path_entries_behave_alike_under_both_launchers(native_launcher_dir, kind):
+    if not native_launcher_dir:
+        pytest.skip("no C compiler")
+    sb = create_sandbox(SandboxConfig(allow_shell=True), settings=SandboxSettings(launcher=kind))
+    try:
+        assert sb.exec(["sh", "-c", "echo $#", "sh", *["a"] * 5000]).stdout == "5000\n"  # more than 4,096 items
+        sb.write_file("bin/hello", b"#!/bin/sh\necho top\n")
+        sb.write_file("sub/hello", b"#!/bin/sh\necho sub\n")
+        assert sb.exec(["chmod", "+x", "bin/hello", "sub/hello"]).exit_code == 0
+        # PATH entries are relative to the command's cwd (as execvp would), not PID 1's
+        result = sb.exec(["hello"], cwd="/workspace/sub", env={"PATH": "bin:."})
+        assert (result.exit_code, result.stdout) == (0, "sub\n")
+    finally:
+        sb.destroy()

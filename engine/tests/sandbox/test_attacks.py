@@ -13,6 +13,7 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import sqlite3
 import threading
 import time
@@ -321,6 +322,77 @@ def test_memory_cap_holds_for_all_processes_together(cgroup_parent):
         assert sb.exec(["true"]).exit_code == 0  # the sandbox still works afterwards
     finally:
         sb.destroy()
+
+
+@requires_bwrap
+def test_memory_cap_counts_processes_whose_main_thread_exited():
+    """The watchdog (no cgroup) read /proc/PID/statm only: a process whose main thread called
+    pthread_exit reads 0 there while its other threads hold memory."""
+    code = (
+        "import ctypes, os, threading, time\n"
+        "def hog():\n"
+        "    time.sleep(0.5)  # after the main thread is gone\n"
+        "    b = bytearray(150 * 1024 * 1024)\n"
+        "    for j in range(0, len(b), 4096): b[j] = 1\n"
+        "    print('held', flush=True); time.sleep(3)\n"
+        "kids = []\n"
+        "for i in range(3):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        threading.Thread(target=hog).start()\n"
+        "        ctypes.CDLL(None).pthread_exit(None)\n"
+        "    kids.append(pid)\n"
+        "for pid in kids: os.waitpid(pid, 0)\n"
+    )
+    config = SandboxConfig(allow_shell=True, memory_bytes=320 * MiB)  # each process alone fits
+    sb = create_sandbox(config, settings=SandboxSettings(cgroup_parent="off"))  # the launcher's watchdog alone
+    try:
+        assert sb.cgroup is None
+        result = py(sb, code, timeout=20)
+        assert result.exit_code == 137 and "the sandbox ran out of memory" in result.stderr
+        assert sb.exec(["true"]).exit_code == 0
+    finally:
+        sb.destroy()
+
+
+@requires_bwrap
+def test_an_ignored_sigchld_in_the_worker_does_not_reach_the_launcher():
+    """SIG_IGN survives execve: a launcher started with SIGCHLD ignored would have its children
+    reaped by the kernel (exit statuses lost, the zygote's pid free for reuse while it is spared)."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        sb = create_sandbox(SandboxConfig(allow_shell=True))
+        try:
+            first = bounded(lambda: sb.exec(["sh", "-c", "exit 3"]), 20)  # bwrap and PID 1 start now
+        except BaseException:
+            sb.destroy()
+            raise
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    try:
+        assert first.exit_code == 3
+        status = sb.exec(["cat", "/proc/1/status"]).stdout
+        ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+        assert not ignored & (1 << (signal.SIGCHLD - 1))
+        sb.write_file("a.txt", b"x")
+        search = {"pattern": "*.txt", "base": "/workspace", "max_results": 10}
+        assert sb.run_tool("search_files", search, timeout=10) == ["/workspace/a.txt"]
+        assert sb.exec(["sh", "-c", "exit 4"]).exit_code == 4
+    finally:
+        sb.destroy()
+
+
+@requires_bwrap
+def test_an_oversized_command_line_is_a_failed_command_not_a_broken_sandbox(sandbox):
+    """argv + env larger than one request can carry: the agent's command fails (as execve's E2BIG
+    would), the sandbox is not closed and the case does not end in a sandbox error."""
+    sandbox.exec(["true"])
+    pid = sandbox._launcher.proc.pid
+    count = sandbox._launcher.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 100_000 + 2
+    result = sandbox.exec(["sh", "-c", "echo $#", "sh", *(str(i) * 100_000 for i in range(count))])  # distinct strings
+    assert result.exit_code == 127 and result.stdout == ""
+    assert sandbox.exec(["echo", "still here"]).stdout == "still here\n"
+    assert sandbox._launcher.proc.pid == pid  # the same bwrap and PID 1
 
 
 @requires_bwrap

@@ -421,7 +421,7 @@ class Launcher:
                 fds[name] = _data_fd(fh.read())
         fds["hosts"] = _data_fd(HOSTS_FILE.encode())
         fds["toolhost"] = _data_fd(_source(toolhost).encode())
-        fds["seccomp"] = seccomp.filter_fd()
+        fds["seccomp"] = seccomp.filter_fd(deny_unaccounted_memory=self.cgroup is None)
         for path, name in tool_module_paths():
             with contextlib.suppress(OSError):
                 fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)

@@ -63,6 +63,10 @@ DENIED = (
     "fanotify_init vhangup sethostname setdomainname"
 ).split()
 NOT_IMPLEMENTED = ("clone3", "io_uring_setup")
+# Denied only where no cgroup charges the sandbox's memory (the launcher's RSS watchdog is the cap
+# then): memory these create lives outside every process's resident set, unmapped memfds and SysV
+# segments (which even outlive the command), so the watchdog could never see it.
+UNACCOUNTED_MEMORY = ("memfd_create", "memfd_secret", "shmget")
 
 _X86_64 = {
     "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
@@ -77,7 +81,7 @@ _X86_64 = {
     "lookup_dcookie": 212, "nfsservctl": 180, "uselib": 134, "ustat": 136, "sysfs": 139, "_sysctl": 156,
     "iopl": 172, "ioperm": 173, "open_by_handle_at": 304, "name_to_handle_at": 303, "fanotify_init": 300,
     "vhangup": 153, "sethostname": 170, "setdomainname": 171, "clone": 56, "clone3": 435, "prlimit64": 302,
-    "ioctl": 16,
+    "ioctl": 16, "memfd_create": 319, "memfd_secret": 447, "shmget": 29,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
@@ -90,7 +94,8 @@ _AARCH64 = {
     "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266, "adjtimex": 171, "syslog": 116,
     "quotactl": 60, "quotactl_fd": 443, "lookup_dcookie": 18, "nfsservctl": 42, "open_by_handle_at": 265,
     "name_to_handle_at": 264, "fanotify_init": 262, "vhangup": 58, "sethostname": 161, "setdomainname": 162,
-    "clone": 220, "clone3": 435, "prlimit64": 261, "ioctl": 29,
+    "clone": 220, "clone3": 435, "prlimit64": 261, "ioctl": 29, "memfd_create": 279, "memfd_secret": 447,
+    "shmget": 194,
 }  # fmt: skip
 ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (AUDIT_ARCH_X86_64, _X86_64),
@@ -134,8 +139,9 @@ class _Program:
         return bytes(out)
 
 
-def build_filter(machine: str | None = None) -> bytes:
-    """The filter for ``machine`` (default: this host's), as ``struct sock_filter`` bytes."""
+def build_filter(machine: str | None = None, *, deny_unaccounted_memory: bool = False) -> bytes:
+    """The filter for ``machine`` (default: this host's), as ``struct sock_filter`` bytes.
+    ``deny_unaccounted_memory``: also refuse ``UNACCOUNTED_MEMORY`` (a sandbox without a cgroup)."""
     machine = machine or platform.machine()
     if machine not in ARCHES:
         raise SeccompUnavailableError(f"no seccomp filter for {machine}")
@@ -146,7 +152,7 @@ def build_filter(machine: str | None = None) -> bytes:
     p.load(_NR)
     if machine == "x86_64":
         p.jump(_JGE_K, X32_SYSCALL_BIT, "deny", 0)
-    for name in DENIED:
+    for name in [*DENIED, *(UNACCOUNTED_MEMORY if deny_unaccounted_memory else ())]:
         if name in numbers:
             p.jump(_JEQ_K, numbers[name], "deny", 0)
     for name in NOT_IMPLEMENTED:
@@ -177,17 +183,17 @@ def build_filter(machine: str | None = None) -> bytes:
     return p.assemble()
 
 
-_cached: bytes | None = None
+_cached: dict[bool, bytes] = {}
 
 
-def filter_fd() -> int:
+def filter_fd(*, deny_unaccounted_memory: bool = False) -> int:
     """A readable fd holding the filter (for ``bwrap --seccomp``); the caller closes it."""
-    global _cached
-    if _cached is None:
-        _cached = build_filter()
+    program = _cached.get(deny_unaccounted_memory)
+    if program is None:
+        program = _cached[deny_unaccounted_memory] = build_filter(deny_unaccounted_memory=deny_unaccounted_memory)
     r, w = os.pipe()
     try:
-        os.write(w, _cached)  # < 1 KiB: fits the pipe buffer
+        os.write(w, program)  # < 1 KiB: fits the pipe buffer
     finally:
         os.close(w)
     return r

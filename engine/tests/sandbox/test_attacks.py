@@ -189,6 +189,36 @@ def test_seccomp_program_decisions(machine):
     assert _bpf_run(program, 0, 0x40000003) == eperm  # i386 int 0x80
     if machine == "x86_64":
         assert _bpf_run(program, 0x40000000, arch) == eperm  # x32
+    for name in seccomp.UNACCOUNTED_MEMORY:  # allowed when a cgroup charges them
+        assert _bpf_run(program, numbers[name], arch) == seccomp.RET_ALLOW
+        assert _bpf_run(seccomp.build_filter(machine, deny_unaccounted_memory=True), numbers[name], arch) == eperm
+
+
+@requires_bwrap
+@pytest.mark.parametrize("cgroup_parent", ["auto", "off"])
+def test_memory_outside_every_resident_set_is_charged_or_refused(cgroup_parent):
+    """Unmapped memfd pages and SysV segments are in no process's RSS: with a cgroup they are
+    charged (and OOM-killed past the cap); without one the watchdog cannot see them, so they are refused."""
+    config = SandboxConfig(allow_shell=True, memory_bytes=256 * MiB)
+    sb = create_sandbox(config, settings=SandboxSettings(cgroup_parent=cgroup_parent))
+    try:
+        code = (
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "fd = libc.memfd_create(b'x', 0)\n"
+            "print('memfd', fd if fd < 0 else 'ok', ctypes.get_errno() if fd < 0 else 0)\n"
+            "seg = libc.shmget(0, 1 << 20, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
+            "print('shmget', seg if seg < 0 else 'ok', ctypes.get_errno() if seg < 0 else 0)\n"
+            "if seg >= 0: libc.shmctl(seg, 0, None)\n"  # IPC_RMID
+        )
+        result = bounded(lambda: py(sb, code), 30)
+        lines = result.stdout.split("\n")
+        if sb.cgroup is None:
+            assert lines[:2] == ["memfd -1 1", "shmget -1 1"]  # EPERM: the watchdog could not count them
+        else:
+            assert lines[:2] == ["memfd ok 0", "shmget ok 0"]
+    finally:
+        sb.destroy()
 
 
 # ---------------------------------------------------------------------------- host-side tools (item 2)

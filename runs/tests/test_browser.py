@@ -98,8 +98,11 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
 
 def test_a_member_cancels_a_running_run_from_its_page(live_server, page, worker, workspace, member):
     version = publish(workspace, member, native_pack_yaml(cases=30))
-    slow = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 80 + [{"submit": "{{last_result}}"}]
+    # Slow by model latency, not by step count: a case is ~0.6 s however fast the worker's path gets.
+    slow = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 20 + [{"submit": "{{last_result}}"}]
     deployment = make_deployment(workspace, name="slowpoke", script=slow, max_iterations=200, max_in_flight_cases=2)
+    deployment.deployment_config["latency_ms"] = 30
+    deployment.save(update_fields=["deployment_config"])
     worker.start()
     login(page, live_server.url, member.username, PASSWORD)
 

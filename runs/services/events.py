@@ -357,30 +357,13 @@ class RunEventSink:
                 batch += events_prepare(lane_id=self.lane_id, events=extra)
             lane_row: list[tuple[Any, ...]] = []
             try:
+                where = {"run_id": self.run_id, "lane_id": self.lane_id, "case_run_id": self.case_run_id, "attempt": self.attempt}
                 if connection.in_atomic_block:
                     # Inside the caller's transaction (the case's finish, runs/services/execute.py) no
                     # savepoint of its own: a failure rolls the whole transaction back anyway.
-                    _events_insert(
-                        run_id=self.run_id,
-                        lane_id=self.lane_id,
-                        case_run_id=self.case_run_id,
-                        attempt=self.attempt,
-                        events=batch,
-                        stored=self.stored,
-                        fresh=self.clean,
-                        lane_row=lane_row,
-                        returning=returning,
-                    )
+                    _events_insert(**where, events=batch, stored=self.stored, fresh=self.clean, lane_row=lane_row, returning=returning)
                 else:
-                    run_events_insert(
-                        run_id=self.run_id,
-                        lane_id=self.lane_id,
-                        case_run_id=self.case_run_id,
-                        attempt=self.attempt,
-                        events=batch,
-                        stored=self.stored,
-                        fresh=self.clean,
-                    )
+                    run_events_insert(**where, events=batch, stored=self.stored, fresh=self.clean)
             except BaseException:
                 self.clean = False
                 self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)

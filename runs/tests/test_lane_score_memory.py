@@ -9,7 +9,7 @@ from runs.models import CaseScore, LaneScorecard
 from runs.scoring import services as scoring
 from runs.scoring.services import _share_strings, evaluation_spec_for
 from runs.tests.scoring_factories import make_run
-from runs.tests.test_scoring_judges import NWISE_PACK, judged  # noqa: F401  (a fixture)
+from runs.tests.test_scoring_judges import judged, ranked_nwise_run  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -41,24 +41,10 @@ def test_the_lane_scorecard_is_what_the_case_scores_aggregate_to(workspace):
 
 
 def test_n_wise_judging_does_not_read_the_manifest_again_with_every_case_run(workspace, admin, judged, tasks):  # noqa: F811
-    import json
-
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from runs.services import run_create
-    from runs.tests.factories import make_deployment, publish
-
-    version = publish(workspace, admin, NWISE_PACK)
-    _, good = judged
-    vague = make_deployment(workspace, name="vague", script=[{"text": "Somewhere in Europe."}])
-    vague.runtime_profile.execution_target = "prompt_eval"
-    vague.runtime_profile.save(update_fields=["execution_target"])
-    run = run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[good.pk, vague.pk], name="ranked")
-    good_lane, vague_lane = run.lanes.order_by("lane_index")
-    reply = json.dumps({"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})
-    run.judge_snapshot["gpt-judge-a"]["deployment"]["deployment_config"] = {"judge_responses": reply}
-    run.save(update_fields=["judge_snapshot"])
+    run, _, _ = ranked_nwise_run(workspace, admin, judged[1])
     with CaptureQueriesContext(connection) as queries:
         tasks.drain()
     run.refresh_from_db()

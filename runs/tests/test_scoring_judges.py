@@ -153,11 +153,12 @@ NWISE_PACK = (
 )
 
 
-def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, admin, judged, tasks):
+def ranked_nwise_run(workspace, admin, good):
+    """A run of ``NWISE_PACK`` with ``good`` and a vague prompt-eval agent, whose n-wise judge ranks
+    the good lane first. Returns the run and its two lanes (good, vague)."""
     import json
 
     version = publish(workspace, admin, NWISE_PACK)
-    _, good = judged
     vague = make_deployment(workspace, name="vague", script=[{"text": "Somewhere in Europe."}])
     vague.runtime_profile.execution_target = "prompt_eval"
     vague.runtime_profile.save(update_fields=["execution_target"])
@@ -168,6 +169,11 @@ def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, adm
     reply = json.dumps({"score": 4, "pass": True, "ranking": [str(good_lane.pk), str(vague_lane.pk)], "confidence": "high"})
     run.judge_snapshot["gpt-judge-a"]["deployment"]["deployment_config"] = {"judge_responses": reply}
     run.save(update_fields=["judge_snapshot"])
+    return run, good_lane, vague_lane
+
+
+def test_n_wise_judges_rank_the_lanes_of_a_run_against_each_other(workspace, admin, judged, tasks):
+    run, good_lane, vague_lane = ranked_nwise_run(workspace, admin, judged[1])
     tasks.drain()
 
     run.refresh_from_db()

@@ -1,22 +1,34 @@
-"""Kombu's filesystem transport with atomic message files (the embedded default broker).
+"""Our kombu transports: the embedded filesystem broker's atomic message files, and Redis without
+a new client object per command.
 
-Kombu's own ``_put`` opens the final ``<time>_<uuid>.<queue>.msg`` name and then writes into it,
-while a consumer's ``_get`` lists the folder, moves any matching file away and reads it. A consumer
-polling at the same moment (two workers on one queue, or the short poll interval) can take a file
-that is still empty or half written and die on ``JSONDecodeError``. Here the message is written in
-full under a name no queue matches and then renamed into place: ``os.replace`` within one folder is
-atomic, so a consumer sees either no file or the whole message.
+**Filesystem.** Kombu's own ``_put`` opens the final ``<time>_<uuid>.<queue>.msg`` name and then
+writes into it, while a consumer's ``_get`` lists the folder, moves any matching file away and
+reads it. A consumer polling at the same moment (two workers on one queue, or the short poll
+interval) can take a file that is still empty or half written and die on ``JSONDecodeError``.
+Here the message is written in full under a name no queue matches and then renamed into place:
+``os.replace`` within one folder is atomic, so a consumer sees either no file or the whole
+message.
+
+**Redis.** Kombu's Redis channel builds a new ``redis.Redis`` object for every publish (and every
+ack, size or binding command): its ``__init__`` copies redis-py's 170 response callbacks into a
+case-insensitive dict, which cost more CPU than the ``LPUSH`` it was built for (docs/performance.md,
+"Publishing a case"). The channel here keeps one such client over the channel's connection pool,
+the same pool kombu's throwaway clients used; a command still takes a connection from the pool and
+gives it back, as before, so the client is safe to share between threads. It is rebuilt whenever
+the channel replaces its pool (after a fork, on close).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from contextlib import nullcontext
 from time import monotonic
 from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
 
@@ -42,6 +54,29 @@ class Transport(filesystem.Transport):
     Channel = Channel
 
 
+class RedisChannel(kombu_redis.Channel):
+    _shared_client: Any = None
+
+    def conn_or_acquire(self, client: Any = None) -> nullcontext[Any]:  # type: ignore[override]  # kombu's is a generator context manager
+        if client:
+            return nullcontext(client)
+        shared = self._shared_client
+        pool = self.pool  # a new pool after a fork or a close: the client must follow it
+        if shared is None or shared.connection_pool is not pool:
+            shared = self._shared_client = self._create_client()
+        return nullcontext(shared)
+
+    def _disconnect_pools(self) -> None:
+        self._shared_client = None
+        super()._disconnect_pools()
+
+
+class RedisTransport(kombu_redis.Transport):
+    Channel = RedisChannel
+
+
 def install() -> None:
-    """Make ``filesystem://`` broker URLs use this transport (idempotent)."""
+    """Make ``filesystem://`` and ``redis://`` / ``rediss://`` broker URLs use these transports (idempotent)."""
     TRANSPORT_ALIASES["filesystem"] = "agentclash.broker:Transport"
+    TRANSPORT_ALIASES["redis"] = "agentclash.broker:RedisTransport"
+    TRANSPORT_ALIASES["rediss"] = "agentclash.broker:RedisTransport"

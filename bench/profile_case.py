@@ -17,7 +17,6 @@ import os
 import pstats
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +29,6 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.core.management import call_command  # noqa: E402
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,23 +38,10 @@ def main() -> int:
     parser.add_argument("--wall", action="store_true", help="profile wall-clock time instead of CPU time")
     args = parser.parse_args()
 
-    from bench.throughput_packs import SCRIPTS, pack_yaml
-    from runs import queue, services
-    from runs.tests.factories import make_deployment, publish
-    from workspaces.models import Workspace
+    from bench.throughput_packs import SCRIPTS, captured_run
+    from runs import services
 
-    call_command("migrate", verbosity=0)
-    tag = uuid.uuid4().hex[:8]
-    workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
-    version = publish(workspace, None, pack_yaml(args.variant, cases=args.cases + 1, slug=f"bench-{tag}"))
-    deployment = make_deployment(workspace, name="profile", script=SCRIPTS[args.variant], max_in_flight_cases=1000)
-    captured: list[tuple[str, tuple, dict]] = []
-    queue.capture(captured)
-    try:
-        services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=[deployment.pk])
-        name, run_args, _ = captured.pop(0)
-        assert name == "runs.run_start", name
-        services.run_start(run_id=run_args[0])
+    with captured_run(args.variant, SCRIPTS[args.variant], cases=args.cases + 1, max_in_flight=1000) as captured:
         ids = [int(item[1][0]) for item in captured if item[0] == "runs.case_run_execute"]
         captured.clear()
         assert services.case_run_execute(case_run_id=ids[0], score_inline=True) == "completed"  # warms the caches
@@ -69,8 +53,6 @@ def main() -> int:
         if profiler:
             profiler.disable()
         after, wall = os.times(), time.perf_counter() - started
-    finally:
-        queue.capture(None)
     done = len(results)
     cpu = (sum(after[:4]) - sum(before[:4])) * 1000 / done
     print(f"{args.variant} on {django.db.connection.vendor}: {done} cases, {results.count('completed')} completed; "

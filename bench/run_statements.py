@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +31,6 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
@@ -44,23 +42,11 @@ def main() -> int:
     parser.add_argument("--sql", action="store_true", help="print the statements of the inline-scoring path")
     args = parser.parse_args()
 
-    from runs import queue, services
-    from runs.tests.factories import make_deployment, native_pack_yaml, publish
+    from bench.throughput_packs import captured_run
+    from runs import services
     from runs.tests.test_perf import EXECUTE_AND_SCORE_MAX, EXECUTE_MAX, FINALIZE_MAX
-    from workspaces.models import Workspace
 
-    call_command("migrate", verbosity=0)
-    tag = uuid.uuid4().hex[:8]
-    workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
-    version = publish(workspace, None, native_pack_yaml(cases=6, slug=f"bench-{tag}"))
-    deployment = make_deployment(workspace, name="five", script=FIVE_TOOLS, max_in_flight_cases=2)
-    captured: list[tuple[str, tuple, dict]] = []
-    queue.capture(captured)
-    try:
-        services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=[deployment.pk])
-        name, run_args, _ = captured.pop(0)
-        assert name == "runs.run_start", name
-        services.run_start(run_id=run_args[0])
+    with captured_run("native", FIVE_TOOLS, cases=6, max_in_flight=2) as captured:
 
         def next_case() -> int:
             item = next(i for i in captured if i[0] == "runs.case_run_execute")
@@ -75,8 +61,6 @@ def main() -> int:
             services.case_run_finalize(case_run_id=case_run_id)
         with CaptureQueriesContext(connection) as inline:
             services.case_run_execute(case_run_id=next_case(), score_inline=True)
-    finally:
-        queue.capture(None)
 
     print(f"statements per case on {connection.vendor} (baseline: the ceilings pinned in runs/tests/test_perf.py)")
     print(f"{'':36} {'now':>5} {'baseline':>9} {'ratio':>6}")

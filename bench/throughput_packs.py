@@ -13,6 +13,9 @@ checks it; a bench whose cases all score 0.0 measures a broken run, not a fast o
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 VARIANTS = ("read", "exec", "mix")
@@ -145,3 +148,33 @@ input_sets:
     name: Default
     cases:
 {case_lines}"""
+
+
+@contextlib.contextmanager
+def captured_run(pack: str, script: list[dict[str, Any]], *, cases: int, max_in_flight: int) -> Iterator[list[tuple[str, tuple, dict]]]:
+    """A started run of a fresh workspace's ``pack`` (``"read"``/``"exec"``/``"mix"``, or ``"native"``
+    for runs/tests' native pack) with Celery's tasks captured instead of sent; yields the captured
+    tasks (the dispatched ``runs.case_run_execute`` calls) for the bench to run in this process.
+    Needs Django set up; migrates the database first."""
+    from django.core.management import call_command
+
+    from runs import queue, services
+    from runs.tests.factories import make_deployment, native_pack_yaml, publish
+    from workspaces.models import Workspace
+
+    call_command("migrate", verbosity=0)
+    tag = uuid.uuid4().hex[:8]
+    workspace = Workspace.objects.create(slug=f"bench-{tag}", name=f"Bench {tag}")
+    text = native_pack_yaml(cases=cases, slug=f"bench-{tag}") if pack == "native" else pack_yaml(pack, cases=cases, slug=f"bench-{tag}")
+    version = publish(workspace, None, text)
+    deployment = make_deployment(workspace, name="bench", script=script, max_in_flight_cases=max_in_flight)
+    captured: list[tuple[str, tuple, dict]] = []
+    queue.capture(captured)
+    try:
+        services.run_create(workspace=workspace, user=None, pack_version=version, deployment_ids=[deployment.pk])
+        name, run_args, _ = captured.pop(0)
+        assert name == "runs.run_start", name
+        services.run_start(run_id=run_args[0])
+        yield captured
+    finally:
+        queue.capture(None)

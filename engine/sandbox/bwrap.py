@@ -584,20 +584,12 @@ class Launcher:
             self._ensure_running()
             self.commands += 1
             assert self.sock is not None
+            payload = self._request(argv, cwd, env, int(timeout) + 5, tool)
+            if payload is None:  # what execve cannot take: the Python launcher's ValueError, same outcome
+                return Outcome(exit_code=127, exec_error=0)
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             in_fd = _data_fd(stdin or b"")
-            request: dict[str, Any] = {"cwd": cwd, "env": env, "cpu_seconds": int(timeout) + 5}
-            request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
-            payload: bytes | None = marshal.dumps(request)
-            if self.native and tool:
-                payload = b"T" + marshal.dumps(request)
-            elif self.native:
-                payload = encode_exec(list(argv or []), cwd, env, int(timeout) + 5)
-            if payload is None:  # what execve cannot take: the Python launcher's ValueError, same outcome
-                for f in (in_fd, out_w, err_w, out_r, err_r):
-                    os.close(f)
-                return Outcome(exit_code=127, exec_error=0)
             try:
                 self.sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [in_fd, out_w, err_w]))])
             except OSError as exc:
@@ -611,6 +603,16 @@ class Launcher:
                 for f in (in_fd, out_w, err_w):
                     os.close(f)
             return self._collect(out_r, err_r, timeout, output_cap)
+
+    def _request(self, argv: list[str] | None, cwd: str, env: dict[str, str], cpu_seconds: int, tool: str | None) -> bytes | None:
+        """The request for the running launcher: ``marshal`` for launcher.py; for the native one its
+        counted ``E`` fields (None: what ``execve`` cannot take) or ``T`` + the ``marshal`` request
+        it relays to its zygote."""
+        if self.native and not tool:
+            return encode_exec(list(argv or []), cwd, env, cpu_seconds)
+        request: dict[str, Any] = {"cwd": cwd, "env": env, "cpu_seconds": cpu_seconds}
+        request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
+        return b"T" + marshal.dumps(request) if self.native else marshal.dumps(request)
 
     def _collect(self, out_r: int, err_r: int, timeout: float, output_cap: int) -> Outcome:
         sock = self.sock

@@ -34,7 +34,9 @@ DEFAULT_DIR = ""
 _lock = threading.Lock()
 
 
+@functools.cache
 def source_digest() -> str:
+    """Read once per process: a sandbox start looks the binary up by this name."""
     with open(SOURCE, "rb") as fh:
         data = fh.read()
     flags = " ".join(WARNINGS + HARDENING + tuple(f for mode in LINK_MODES for f in mode))

@@ -44,7 +44,7 @@ from typing import Any
 from engine.net.forwarder import forwarder_source
 from engine.net.proxy import SANDBOX_SOCKET, SANDBOX_SOCKET_DIR
 from engine.sandbox import launcher as launcher_module
-from engine.sandbox import native, seccomp, toolhost
+from engine.sandbox import native, rootfs, seccomp, toolhost
 from engine.sandbox.base import OUTPUT_CAP_BYTES, SandboxConfig, SandboxSettings
 from engine.sandbox.cgroup import SandboxCgroup
 from engine.sandbox.env import SANDBOX_PATH
@@ -57,6 +57,7 @@ SANDBOX_LIB = "/.agentclash/lib"  # read-only: toolhost + jq/re2 bindings (never
 NATIVE_LAUNCHER = "/.agentclash/bin/launcher"  # read-only: launcher.c's binary, PID 1 (native.py)
 ZYGOTE_SCRIPT = f"{SANDBOX_LIB}/agentclash_launcher.py"  # launcher.py, run by the native one for data tools
 TOOL_MODULES = ("jq", "re2")
+BIN_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 RUN_BYTES = 16 * 1024 * 1024
 KILL_GRACE = 2.0  # seconds the launcher gets to stop a command before the sandbox is killed
 EXIT_GRACE = 0.25  # seconds the launcher and bwrap get to exit at the channel's end before being killed
@@ -81,9 +82,34 @@ HOSTS_FILE = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 
 
 @functools.cache
+@functools.cache
 def _source(module: Any) -> str:
+    """A module's source, read once per process (it is bound into every sandbox)."""
     with open(module.__file__, encoding="utf-8") as fh:
         return fh.read()
+
+
+@functools.lru_cache(maxsize=4)
+def skeleton_entries(native_binary: str | None) -> tuple[rootfs.Entry, ...]:
+    """What the root skeleton holds (``rootfs.py``): every mount point ``bwrap_argv`` mounts on,
+    the host's ``/bin``-style symlinks, copies of ``ETC_FILES``, the generated ``/etc/hosts``, the
+    toolhost and zygote sources, the jq/re2 bindings and the native launcher."""
+    Entry = rootfs.Entry
+    entries = [Entry(path, "dir") for path in ("/usr", "/proc", "/dev", "/tmp", "/run", "/workspace")]  # noqa: S108 - mount points
+    for name in BIN_DIRS:
+        path = "/" + name
+        if os.path.islink(path):
+            entries.append(Entry(path, "symlink", os.readlink(path)))
+        elif os.path.isdir(path):
+            entries.append(Entry(path, "dir"))
+    entries += [Entry(path, "copy", path) for path in ETC_FILES if os.path.lexists(path)]
+    entries += [Entry("/etc/passwd", "file"), Entry("/etc/group", "file"), Entry("/etc/hosts", "data", HOSTS_FILE.encode())]
+    entries.append(Entry(f"{SANDBOX_LIB}/agentclash_toolhost.py", "data", _source(toolhost).encode()))
+    entries.append(Entry(ZYGOTE_SCRIPT, "data", _source(launcher_module).encode()))
+    entries += [Entry(f"{SANDBOX_LIB}/{name}", "copy", path) for path, name in tool_module_paths()]
+    if native_binary:
+        entries.append(Entry(NATIVE_LAUNCHER, "exec", native_binary))
+    return tuple(entries)
 
 
 @functools.cache
@@ -180,12 +206,29 @@ def setpriv_path() -> str | None:
     return shutil.which("setpriv", path=SANDBOX_PATH)  # util-linux; never the worker's PATH
 
 
-def as_sandbox_uid(argv: list[str], uid: int) -> tuple[list[str], dict[str, Any]]:
+def uid_shim_fd(settings: SandboxSettings, binary: str | None = None) -> int | None:
+    """An ``O_PATH`` fd of the native launcher for its ``--as-uid`` mode, trust-checked on the fd
+    (``native.open_trusted``), or None when it is not built or not trusted. ``binary``: the path
+    already chosen as PID 1, if any; otherwise the built one is looked up (never built here), so the
+    shim serves sandboxes whose PID 1 is the Python launcher too. The caller closes the fd."""
+    path = binary or native.launcher_binary(settings.launcher_dir, build_missing=False)
+    if not path or not os.access(path, os.X_OK):  # a noexec mount: setpriv instead
+        return None
+    return native.open_trusted(path)
+
+
+def as_sandbox_uid(argv: list[str], uid: int, shim_fd: int | None = None) -> tuple[list[str], dict[str, Any]]:
     """Run ``argv`` as the sandbox's own host uid and gid, with no supplementary groups.
 
-    Through util-linux ``setpriv`` when it is there: ``Popen(user=...)`` cannot use ``vfork``, so
-    it would copy the whole worker process (page tables of ~100 MB: ~7 ms of CPU per sandbox,
-    against ~2 ms for ``setpriv``'s own start; ``bench/sandbox_bench.py``)."""
+    Through the native launcher's ``--as-uid`` mode when ``shim_fd`` (:func:`uid_shim_fd`) is
+    given: it is executed as ``/proc/self/fd/N``, so what runs as root is the file checked, not
+    what its path names later (the caller passes ``shim_fd`` in ``pass_fds``; the shim marks it
+    close-on-exec so it does not reach bwrap). Else through util-linux ``setpriv``, whose dynamic
+    start costs ~0.9 ms more CPU. ``Popen(user=...)`` is the last resort: it cannot use ``vfork``,
+    so it would copy the whole worker process (page tables of ~100 MB: ~7 ms of CPU per sandbox;
+    ``bench/sandbox_bench.py``)."""
+    if shim_fd is not None:
+        return [f"/proc/self/fd/{shim_fd}", "--as-uid", str(uid), "--", *argv], {}
     setpriv = setpriv_path()
     if setpriv is None:
         return argv, {"user": uid, "group": uid, "extra_groups": []}
@@ -217,12 +260,15 @@ def bwrap_argv(
     egress_dir: str | None = None,
     *,
     settings: SandboxSettings | None = None,
+    native_in_root: bool = False,
 ) -> list[str]:
-    """``fds``: ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
+    """``fds``: ``root`` (the root skeleton, O_PATH: ``rootfs.py``; without it every file below
+    is bound one by one), ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
     optional ``info``/``block`` (cgroup placement), ``lib:<name>`` (O_PATH fds of the tool
     bindings) and, for the native launcher, ``native`` (its binary, O_PATH) and ``zygote``
     (launcher.py's source). ``launch``: the launcher's config. ``egress_dir``: the host directory
-    holding this sandbox's egress proxy socket (None: no network at all)."""
+    holding this sandbox's egress proxy socket (None: no network at all). ``native_in_root``: the
+    skeleton holds the native launcher, which is then PID 1 (as a ``native`` fd makes it)."""
     settings = settings or SandboxSettings()
     exe = bwrap_path() or "bwrap"
     features = bwrap_features(exe)
@@ -248,16 +294,28 @@ def bwrap_argv(
     ]  # fmt: skip
     if "info" in fds:
         argv += ["--info-fd", str(fds["info"]), "--block-fd", str(fds["block"])]
+
+    def bind_fd(fd: int, dest: str) -> list[str]:
+        # bound by fd: what was checked is what is bound, and the sandbox uid need not walk to it
+        if "--ro-bind-fd" in features:
+            return ["--ro-bind-fd", str(fd), dest]
+        return ["--ro-bind", f"/proc/self/fd/{fd}", dest]  # bwrap < 0.5: the same fd through procfs
+
+    skeleton = "root" in fds  # rootfs.py: mount points, symlinks, /etc copies and tool files in one bind
+    if skeleton:
+        argv += bind_fd(fds["root"], "/")
     argv += ["--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+    for name in BIN_DIRS:
         path = "/" + name
         if os.path.islink(path):
-            argv += ["--symlink", os.readlink(path), path]
+            if not skeleton:
+                argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    for path in ETC_FILES:
-        if os.path.exists(path):
-            argv += ["--ro-bind", path, path]
+    if not skeleton:
+        for path in ETC_FILES:
+            if os.path.exists(path):
+                argv += ["--ro-bind", path, path]
     argv += ["--ro-bind-data", str(fds["passwd"]), "/etc/passwd"]
     argv += ["--ro-bind-data", str(fds["group"]), "/etc/group"]
     if "hosts" in fds:
@@ -271,17 +329,13 @@ def bwrap_argv(
         *tmpfs("/run", RUN_BYTES),
         "--bind", workspace, "/workspace",
         *(["--ro-bind", egress_dir, SANDBOX_SOCKET_DIR] if egress_dir else []),
-        "--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py",
     ]  # fmt: skip
+    if "toolhost" in fds:
+        argv += ["--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py"]
     for key, value in fds.items():
         dest = f"{SANDBOX_LIB}/{key[4:]}" if key.startswith("lib:") else NATIVE_LAUNCHER if key == "native" else None
-        if dest is None:
-            continue
-        # bound by fd: the sandbox uid need not be able to walk to it
-        if "--ro-bind-fd" in features:
-            argv += ["--ro-bind-fd", str(value), dest]
-        else:  # bwrap < 0.5: the same fd through procfs
-            argv += ["--ro-bind", f"/proc/self/fd/{value}", dest]
+        if dest is not None:
+            argv += bind_fd(value, dest)
     if "zygote" in fds:
         argv += ["--ro-bind-data", str(fds["zygote"]), ZYGOTE_SCRIPT]
     argv += [
@@ -291,7 +345,7 @@ def bwrap_argv(
         "--setenv", "PATH", SANDBOX_PATH,
         "--",
     ]  # fmt: skip
-    if "native" in fds:
+    if "native" in fds or (skeleton and native_in_root):
         if egress_dir:
             raise ValueError("the native launcher has no egress relay: sandboxes with egress use the Python launcher")
         return argv + native_command(fd, launch, settings)
@@ -405,23 +459,41 @@ class Launcher:
                 raise EngineError("SANDBOX_LAUNCHER=native but the native launcher is not built (make setup)")
         return path
 
+    def _skeleton_fd(self) -> int | None:
+        """The root skeleton (``rootfs.py``) for this sandbox, opened and checked; None: bind each file."""
+        path = rootfs.skeleton_path(self.settings.launcher_dir or native.DEFAULT_DIR, skeleton_entries(self.native))
+        return rootfs.open_skeleton(path) if path else None
+
     def _fds(self) -> dict[str, int]:
         fds = {}
-        if self.native:  # checked again on the fd that bwrap binds (native.open_trusted)
+        native_fd = None
+        if self.native:  # checked again on its fd: what bwrap binds or the skeleton copies is this file
             native_fd = native.open_trusted(self.native)
             if native_fd is None:
                 if self.settings.launcher == "native":
                     raise EngineError(f"the native sandbox launcher at {self.native} is no longer trusted")
                 log.warning("native sandbox launcher at %s changed after its trust check; using the Python launcher", self.native)
                 self.native = None
-            else:
-                fds["native"] = native_fd
+        try:
+            root = self._skeleton_fd()  # its copy of the launcher is checked on the fd it reads (rootfs.py)
+        except BaseException:
+            if native_fd is not None:
+                os.close(native_fd)
+            raise
+        if root is not None:
+            fds["root"] = root
+            if native_fd is not None:
+                os.close(native_fd)
+        elif native_fd is not None:
+            fds["native"] = native_fd
         for name in ("passwd", "group"):
             with open(os.path.join(self.private_dir, name), "rb") as fh:
                 fds[name] = _data_fd(fh.read())
+        fds["seccomp"] = seccomp.filter_fd(deny_unaccounted_memory=self.cgroup is None)
+        if root is not None:
+            return fds
         fds["hosts"] = _data_fd(HOSTS_FILE.encode())
         fds["toolhost"] = _data_fd(_source(toolhost).encode())
-        fds["seccomp"] = seccomp.filter_fd(deny_unaccounted_memory=self.cgroup is None)
         for path, name in tool_module_paths():
             with contextlib.suppress(OSError):
                 fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -444,14 +516,19 @@ class Launcher:
             fds["block"], block_w = os.pipe()
         launch = {"rlimits": self.rlimits, "rss_cap": 0 if self.cgroup is not None else self.config.memory_bytes, "lib": SANDBOX_LIB}
         kwargs: dict[str, Any] = {}
-        argv = bwrap_argv(self.config, self.workspace, fds, child.fileno(), launch, self.egress_dir, settings=self.settings)
-        if self.uid is not None:
-            argv, kwargs = as_sandbox_uid(argv, self.uid)
+        argv = bwrap_argv(
+            self.config, self.workspace, fds, child.fileno(), launch, self.egress_dir,
+            settings=self.settings, native_in_root="root" in fds and self.native is not None,
+        )  # fmt: skip
+        shim_fd = None  # its own fd, not fds["native"]: bwrap need not get that one
         try:
+            if self.uid is not None:
+                shim_fd = uid_shim_fd(self.settings, self.native)
+                argv, kwargs = as_sandbox_uid(argv, self.uid, shim_fd)
             self.proc = _spawner.call(
                 lambda: subprocess.Popen(
                     argv,
-                    pass_fds=(child.fileno(), *fds.values()),
+                    pass_fds=(child.fileno(), *fds.values(), *(() if shim_fd is None else (shim_fd,))),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
@@ -465,6 +542,8 @@ class Launcher:
             child.close()
             for f in fds.values():
                 os.close(f)
+            if shim_fd is not None:
+                os.close(shim_fd)
         self.sock = parent
         try:
             if self.cgroup is not None:

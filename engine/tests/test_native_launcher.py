@@ -5,6 +5,7 @@ engine/tests/sandbox run against it too (every test there runs with both launche
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import os
 import shutil
@@ -240,15 +241,160 @@ def test_setup_builds_the_current_binary_and_removes_older_ones(open_dir, capsys
     assert native.main([]) == 2
 
 
-def test_bwrap_drops_to_the_sandbox_uid_through_setpriv_or_popen(monkeypatch):
+def test_bwrap_drops_to_the_sandbox_uid_through_the_shim_setpriv_or_popen(monkeypatch):
     from engine.sandbox import bwrap
 
     monkeypatch.setattr(bwrap, "setpriv_path", lambda: "/usr/bin/setpriv")
+    assert bwrap.as_sandbox_uid(["bwrap", "--", "x"], 201234, 9) == (
+        ["/proc/self/fd/9", "--as-uid", "201234", "--", "bwrap", "--", "x"],
+        {},
+    )
     argv, kwargs = bwrap.as_sandbox_uid(["bwrap", "--", "x"], 201234)
     assert argv == ["/usr/bin/setpriv", "--reuid=201234", "--regid=201234", "--clear-groups", "--", "bwrap", "--", "x"]
     assert kwargs == {}
     monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
     assert bwrap.as_sandbox_uid(["bwrap"], 201234) == (["bwrap"], {"user": 201234, "group": 201234, "extra_groups": []})
+
+
+def as_uid(binary: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([binary, "--as-uid", *args], capture_output=True, text=True, timeout=10, check=False, **kwargs)
+
+
+@requires_cc
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["0", "--", "/bin/sh", "-c", "echo ran"],  # root
+        ["-1", "--", "/bin/sh", "-c", "echo ran"],
+        ["12x", "--", "/bin/sh", "-c", "echo ran"],
+        ["", "--", "/bin/sh", "-c", "echo ran"],
+        [" 12", "--", "/bin/sh", "-c", "echo ran"],
+        ["+12", "--", "/bin/sh", "-c", "echo ran"],
+        ["012", "--", "/bin/sh", "-c", "echo ran"],
+        ["2147483647", "--", "/bin/sh", "-c", "echo ran"],  # past 2^31 - 2
+        ["4294967295", "--", "/bin/sh", "-c", "echo ran"],  # (uid_t)-1: "unchanged" to setresuid
+        ["4294967296", "--", "/bin/sh", "-c", "echo ran"],  # wraps to 0
+        ["201234", "/bin/sh", "-c", "echo ran"],  # no "--"
+        ["201234", "-x", "/bin/sh", "-c", "echo ran"],
+        ["201234", "--"],  # no program
+        ["201234"],
+        [],
+        ["201234", "--", "sh", "-c", "echo ran"],  # not an absolute path: no PATH search
+    ],
+)
+def test_the_uid_shim_refuses_bad_arguments_before_dropping_anything(native_launcher_dir, args):
+    binary = native.launcher_binary(native_launcher_dir, build_missing=False)
+    proc = as_uid(binary, *args)
+    assert (proc.returncode, proc.stdout) == (126, "")
+    assert proc.stderr.startswith("agentclash-launcher --as-uid: ") and proc.stderr.count("\n") == 1
+
+
+requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
+
+
+@requires_cc
+@requires_root
+def test_the_uid_shim_drops_uid_gid_and_groups_then_execs_with_fds_and_environment_untouched(native_launcher_dir):
+    binary = native.launcher_binary(native_launcher_dir, build_missing=False)
+    shim = native.open_trusted(binary)
+    other = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)  # stands for bwrap's pass_fds
+    assert shim is not None
+    script = "cat /proc/self/status; echo env=$AGENTCLASH_X; for f in /proc/self/fd/*; do echo fd=$(readlink $f); done"
+    try:
+        proc = subprocess.run(
+            [f"/proc/self/fd/{shim}", "--as-uid", "201234", "--", "/bin/sh", "-c", script],
+            pass_fds=(shim, other), env={"AGENTCLASH_X": "kept"}, extra_groups=[4321, 4322],  # groups to clear
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(shim)
+        os.close(other)
+    assert proc.returncode == 0, proc.stderr
+    status = {line.split(":")[0]: line.split(":")[1].split() for line in proc.stdout.splitlines() if ":" in line}
+    assert status["Uid"] == ["201234"] * 4 and status["Gid"] == ["201234"] * 4 and status["Groups"] == []
+    assert "env=kept" in proc.stdout
+    fds = [line[3:] for line in proc.stdout.splitlines() if line.startswith("fd=")]
+    assert "/dev/null" in fds  # the fds it was given stay open
+    assert binary not in fds  # but not the one it was executed through: it would reach the sandbox
+    # without the right to drop (not root), it refuses rather than run the program as itself
+    nested = as_uid(binary, "201234", "--", binary, "--as-uid", "201235", "--", "/bin/sh", "-c", "echo ran")
+    assert (nested.returncode, nested.stdout) == (126, "") and "setgroups" in nested.stderr
+    missing = as_uid(binary, "201234", "--", "/nonexistent/program")
+    assert missing.returncode == 127 and "cannot execute /nonexistent/program" in missing.stderr
+
+
+def sandbox_processes(sb) -> list[int]:
+    """bwrap (the host's child) and the processes it forked (PID 1)."""
+    pid = sb._launcher.proc.pid
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [pid, *map(int, fh.read().split())]
+
+
+def ids(pid: int) -> dict[str, list[str]]:
+    with open(f"/proc/{pid}/status") as fh:
+        return {k: v.split() for k, _, v in (line.partition(":") for line in fh) if k in ("Uid", "Gid", "Groups")}
+
+
+@requires_bwrap
+@requires_root
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_sandboxes_drop_to_their_uid_through_the_shim_else_setpriv_else_popen(native_launcher_dir, kind, monkeypatch):
+    from engine.sandbox import bwrap
+
+    if not native_launcher_dir:
+        pytest.skip("no C compiler")
+    binary = native.launcher_binary(native_launcher_dir, build_missing=False)
+    used: list[list[str]] = []
+    real = bwrap.as_sandbox_uid
+
+    def spy(argv, uid, shim_fd=None):
+        argv, kwargs = real(argv, uid, shim_fd)
+        used.append(argv[:2] if not kwargs else ["popen"])
+        return argv, kwargs
+
+    monkeypatch.setattr(bwrap, "as_sandbox_uid", spy)
+
+    def check(expected: str) -> None:
+        sb = create_sandbox(SandboxConfig(allow_shell=True), settings=SandboxSettings(launcher=kind))
+        try:
+            result = sb.exec(["sh", "-c", "grep -E '^(Uid|Gid|Groups)' /proc/self/status"])
+            assert result.exit_code == 0, result.stderr
+            uid = str(sb._launcher.uid)
+            assert result.stdout.split() == ["Uid:", *[uid] * 4, "Gid:", *[uid] * 4, "Groups:"]
+            assert (sb._launcher.native is not None) == (kind == "native")
+            for pid in sandbox_processes(sb):  # bwrap and PID 1
+                assert ids(pid) == {"Uid": [uid] * 4, "Gid": [uid] * 4, "Groups": []}
+                for fd in os.listdir(f"/proc/{pid}/fd"):  # the shim's fd reached neither
+                    with contextlib.suppress(OSError):
+                        assert not os.path.samestat(os.stat(f"/proc/{pid}/fd/{fd}"), os.stat(binary)), (pid, fd)
+            for fd in os.listdir("/proc/self/fd"):  # nor stayed open in the worker
+                with contextlib.suppress(OSError):
+                    assert not os.path.samestat(os.stat(f"/proc/self/fd/{fd}"), os.stat(binary))
+        finally:
+            sb.destroy()
+        kind_used = used.pop()
+        assert used == []
+        if expected == "shim":
+            assert kind_used[0].startswith("/proc/self/fd/") and kind_used[1] == "--as-uid"
+        else:
+            assert kind_used[0] == expected
+
+    check("shim")
+    planted = os.path.join(tempfile.mkdtemp(prefix="agentclash-planted-"), native.binary_name())
+    os.chmod(os.path.dirname(planted), 0o755)
+    shutil.copy(binary, planted)
+    os.chmod(planted, 0o777)  # anyone could have written its bytes: never run as root
+    try:
+        monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: planted)
+        if kind == "python":  # (the native PID 1 would refuse it too: tested above)
+            check(bwrap.setpriv_path() or "popen")
+    finally:
+        shutil.rmtree(os.path.dirname(planted), ignore_errors=True)
+    monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: None)
+    if kind == "python":
+        check(bwrap.setpriv_path() or "popen")
+        monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
+        check("popen")
 
 
 @requires_cc

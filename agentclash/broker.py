@@ -20,10 +20,11 @@ the channel replaces its pool (after a fork, on close).
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from contextlib import nullcontext
-from time import monotonic
+from time import monotonic_ns
 from typing import Any
 
 from kombu.exceptions import ChannelError
@@ -32,10 +33,16 @@ from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
 
+_sequence = itertools.count()
+
 
 class Channel(filesystem.Channel):
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem._put takes **kwargs too
-        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        # Consumers take files in name order: the clock in ns (and this process's own count for
+        # two puts within one tick) keeps messages in publish order, as kombu's own millisecond
+        # prefix did not (a run's first cases, published within one millisecond, came out in uuid
+        # order, so one lane could take every worker slot first).
+        name = f"{monotonic_ns():020d}_{next(_sequence):010d}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = os.path.join(self.data_folder_out, f"partial-{uuid.uuid4().hex}")  # matches no queue
         try:

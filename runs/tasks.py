@@ -8,15 +8,18 @@ attempts and only for the retryable classes of spec runtime.md §4.3.
 
 from __future__ import annotations
 
+import time
+
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, reap_stale_sandboxes
-from runs import services
+from runs import queue, services
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+CHAIN_SECONDS = 0.5  # a chain of cases (RUNS_CASE_CHAIN) starts no new case after this long: other lanes wait at most this
 
 
 def db_fresh() -> None:
@@ -39,10 +42,38 @@ def run_start(run_id: int) -> None:
 
 @shared_task(name="runs.case_run_execute", **IDEMPOTENT)
 def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> None:
+    """Run the case, then, in the same task, the lane's next ones (``RUNS_CASE_CHAIN``).
+
+    Scored here, not in a second task: one broker round trip and one read of the case less
+    (``runs.case_run_finalize`` stays for the non-inline path and the reaper). The case its finish
+    dispatches next is kept for this process (``queue.keep_next_case``) and run here, up to
+    ``RUNS_CASE_CHAIN`` cases and while the task is younger than ``CHAIN_SECONDS``: no publish, no
+    receive and ack by the worker's main process, no task set-up per case (docs/performance.md,
+    "Chained cases"). Whatever is kept when the chain stops — or when a case raises — is sent
+    through the broker as before. A kept case lost with its process (killed) stays dispatched and
+    unclaimed until the reaper re-dispatches it (``LOST_DISPATCH_AFTER``), like a lost message.
+    """
     db_fresh()
-    # Scored here, not in a second task: one broker round trip and one read of the case less.
-    # ``runs.case_run_finalize`` stays for the non-inline path and the reaper.
-    services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
+    deadline = time.monotonic() + CHAIN_SECONDS
+    left: list[int] = []
+    try:
+        with queue.keep_next_case() as kept:
+            try:
+                services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
+                for _ in range(max(1, settings.RUNS_CASE_CHAIN) - 1):
+                    if not kept or time.monotonic() > deadline:
+                        break
+                    next_id = kept.pop()
+                    try:
+                        services.case_run_execute(case_run_id=next_id, score_inline=True)
+                    except BaseException:
+                        kept.append(next_id)  # not known to have run: sent again (its claim makes a rerun a no-op)
+                        raise
+            finally:
+                left = list(kept)
+    finally:
+        for next_id in left:
+            queue.enqueue(queue.CASE_TASK, next_id)
 
 
 @shared_task(name="runs.case_run_finalize", **IDEMPOTENT)

@@ -297,6 +297,11 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int("CELERY_WORKER_MAX_MEMORY_PER_CHILD", default=512 * 1024)
 if CELERY_WORKER_MAX_MEMORY_PER_CHILD < 0:
     raise ImproperlyConfigured("CELERY_WORKER_MAX_MEMORY_PER_CHILD must be 0 (never) or more.")
+# A pool process that finishes a case runs the lane's next case itself, up to this many cases
+# (and 0.5 s) per task, instead of sending it through the broker (runs/tasks.py); 1 = never.
+RUNS_CASE_CHAIN = env.int("RUNS_CASE_CHAIN", default=16)
+if RUNS_CASE_CHAIN < 1:
+    raise ImproperlyConfigured("RUNS_CASE_CHAIN must be 1 (no chaining) or more.")
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},

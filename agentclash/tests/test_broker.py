@@ -47,3 +47,10 @@ def test_a_consumer_polling_while_a_message_is_written_sees_nothing_then_the_who
     with pytest.raises(Empty):
         consumer._get("runs")
     assert not [name for name in os.listdir(producer.data_folder_out) if name.startswith("partial-")]
+
+
+def test_messages_published_within_one_millisecond_come_out_in_publish_order(channels):
+    producer, consumer = channels
+    for number in range(50):  # well within a millisecond or two: the old prefix tied them all
+        producer._put("runs", {"body": str(number), "headers": {}})
+    assert [consumer._get("runs")["body"] for _ in range(50)] == [str(n) for n in range(50)]

@@ -22,6 +22,9 @@ STORAGES = {
     },
 }
 CELERY_TASK_ALWAYS_EAGER = False
+# Cases run in the test process itself (drained tasks) would leave a spare sandbox and its starter
+# thread behind in it: cold sandboxes unless a test asks (runs/tests/test_warm_sandboxes.py).
+SANDBOX_WARM_POOL = env.int("SANDBOX_WARM_POOL", default=0)  # noqa: F405
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file (not :memory:) so a real Celery worker subprocess can share the test database;

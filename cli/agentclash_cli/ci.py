@@ -154,10 +154,18 @@ def _parse_time(value: str | None) -> dt.datetime | None:
 
 
 def find_recent_baseline(
-    client: Client, *, pack_id: int, version_id: int, input_set_id: int, deployment_id: int, max_age_days: float
+    client: Client,
+    *,
+    pack_id: int,
+    version_id: int,
+    input_set_id: int,
+    deployment_id: int,
+    max_age_days: float,
+    exclude_run_id: int | None = None,
 ) -> dict[str, Any] | None:
     """The newest completed single-lane run of the deployment on the same version and input set,
-    finished no longer ago than ``max_age_days``."""
+    finished no longer ago than ``max_age_days``; never ``exclude_run_id`` (the candidate run
+    itself, which may already have finished when the baseline deployment is the candidate's)."""
     oldest = dt.datetime.now(dt.UTC) - dt.timedelta(days=max_age_days)
     for run in client.paginate(client.ws("runs"), page_size=100, status="completed", pack=pack_id):
         created = _parse_time(run.get("created_at"))
@@ -166,7 +174,8 @@ def find_recent_baseline(
         finished = _parse_time(run.get("finished_at"))
         lanes = run.get("lanes") or []
         if (
-            run.get("pack_version_id") == version_id
+            run.get("id") != exclude_run_id
+            and run.get("pack_version_id") == version_id
             and run.get("input_set_id") == input_set_id
             and len(lanes) == 1
             and lanes[0].get("deployment_id") == deployment_id
@@ -239,6 +248,7 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
             input_set_id=candidate["input_set_id"],
             deployment_id=baseline_deployment_id,
             max_age_days=config.max_age_days,
+            exclude_run_id=candidate["id"],
         )
         if baseline is None:
             if config.refresh == "never":

@@ -3,11 +3,13 @@ the runs (the demo prompt-eval pack and its scripted good and sloppy agents)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from agentclash_cli.ci import find_recent_baseline
 
 from runs.models import Comparison, GateResult, Run, RunArtifact, RunStatus
 
@@ -206,3 +208,29 @@ def test_ci_validate_accepts_a_good_manifest_and_reports_a_missing_one(cli, tmp_
     missing = cli("ci", "validate", "--config", str(tmp_path / "none.yaml"))
     assert missing.code == 4
     assert "cannot read" in missing.err
+
+
+class _RunsOnly:
+    """A client whose only runs are ``runs`` (newest first), for the baseline search."""
+
+    def __init__(self, runs: list[dict]) -> None:
+        self.runs = runs
+
+    def ws(self, path: str) -> str:
+        return path
+
+    def paginate(self, url: str, **params: object):
+        return iter(self.runs)
+
+
+def test_the_recent_baseline_is_never_the_candidate_run_itself():
+    now = dt.datetime.now(dt.UTC).isoformat()
+    shape = {"pack_version_id": 5, "input_set_id": 6, "lanes": [{"deployment_id": 7}], "created_at": now, "finished_at": now}
+    candidate, earlier = {"id": 12, **shape}, {"id": 11, **shape}
+    found = find_recent_baseline(
+        _RunsOnly([candidate, earlier]), pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7, exclude_run_id=12
+    )
+    assert found is earlier
+    alone = _RunsOnly([candidate])
+    assert find_recent_baseline(alone, pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7, exclude_run_id=12) is None
+    assert find_recent_baseline(alone, pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7) is candidate

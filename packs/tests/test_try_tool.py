@@ -68,3 +68,13 @@ def test_it_exits_2_for_a_missing_pack_file():
     with pytest.raises(CommandError) as info:
         run("/nonexistent/pack.yaml", "--call", "read_file", "{}")
     assert info.value.returncode == 2
+
+
+def test_it_pre_starts_no_spare_sandbox_even_where_workers_keep_one(settings):
+    from engine.sandbox import pool
+
+    settings.SANDBOX_WARM_POOL = 1
+    pool.POOL.close()
+    assert pool.POOL.idle() == 0
+    run(DEMO, "--call", "read_config", '{"name": "settings.json"}', "--case", "debug-typo")
+    assert pool.POOL.idle() == 0  # one sandbox for the command, none started for a next case

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,8 @@ class Command(BaseCommand):
         try:
             config = SandboxConfig.from_manifest(manifest)
             config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
-            sandbox = create_sandbox(config, settings=SandboxSettings.from_settings(settings))
+            # one sandbox, then the command exits: no spare to pre-start (SANDBOX_WARM_POOL is for workers)
+            sandbox = create_sandbox(config, settings=dataclasses.replace(SandboxSettings.from_settings(settings), warm_sandboxes=0))
         except EngineError as exc:
             raise CommandError(f"sandbox: {exc}", returncode=1) from None
         try:

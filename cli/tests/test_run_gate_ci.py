@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
 from agentclash_cli.ci import find_recent_baseline
+from agentclash_cli.client import Client
 
 from runs.models import Comparison, GateResult, Run, RunArtifact, RunStatus
 
@@ -228,9 +230,15 @@ def test_the_recent_baseline_is_never_the_candidate_run_itself():
     shape = {"pack_version_id": 5, "input_set_id": 6, "lanes": [{"deployment_id": 7}], "created_at": now, "finished_at": now}
     candidate, earlier = {"id": 12, **shape}, {"id": 11, **shape}
     found = find_recent_baseline(
-        _RunsOnly([candidate, earlier]), pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7, exclude_run_id=12
+        cast(Client, _RunsOnly([candidate, earlier])),
+        pack_id=1,
+        version_id=5,
+        input_set_id=6,
+        deployment_id=7,
+        max_age_days=7,
+        exclude_run_id=12,
     )
     assert found is earlier
-    alone = _RunsOnly([candidate])
+    alone = cast(Client, _RunsOnly([candidate]))
     assert find_recent_baseline(alone, pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7, exclude_run_id=12) is None
     assert find_recent_baseline(alone, pack_id=1, version_id=5, input_set_id=6, deployment_id=7, max_age_days=7) is candidate

@@ -11,6 +11,13 @@ from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 
+@pytest.fixture(autouse=True)
+def no_connection_refresh(monkeypatch):
+    """The task's per-task connection check would close the test's transaction on PostgreSQL
+    (it drops a connection that is not in autocommit); it is not what these tests are about."""
+    monkeypatch.setattr(task_functions, "db_fresh", lambda: None)
+
+
 @pytest.fixture
 def lane_of_five(workspace, admin, tasks):
     """A run of five cases on one lane that runs one case at a time; run_start drained."""

@@ -102,7 +102,9 @@ def warm_first(n: int, *, mode: str) -> list[float]:
     hand-out after the refill finished too, as when a model call comes first), ``handout`` (hand-out
     + first command at once, the refill starting beside it) or ``back_to_back`` (no time between
     cases: hand-out waits for the pre-start still in flight)."""
-    pool.POOL.checkout(SandboxConfig.from_manifest(MANIFEST), base_dir=None, settings=WARM).destroy()  # fill
+    fill = pool.POOL.checkout(SandboxConfig.from_manifest(MANIFEST), base_dir=None, settings=WARM)
+    fill.exec(["true"])  # a shape whose cases run commands gets spares (pool.py)
+    fill.destroy()
     samples = []
     for _ in range(n):
         if mode != "back_to_back":

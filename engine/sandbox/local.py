@@ -54,7 +54,8 @@ class LocalSandbox:
         self.id = "sbx-" + uuid.uuid4().hex[:16]
         self.allow_network = config.allow_network
         self.destroyed = False
-        self.on_destroyed: Callable[[], None] | None = None  # the warm pool starts the next spare then
+        # The warm pool's hook, told whether a command or data tool ever ran here (pool.py).
+        self.on_destroyed: Callable[[bool], None] | None = None
         self.uid = _sandbox_uid()
         base = base_dir or default_base_dir()
         os.makedirs(base, mode=0o711, exist_ok=True)
@@ -385,6 +386,7 @@ class LocalSandbox:
             self._proxy = None
         with contextlib.suppress(OSError):
             os.close(self._root_fd)
+        ran = self._launcher is not None and self._launcher.commands > 0
         if self._launcher is not None:
             self._launcher.dispose()
             self._launcher = None
@@ -393,7 +395,7 @@ class LocalSandbox:
             self.cgroup = None
         stale.remove_sandbox_dir(self.dir)
         if self.on_destroyed is not None:
-            self.on_destroyed()
+            self.on_destroyed(ran)
 
     def __enter__(self) -> LocalSandbox:
         return self

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -75,6 +76,9 @@ class WarmPool:
         self.pid = os.getpid()
         self.entries: list[tuple[ShapeKey, Future[LocalSandbox], threading.Event]] = []
         self.stats = {"warm": 0, "cold": 0, "discarded": 0}
+        # Shapes whose last case ran no command and no data tool (a read-only pack's): a cold
+        # sandbox of theirs never starts bwrap, so a spare would be a start for nothing.
+        self.unused: set[ShapeKey] = set()
         # One long-lived starter thread: Thread.start() per refill would wait for a GIL hand-off
         # (up to the 5 ms switch interval) on the case's path.
         self.jobs: list[tuple[Any, ...]] = []
@@ -107,10 +111,33 @@ class WarmPool:
         else:
             sandbox = LocalSandbox(config, base_dir=base_dir, settings=settings)
             self.stats["cold"] += 1
-        go = self._refill(key, config, base_dir, settings)
-        if go is not None:  # back-to-back cases: the next spare starts as soon as this case is done
-            sandbox.on_destroyed = go.set
+        with self.lock:
+            unused = key in self.unused
+        go = None if unused else self._refill(key, config, base_dir, settings)
+        sandbox.on_destroyed = functools.partial(self._finished, key, go, (config, base_dir, settings))
         return sandbox
+
+    def _finished(self, key: ShapeKey, go: threading.Event | None, start: tuple[Any, ...], ran: bool) -> None:
+        """A handed-out sandbox was destroyed. If its case ran something, start the next spare now
+        (back-to-back cases find it started while the finished case is recorded); if it ran
+        nothing, the shape gets no spare until one of its cases does, and a spare still waiting
+        for its start is cancelled."""
+        with self.lock:
+            self._own()
+            if ran:
+                self.unused.discard(key)
+            else:
+                self.unused.add(key)
+                for entry in [e for e in self.entries if e[0] == key]:
+                    if entry[1].cancel():  # not started yet: it never will be
+                        self.entries.remove(entry)
+                        entry[2].set()
+        if not ran:
+            return
+        if go is None:
+            go = self._refill(key, *start)
+        if go is not None:
+            go.set()
 
     def _take(self, key: ShapeKey) -> LocalSandbox | None:
         with self.lock:

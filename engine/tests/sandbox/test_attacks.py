@@ -60,7 +60,9 @@ def sandbox(request):
     warm = pool.WarmPool()
     settings = SandboxSettings(warm_sandboxes=1)
     try:
-        warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings).destroy()  # fills the pool
+        first = warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings)
+        assert first.exec(["true"]).exit_code == 0  # a case of this shape that runs commands: a spare follows
+        first.destroy()
         warm.wait_ready()
         sb = warm.checkout(SandboxConfig(allow_shell=True), base_dir=None, settings=settings)
         try:

@@ -22,8 +22,10 @@ def warm():
 
 
 def _filled(p: pool.WarmPool, config: SandboxConfig | None = None, settings: SandboxSettings = WARM):
-    """Hand out (and destroy) one sandbox so the pool pre-starts the next; wait for it."""
-    p.checkout(config or SandboxConfig(), base_dir=None, settings=settings).destroy()
+    """Hand out one sandbox, run a command in it and destroy it, so the pool pre-starts the next; wait for it."""
+    sandbox = p.checkout(config or SandboxConfig(), base_dir=None, settings=settings)
+    assert sandbox.exec(["true"]).exit_code == 0
+    sandbox.destroy()
     p.wait_ready()
     return p
 
@@ -112,6 +114,7 @@ def test_a_used_or_touched_prestarted_sandbox_is_discarded(warm):
     try:
         assert sandbox is not prestarted and warm.stats["discarded"] == 1
         assert prestarted.destroyed and not os.path.exists(prestarted.dir)
+        assert sandbox.exec(["true"]).exit_code == 0  # a case that runs commands: its shape keeps a spare
     finally:
         sandbox.destroy()
     warm.wait_ready()
@@ -160,7 +163,9 @@ def test_create_sandbox_uses_the_pool_only_when_the_setting_asks(tmp_path):
     create_sandbox(SandboxConfig()).destroy()
     assert pool.POOL.idle() == 0
     try:
-        create_sandbox(SandboxConfig(), settings=WARM).destroy()
+        first = create_sandbox(SandboxConfig(), settings=WARM)
+        assert first.exec(["true"]).exit_code == 0
+        first.destroy()
         assert pool.POOL.idle() == 1
         pool.POOL.wait_ready()
         sandbox = create_sandbox(SandboxConfig(), settings=WARM)
@@ -207,6 +212,7 @@ def test_back_to_back_cases_start_cold_instead_of_waiting_for_the_spare(warm):
     second = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)  # the spare is still in its start delay
     try:
         assert warm.stats == {"warm": 0, "cold": 2, "discarded": 0}
+        assert first.exec(["true"]).exit_code == 0
         assert second.exec(["true"]).exit_code == 0
     finally:
         first.destroy()
@@ -221,6 +227,7 @@ def test_the_spare_starts_as_soon_as_the_case_before_it_is_destroyed(warm, monke
     first = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
     (entry,) = warm.entries
     assert not entry[2].is_set()  # waits while the case runs
+    assert first.exec(["true"]).exit_code == 0
     first.destroy()
     spare = entry[1].result(timeout=10)
     second = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
@@ -229,3 +236,28 @@ def test_the_spare_starts_as_soon_as_the_case_before_it_is_destroyed(warm, monke
         assert second.exec(["true"]).exit_code == 0
     finally:
         second.destroy()
+
+
+@requires_bwrap
+def test_a_shape_whose_cases_run_nothing_gets_no_spare_until_one_runs_a_command(warm, monkeypatch):
+    monkeypatch.setattr(pool, "PRESTART_DELAY", 60.0)  # a spare starts only when the pool says so
+    read_only = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+    (entry,) = warm.entries  # optimistic at first: a spare is queued
+    read_only.write_file("notes.txt", b"host-side tools only")  # never starts bwrap
+    read_only.destroy()
+    assert entry[1].cancelled() and warm.idle() == 0  # cancelled before it started anything
+    for _ in range(3):  # the next read-only cases: cold (a lazy sandbox), and no spare queued
+        again = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+        assert warm.idle() == 0
+        again.destroy()
+    assert warm.stats == {"warm": 0, "cold": 4, "discarded": 0}
+    runs_one = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+    assert warm.idle() == 0
+    assert runs_one.exec(["true"]).exit_code == 0
+    runs_one.destroy()  # it ran a command: the next spare starts now
+    (started,) = _pending(warm)
+    nxt = warm.checkout(SandboxConfig(), base_dir=None, settings=WARM)
+    try:
+        assert nxt is started and warm.stats["warm"] == 1
+    finally:
+        nxt.destroy()

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,8 +123,9 @@ def agentclash_engine_alone(variant: str, samples: int) -> dict[str, float]:
     from workspaces.models import Workspace
 
     call_command("migrate", verbosity=0)
-    workspace = Workspace.objects.create(slug="peer", name="Peer")
-    version = publish(workspace, None, pack_yaml(variant, cases=samples, slug="peer"))
+    tag = f"peer-{uuid.uuid4().hex[:8]}"  # a fresh workspace each time: the database may hold earlier runs' ones
+    workspace = Workspace.objects.create(slug=tag, name=tag)
+    version = publish(workspace, None, pack_yaml(variant, cases=samples, slug=tag))
     return engine_only(version, SCRIPTS[variant], samples)
 
 

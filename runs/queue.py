@@ -8,6 +8,7 @@ transport for a list with :func:`capture` and drain it synchronously.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,21 +20,23 @@ from kombu.utils.uuid import uuid
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
 _default_queue: str | None = None
 _sender: TaskSender | None = None  # per process: the app's, built on first use
-_kept: list[Any] | None = None  # see keep_next_case
+_local = threading.local()  # .kept: see keep_next_case (per thread: only the task's own thread keeps)
 CASE_TASK = "runs.case_run_execute"
 
 
 @contextlib.contextmanager
 def keep_next_case() -> Iterator[list[Any]]:
-    """Inside: the first ``runs.case_run_execute`` enqueued (a finish's refill picking the lane's
-    next case) is appended to the yielded list instead of being published, for the calling task
-    to run next in this process (``runs/tasks.py``); every other task is published as usual."""
-    global _kept
-    outer, _kept = _kept, []
+    """Inside (in this thread): the first ``runs.case_run_execute`` enqueued (a finish's refill
+    picking the lane's next case) is appended to the yielded list instead of being published, for
+    the calling task to run next in this process (``runs/tasks.py``); every other task, and
+    anything another thread enqueues meanwhile, is published as usual."""
+    outer = getattr(_local, "kept", None)
+    kept: list[Any] = []
+    _local.kept = kept
     try:
-        yield _kept
+        yield kept
     finally:
-        _kept = outer
+        _local.kept = outer
 
 
 def use_queue(name: str | None) -> None:
@@ -57,8 +60,9 @@ def _current_queue() -> str | None:
 
 
 def enqueue(task_name: str, *args: Any, countdown: float | None = None) -> None:
-    if _kept is not None and not _kept and task_name == CASE_TASK and len(args) == 1 and not countdown:
-        _kept.append(args[0])
+    kept = getattr(_local, "kept", None)
+    if kept is not None and not kept and task_name == CASE_TASK and len(args) == 1 and not countdown:
+        kept.append(args[0])
         return
     if _capture is not None:
         _capture.append((task_name, args, {"countdown": countdown}))

@@ -82,7 +82,6 @@ HOSTS_FILE = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 
 
 @functools.cache
-@functools.cache
 def _source(module: Any) -> str:
     """A module's source, read once per process (it is bound into every sandbox)."""
     with open(module.__file__, encoding="utf-8") as fh:

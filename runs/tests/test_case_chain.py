@@ -131,3 +131,16 @@ def test_only_the_first_case_task_is_kept(monkeypatch):
     ]
     queue.enqueue(queue.CASE_TASK, 10)  # outside: published
     assert published[-1][1] == (10,)
+
+
+def test_another_thread_never_has_its_case_kept(monkeypatch):
+    import threading
+
+    published: list[tuple[str, tuple, dict]] = []
+    monkeypatch.setattr(queue, "_capture", published)
+    with queue.keep_next_case() as kept:
+        other = threading.Thread(target=queue.enqueue, args=(queue.CASE_TASK, 5))
+        other.start()
+        other.join()
+        queue.enqueue(queue.CASE_TASK, 6)
+    assert kept == [6] and [args for _, args, _ in published] == [(5,)]

@@ -109,7 +109,8 @@ def json_safe(value: JSON) -> JSON:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
+        safe: JSON = json.loads(json.dumps(value, default=str))
+        return safe
 
 
 class EventEmitter:

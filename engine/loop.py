@@ -85,9 +85,10 @@ def _error_result(call: ToolCall, message: str, origin: str) -> ToolResult:
 
 def _arguments_for_event(raw: str) -> JSON:
     try:
-        return json.loads(raw or "{}")
+        arguments: JSON = json.loads(raw or "{}")
     except json.JSONDecodeError:
         return raw
+    return arguments
 
 
 class AgentLoop:
@@ -186,7 +187,12 @@ class AgentLoop:
         except ProviderError as exc:
             if self.deadline_passed():
                 return self._timeout()
-            failure = {"provider_key": self.provider.provider_key, "code": exc.code, "retryable": exc.retryable, "message": exc.message}
+            failure: dict[str, JSON] = {
+                "provider_key": self.provider.provider_key,
+                "code": exc.code,
+                "retryable": exc.retryable,
+                "message": exc.message,
+            }
             return LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure)
         self.messages.append(Message(role="assistant", content=response.output_text, tool_calls=list(response.tool_calls)))
         # A call that went over the token budget is not acted on, not even a submit.
@@ -321,16 +327,18 @@ def model_call_payload(response: ModelResponse) -> dict[str, JSON]:
 
 
 def reasoning_payload(response: ModelResponse, item: dict[str, JSON], index: int, step: int) -> dict[str, JSON]:
-    summary = [str(text) for text in item.get("summary") or []]
+    texts = item.get("summary")
+    summary = [str(text) for text in texts] if isinstance(texts, list) else []
+    tokens = item.get("reasoning_tokens") or 0
     return {
         "provider_key": response.provider_key,
         "provider_model_id": response.provider_model_id,
         "step_index": step,
         "item_index": index,
         "item_id": str(item.get("item_id") or ""),
-        "summary": summary,
+        "summary": [*summary],
         "summary_text": "\n\n".join(summary),
-        "reasoning_tokens": int(item.get("reasoning_tokens") or 0),
+        "reasoning_tokens": int(tokens) if isinstance(tokens, (int, float, str)) else 0,
     }
 
 

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias
 
-JSON = Any
+# A JSON value, recursively: what ``json.loads`` returns. Read one by narrowing it
+# (``isinstance(value, dict)``). The containers are invariant: a ``list[str]`` is not a
+# ``list[JSON]``, so build a JSON container as one (annotate it, or copy it: ``[*texts]``), and
+# give a value with a known shape its own TypedDict (engine/scoring/documents.py) instead.
+JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
+# A JSON object (event payloads, deployment configs, manifests).
+JSONObject: TypeAlias = dict[str, JSON]
 
 EVENT_SCHEMA_VERSION = "2026-03-15"
 

@@ -22,7 +22,7 @@ from engine.modes.case import (
 )
 from engine.modes.race import StandingsSource
 from engine.modes.simulator import llm_phases, unsupported_simulator_actors, unsupported_simulator_phases
-from engine.types import CancelCheck, EventSink, Provider
+from engine.types import JSON, CancelCheck, EventSink, Provider
 
 __all__ = [
     "CaseOutcome",
@@ -79,7 +79,12 @@ def run_case(
     from engine.types import Usage
 
     message = f"execution mode {mode!r} is not supported yet"
-    failure = {"provider_key": provider.provider_key, "code": "unsupported_capability", "retryable": False, "message": message}
+    failure: dict[str, JSON] = {
+        "provider_key": provider.provider_key,
+        "code": "unsupported_capability",
+        "retryable": False,
+        "message": message,
+    }
     emitter = make_emitter(request, event_sink, SOURCE_NATIVE)
     return finish(
         emitter,

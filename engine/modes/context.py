@@ -45,8 +45,8 @@ def strip_hidden(value: JSON) -> JSON:
 
 
 def visible_case(case: dict[str, JSON]) -> dict[str, JSON]:
-    visible: dict[str, JSON] = strip_hidden({key: case[key] for key in _CASE_FIELDS if key in case})
-    return visible
+    # strip_hidden of the dict, one field at a time (no case field is a hidden key)
+    return {key: strip_hidden(case[key]) for key in _CASE_FIELDS if key in case}
 
 
 def system_text(request: CaseRequest, *, with_sandbox_statements: bool = True) -> str:
@@ -119,7 +119,7 @@ def template_context(case: dict[str, JSON]) -> dict[str, JSON]:
     inputs = case.get("inputs") or []
     if isinstance(inputs, dict):
         inputs = [{"key": k, "value": v} for k, v in inputs.items()]
-    for item in inputs:
+    for item in inputs if isinstance(inputs, list) else []:
         if isinstance(item, dict) and str(item.get("key") or "").strip() and item.get("value") is not None:
             context[str(item["key"]).strip()] = item["value"]
     return context

@@ -94,6 +94,7 @@ class _Conversation:
         answer = self.result.final_output or ""
         checks = check_expects(answer, expects, self.context)
         mismatch = self.state.record_checks(checks)
+        results: list[JSON] = [*checks]
         self.emitter.emit(TURN_ASSISTANT_MESSAGE, {"turn_index": turn_index, "phase_id": phase_id, "message": answer})
         self.emitter.emit(
             TURN_COMPLETED,
@@ -102,7 +103,7 @@ class _Conversation:
                 "phase_id": phase_id,
                 "actor": actor,
                 "mismatch": mismatch,
-                "expectation_results": checks,
+                "expectation_results": results,
                 "step_count": self.loop.step_count,
                 "tool_call_count": self.loop.tool_call_count,
             },
@@ -115,7 +116,7 @@ class _Conversation:
                 "user_message": message,
                 "assistant_message": answer,
                 "mismatch": mismatch,
-                "expectation_results": checks,
+                "expectation_results": results,
             }
         )
         return None
@@ -123,14 +124,16 @@ class _Conversation:
     # -- phases -------------------------------------------------------------------------------
 
     def scripted(self, phase: dict[str, JSON], phase_id: str) -> LoopResult | None:
-        for raw in phase.get("turns") or []:
+        turns = phase.get("turns")
+        for raw in turns if isinstance(turns, list) else []:
             turn = raw if isinstance(raw, dict) else {}
             if len(self.transcript) >= self.max_turns:
                 return LoopResult(c.STOP_MAX_TURNS, error=f"conversation exceeded max_turns of {self.max_turns}")
             message, _ = render(str(turn.get("message") or ""), self.context)
             if not message.strip():
                 return LoopResult(c.STOP_SIMULATOR_ERROR, error=f"phase {phase_id!r} has a turn without a message")
-            stop = self.turn(phase_id, SCRIPTED, message, list(turn.get("expects") or []))
+            expects = turn.get("expects")
+            stop = self.turn(phase_id, SCRIPTED, message, list(expects) if isinstance(expects, list) else [])
             if stop is not None:
                 return stop
         return None

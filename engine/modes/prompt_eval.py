@@ -66,7 +66,7 @@ def run_prompt_eval(
         messages.append(Message(role="system", content=request.system_prompt.strip()))
     messages.append(Message(role="user", content=planted_mask(request).text(text)))
     limits = c.Limits.from_request(request)
-    metadata = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key, "step_index": 1}
+    metadata: dict[str, JSON] = {"run_id": request.run_id, "run_agent_id": request.lane_id, "case_key": request.case_key, "step_index": 1}
     emitter.emit(SYSTEM_STEP_STARTED, {"step_index": 1})
     emitter.emit(
         MODEL_CALL_STARTED,
@@ -93,13 +93,18 @@ def run_prompt_eval(
     try:
         response = provider.complete(model_request)
     except ProviderError as exc:
-        failure = {"provider_key": provider.provider_key, "code": exc.code, "retryable": exc.retryable, "message": exc.message}
+        failure: dict[str, JSON] = {
+            "provider_key": provider.provider_key,
+            "code": exc.code,
+            "retryable": exc.retryable,
+            "message": exc.message,
+        }
         return done(LoopResult(c.STOP_PROVIDER_ERROR, error=f"provider {exc.code}: {exc.message}", provider_failure=failure), 1)
     except Exception as exc:
         logger.exception("provider %s raised an unclassified error", provider.provider_key)
         message = f"provider raised {type(exc).__name__}"
-        failure = {"provider_key": provider.provider_key, "code": "unknown", "retryable": False, "message": message}
-        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=failure), 1)
+        unknown: dict[str, JSON] = {"provider_key": provider.provider_key, "code": "unknown", "retryable": False, "message": message}
+        return done(LoopResult(c.STOP_PROVIDER_ERROR, error=message, provider_failure=unknown), 1)
     usage.add(response.usage)
     emitter.emit(MODEL_CALL_COMPLETED, model_call_payload(response))
     over_budget = limits.tokens_exceeded(usage)

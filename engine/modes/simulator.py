@@ -47,7 +47,8 @@ def phases_of(case: dict[str, JSON]) -> list[dict[str, JSON]]:
     simulator = case.get("user_simulator")
     if not isinstance(simulator, dict):
         return []
-    return [phase for phase in simulator.get("phases") or [] if isinstance(phase, dict)]
+    phases = simulator.get("phases")
+    return [phase for phase in phases if isinstance(phase, dict)] if isinstance(phases, list) else []
 
 
 def actor_of(phase: dict[str, JSON]) -> str:

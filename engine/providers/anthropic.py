@@ -41,9 +41,10 @@ def wire_messages(messages: list[Message]) -> tuple[str, list[dict[str, JSON]]]:
     system = ""
     wire: list[dict[str, JSON]] = []
 
-    def append(role: str, blocks: list[dict[str, JSON]]) -> None:
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
+    def append(role: str, blocks: list[JSON]) -> None:
+        content = wire[-1]["content"] if wire and wire[-1]["role"] == role else None
+        if isinstance(content, list):  # always, when the role repeats: this function made it
+            content.extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
 
@@ -56,7 +57,7 @@ def wire_messages(messages: list[Message]) -> tuple[str, list[dict[str, JSON]]]:
                 [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content, "is_error": message.is_error}],
             )
         elif message.role == "assistant":
-            blocks: list[dict[str, JSON]] = []
+            blocks: list[JSON] = []
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(

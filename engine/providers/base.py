@@ -113,7 +113,7 @@ class FirstDelta:
 
     def tool_call(self, model_id: str, index: int, id_: str, name: str, arguments: str) -> None:
         if id_ or name or arguments:
-            fragment = {"index": index, "id_fragment": id_, "name_fragment": name, "arguments_fragment": arguments}
+            fragment: dict[str, JSON] = {"index": index, "id_fragment": id_, "name_fragment": name, "arguments_fragment": arguments}
             self._send(model_id, {"stream_kind": "tool_call", "tool_call_fragment": fragment})
 
     def _send(self, model_id: str, body: dict[str, JSON]) -> None:

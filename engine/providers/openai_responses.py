@@ -109,7 +109,7 @@ def reasoning_entry(item: dict[str, JSON]) -> dict[str, JSON]:
     """What the engine records of a ``reasoning`` item: its id and summary texts, nothing hidden."""
     summary = item.get("summary")
     summary = summary if isinstance(summary, list) else []
-    texts = [str(part.get("text") or "") for part in summary if isinstance(part, dict) and part.get("text")]
+    texts: list[JSON] = [str(part.get("text") or "") for part in summary if isinstance(part, dict) and part.get("text")]
     return {"item_id": str(item.get("id") or ""), "summary": texts}
 
 
@@ -129,7 +129,8 @@ class _Output:
                 continue
             kind = item.get("type")
             if kind == "message":
-                for part in item.get("content") or []:
+                content = item.get("content")
+                for part in content if isinstance(content, list) else []:
                     if isinstance(part, dict) and part.get("type") == "output_text":
                         out.text.append(str(part.get("text") or ""))
             elif kind == "function_call":
@@ -148,12 +149,14 @@ class _StreamState:
         self.final: dict[str, JSON] | None = None
         self.event_count = 0
 
-    def apply(self, event: dict[str, JSON]) -> tuple[str, JSON]:
-        """Fold one SSE event in; returns (what kind of delta it carried, the delta) for the first-delta hook."""
+    def apply(self, event: dict[str, JSON]) -> tuple[str, str | tuple[int, dict[str, JSON]] | None]:
+        """Fold one SSE event in; returns (what kind of delta it carried, the delta) for the first-delta hook:
+        ("text", text), ("tool_call", (output index, item)) or ("", None)."""
         kind = str(event.get("type") or "")
         index = _int(event.get("output_index"))
-        if kind in ("response.output_item.added", "response.output_item.done") and isinstance(event.get("item"), dict):
-            self.items[index] = dict(event["item"])
+        added, response = event.get("item"), event.get("response")
+        if kind in ("response.output_item.added", "response.output_item.done") and isinstance(added, dict):
+            self.items[index] = dict(added)
             item = self.items[index]
             if kind.endswith(".added") and item.get("type") == "function_call":
                 return "tool_call", (index, item)
@@ -163,8 +166,8 @@ class _StreamState:
             return "tool_call", (index, {**item, "arguments": str(event.get("delta") or "")})
         elif kind == "response.output_text.delta":
             return "text", str(event.get("delta") or "")
-        elif kind in _TERMINAL_EVENTS and isinstance(event.get("response"), dict):
-            self.final = event["response"]
+        elif kind in _TERMINAL_EVENTS and isinstance(response, dict):
+            self.final = response
         return "", None
 
     def response(self) -> dict[str, JSON]:
@@ -232,7 +235,7 @@ class OpenAIResponsesProvider:
                 kind, delta = state.apply(event)
                 if kind == "text":
                     first_delta.text(request.model, str(delta))
-                elif kind == "tool_call":
+                elif kind == "tool_call" and isinstance(delta, tuple):
                     index, item = delta
                     first_delta.tool_call(
                         request.model, index, str(item.get("call_id") or ""), str(item.get("name") or ""), str(item.get("arguments") or "")
@@ -255,9 +258,10 @@ class OpenAIResponsesProvider:
         status = str(response.get("status") or "completed")
         if status == "failed":
             raise self._failed(response)
-        if not isinstance(response.get("output"), list):
+        output = response.get("output")
+        if not isinstance(output, list):
             raise errors.malformed("response without an output list", secrets=self._secrets)
-        out = _Output.of(response["output"])
+        out = _Output.of(output)
         tool_calls = [
             ToolCall(
                 id=call_id or f"call_{position}",
@@ -275,7 +279,7 @@ class OpenAIResponsesProvider:
             finish_reason = _FINISH_BY_INCOMPLETE_REASON.get(str(incomplete.get("reason") or ""), "incomplete")
         else:
             finish_reason = "tool_calls" if tool_calls else "stop"
-        raw: dict[str, JSON] = {"id": response.get("id") or "", "model": model_id, "status": status, "usage": details}
+        raw: dict[str, JSON] = {"id": response.get("id") or "", "model": model_id, "status": status, "usage": {**details}}
         if event_count:
             raw["event_count"] = event_count
         if incomplete:

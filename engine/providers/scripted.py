@@ -86,6 +86,11 @@ def squash(text: str) -> str:
     return _SPACE.sub(" ", text or "").strip()
 
 
+def _object(value: JSON) -> dict[str, JSON]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _strings(value: JSON) -> list[str]:
     items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     return [text for text in (squash(str(item)) for item in items) if text]
@@ -120,10 +125,10 @@ class ScriptedProvider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.provider_key = settings.provider_key or "scripted"
         config = settings.deployment_config
-        script = config.get("script") or {}
-        cases = script.get("cases") or {}
+        script = _object(config.get("script"))
+        cases = _object(script.get("cases"))
         steps = cases.get(settings.case_key) if settings.case_key in cases else script.get("default")
-        self._steps: list[dict[str, JSON]] = list(steps or [])
+        self._steps: list[dict[str, JSON]] = [_object(step) for step in steps] if isinstance(steps, list) else []
         self._judge_responses = config.get("judge_responses")
         self._replies = config.get("replies")
         self._case_key = settings.case_key
@@ -142,7 +147,7 @@ class ScriptedProvider:
             raise ProviderError(errors.TIMEOUT, f"model call exceeded step timeout of {request.step_timeout_seconds:g}s", retryable=True)
         time.sleep(self._latency)
         response = self._answer(request)
-        response.raw_response = {**(response.raw_response or {}), "called_at": called_at, "answered_at": time.time()}
+        response.raw_response = {**_object(response.raw_response), "called_at": called_at, "answered_at": time.time()}
         return response
 
     def _answer(self, request: ModelRequest) -> ModelResponse:
@@ -165,10 +170,12 @@ class ScriptedProvider:
             return self._response(request, "", [], index)
         if "text" in step:
             return self._response(request, self._render(step["text"], context), [], index)
+        calls: list[tuple[str, JSON]]
         if "submit" in step:
             calls = [("submit", {"answer": self._render(step["submit"], context)})]
         elif "tools" in step:
-            calls = [(str(item.get("tool", "")), item.get("args") or {}) for item in step["tools"]]
+            items = step["tools"] if isinstance(step["tools"], list) else []
+            calls = [(str(item.get("tool", "")), item.get("args") or {}) for item in map(_object, items)]
         else:
             calls = [(str(step.get("tool", "")), step.get("args") or {})]
         tool_calls = [

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from engine.modes import run_case
 from engine.providers import create_provider
@@ -65,7 +66,7 @@ def test_a_streamed_call_reports_its_first_delta_between_started_and_completed()
     assert types.count("model.output.delta") == 2
     assert types[types.index("model.output.delta") - 1] == "model.call.started"
     assert types[types.index("model.output.delta") + 1] == "model.call.completed"
-    delta = recorder.of_type("model.output.delta")[0].payload
+    delta: Any = recorder.of_type("model.output.delta")[0].payload
     assert delta["stream_kind"] == "tool_call" and delta["tool_call_fragment"]["name_fragment"] == "read_file"
 
 
@@ -124,7 +125,7 @@ def test_it_marks_a_failed_tool_call_as_tool_call_failed():
         clock=clock,
         sleep=clock.sleep,
     )
-    failed = recorder.last("tool.call.failed").payload
+    failed: Any = recorder.last("tool.call.failed").payload
     assert failed["result"]["is_error"] is True and failed["failure_origin"] == "primitive"
 
 

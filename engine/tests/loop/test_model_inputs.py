@@ -3,6 +3,8 @@ later call the messages added since the previous one (``messages_from`` says whe
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.modes import run_case
 from engine.providers import create_provider
 from engine.tests.loop.fakes import FakeClock, FakeToolset, Recorder, make_request
@@ -66,8 +68,9 @@ def test_the_recorded_messages_add_up_to_what_the_provider_received():
 
     conversation: list[tuple[str, str]] = []
     for event, received in zip(recorder.of_type("model.call.started"), seen, strict=True):
-        start = event.payload["messages_from"]
-        conversation = conversation[:start] + [(m["role"], m["content"]) for m in event.payload["messages"]]
+        payload: Any = event.payload
+        start = payload["messages_from"]
+        conversation = conversation[:start] + [(m["role"], m["content"]) for m in payload["messages"]]
         assert conversation == received
 
 

@@ -11,7 +11,7 @@ from engine.scoring.evidence import CaseEvidence, extract
 from engine.scoring.references import resolve
 from engine.scoring.signals import recovery
 from engine.tests.loop.fakes import SECRET_EXPECTATION, FakeClock, FakeToolset, Recorder, StubProvider, make_request, tool_response
-from engine.types import ModelResponse, ProviderError, Usage
+from engine.types import JSON, ModelResponse, ProviderError, Usage
 
 OPEN = {
     "id": "open",
@@ -174,7 +174,7 @@ def test_a_phase_model_overrides_the_simulator_deployment_model():
 
 
 def test_the_scripted_provider_plays_the_simulator_by_what_the_assistant_said():
-    config = {
+    config: dict[str, JSON] = {
         "replies": [
             {"purpose": "user_simulator", "when": ["assistant: Sorry, here is the timeline"], "reply": "Thanks, that works."},
             {"purpose": "user_simulator", "reply": "That does not answer me."},

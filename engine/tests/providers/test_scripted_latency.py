@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from engine.providers import create_provider
-from engine.types import Message, ModelRequest, ProviderError, ToolDefinition
+from engine.types import JSON, Message, ModelRequest, ProviderError, ToolDefinition
 
-SCRIPT = {"default": [{"submit": "done"}]}
+SCRIPT: JSON = {"default": [{"submit": "done"}]}
 
 
 def request(step_timeout: float = 30.0) -> ModelRequest:
@@ -23,7 +24,7 @@ def test_a_call_takes_the_configured_latency_and_records_when_it_ran():
     before = time.time()
     response = provider.complete(request())
     after = time.time()
-    raw = response.raw_response
+    raw: Any = response.raw_response
     assert response.tool_calls[0].name == "submit"
     assert before <= raw["called_at"] and raw["answered_at"] <= after and raw["answered_at"] - raw["called_at"] >= 0.15
 
@@ -38,4 +39,5 @@ def test_a_latency_longer_than_the_step_timeout_is_a_retryable_timeout():
 
 def test_without_latency_nothing_is_added_to_the_response():
     response = create_provider("scripted", api_key=None, base_url=None, deployment_config={"script": SCRIPT}).complete(request())
-    assert "called_at" not in (response.raw_response or {})
+    raw = response.raw_response
+    assert isinstance(raw, dict) and "called_at" not in raw

@@ -94,7 +94,8 @@ def test_definitions_are_sorted_with_schema():
     ts = build_toolset(manifest(["file"]), sandbox=None, secrets={})
     defs = ts.definitions()
     assert [d.name for d in defs] == sorted(d.name for d in defs)
-    assert defs[0].as_dict()["parameters"]["type"] == "object"
+    parameters = defs[0].as_dict()["parameters"]
+    assert isinstance(parameters, dict) and parameters["type"] == "object"
 
 
 def test_invisible_tool_is_refused_with_spec_message():

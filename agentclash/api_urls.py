@@ -12,7 +12,7 @@ urlpatterns = [
     path("workspaces/<slug:workspace_slug>/", include("artifacts.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("packs.api.urls")),
     path("workspaces/<slug:workspace_slug>/", include("runs.api.urls")),
-    path("workspaces/<slug:workspace_slug>/", include("runs.regression.api.urls")),
-    path("workspaces/<slug:workspace_slug>/", include("runs.scoring.api.urls")),
-    path("workspaces/<slug:workspace_slug>/", include("runs.comparisons.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("regression.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("scoring.api.urls")),
+    path("workspaces/<slug:workspace_slug>/", include("comparisons.api.urls")),
 ]

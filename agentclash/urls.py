@@ -37,8 +37,8 @@ urlpatterns = [
     path("w/<slug:workspace_slug>/artifacts/", include("artifacts.urls")),
     path("w/<slug:workspace_slug>/packs/", include("packs.urls")),
     path("w/<slug:workspace_slug>/", include("runs.urls")),
-    path("w/<slug:workspace_slug>/", include("runs.scoring.urls")),
-    path("w/<slug:workspace_slug>/", include("runs.comparisons.urls")),
-    path("w/<slug:workspace_slug>/", include("runs.regression.urls")),
+    path("w/<slug:workspace_slug>/", include("scoring.urls")),
+    path("w/<slug:workspace_slug>/", include("comparisons.urls")),
+    path("w/<slug:workspace_slug>/", include("regression.urls")),
     path("w/<slug:workspace_slug>/", include("runs.search.urls")),
 ]

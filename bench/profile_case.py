@@ -39,17 +39,17 @@ def main() -> int:
     args = parser.parse_args()
 
     from bench.throughput_packs import SCRIPTS, captured_run
-    from runs import services
+    from runs import pipeline
 
     with captured_run(args.variant, SCRIPTS[args.variant], cases=args.cases + 1, max_in_flight=1000) as captured:
         ids = [int(item[1][0]) for item in captured if item[0] == "runs.case_run_execute"]
         captured.clear()
-        assert services.case_run_execute(case_run_id=ids[0], score_inline=True) == "completed"  # warms the caches
+        assert pipeline.case_run_execute(case_run_id=ids[0], score_inline=True) == "completed"  # warms the caches
         profiler = (cProfile.Profile(time.perf_counter) if args.wall else cProfile.Profile(time.process_time)) if args.profile else None
         before, started = os.times(), time.perf_counter()
         if profiler:
             profiler.enable()
-        results = [services.case_run_execute(case_run_id=pk, score_inline=True) for pk in ids[1:]]
+        results = [pipeline.case_run_execute(case_run_id=pk, score_inline=True) for pk in ids[1:]]
         if profiler:
             profiler.disable()
         after, wall = os.times(), time.perf_counter() - started

@@ -43,7 +43,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from bench.throughput_packs import captured_run
-    from runs import services
+    from runs import pipeline, services
     from runs.tests.test_perf import EXECUTE_AND_SCORE_MAX, EXECUTE_MAX, FINALIZE_MAX
 
     with captured_run("native", FIVE_TOOLS, cases=6, max_in_flight=2) as captured:
@@ -53,14 +53,14 @@ def main() -> int:
             captured.remove(item)
             return int(item[1][0])
 
-        services.case_run_execute(case_run_id=next_case())  # warms the process's manifest cache
+        pipeline.case_run_execute(case_run_id=next_case())  # warms the process's manifest cache
         case_run_id = next_case()
         with CaptureQueriesContext(connection) as execute:
-            services.case_run_execute(case_run_id=case_run_id)
+            pipeline.case_run_execute(case_run_id=case_run_id)
         with CaptureQueriesContext(connection) as finalize:
             services.case_run_finalize(case_run_id=case_run_id)
         with CaptureQueriesContext(connection) as inline:
-            services.case_run_execute(case_run_id=next_case(), score_inline=True)
+            pipeline.case_run_execute(case_run_id=next_case(), score_inline=True)
 
     print(f"statements per case on {connection.vendor} (baseline: the ceilings pinned in runs/tests/test_perf.py)")
     print(f"{'':36} {'now':>5} {'baseline':>9} {'ratio':>6}")

@@ -7,22 +7,7 @@ from typing import ClassVar
 from django.contrib import admin, messages
 
 from core.admin import ReadOnlyAdmin
-from runs.models import (
-    CaseRun,
-    CaseScore,
-    Comparison,
-    GateResult,
-    Lane,
-    LaneScorecard,
-    LaneStatusHistory,
-    RegressionCase,
-    RegressionSuite,
-    Run,
-    RunArtifact,
-    RunEvent,
-    RunScorecard,
-    RunStatusHistory,
-)
+from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunArtifact, RunEvent, RunStatusHistory
 from runs.services import run_cancel
 
 
@@ -108,60 +93,8 @@ class RunStatusHistoryAdmin(ReadOnlyAdmin):
 # -- scoring history: scores, scorecards, comparisons and gate results -----------------------
 
 
-@admin.register(CaseScore)
-class CaseScoreAdmin(ReadOnlyAdmin):
-    list_display = ("id", "case_run", "lane", "passed", "overall_score", "validity", "created_at")
-    list_filter = ("passed", "validity")
-    list_select_related = ("case_run__lane__run", "lane__run")
-    search_fields = ("case_run__case_key",)
-
-
-@admin.register(LaneScorecard)
-class LaneScorecardAdmin(ReadOnlyAdmin):
-    list_display = ("id", "lane", "overall_score", "pass_rate", "passed", "validity", "created_at")
-    list_filter = ("passed", "validity")
-    list_select_related = ("lane__run",)
-
-
-@admin.register(RunScorecard)
-class RunScorecardAdmin(ReadOnlyAdmin):
-    list_display = ("id", "run", "winner_lane", "created_at")
-    list_select_related = ("run", "winner_lane__run")
-
-
-@admin.register(Comparison)
-class ComparisonAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workspace", "baseline_run", "candidate_run", "status", "reason_code", "created_at")
-    list_filter = ("status", "reason_code")
-    list_select_related = ("workspace", "baseline_run", "candidate_run")
-    search_fields = ("fingerprint",)
-
-
-@admin.register(GateResult)
-class GateResultAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workspace", "comparison", "verdict", "reason_code", "created_at")
-    list_filter = ("verdict",)
-    list_select_related = ("workspace", "comparison")
-    search_fields = ("policy_fingerprint", "reason_code")
-
-
 @admin.register(RunArtifact)
 class RunArtifactAdmin(ReadOnlyAdmin):
     list_display = ("id", "workspace", "run", "artifact", "attached_by", "attached_at")
     list_select_related = ("workspace", "run", "artifact", "attached_by")
     search_fields = ("artifact__name",)
-
-
-@admin.register(RegressionSuite)
-class RegressionSuiteAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workspace", "name", "pack", "created_at")
-    list_select_related = ("workspace", "pack")
-    search_fields = ("name",)
-
-
-@admin.register(RegressionCase)
-class RegressionCaseAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workspace", "suite", "title", "status", "severity", "source_run", "created_at")
-    list_filter = ("status", "severity")
-    list_select_related = ("workspace", "suite", "source_run")
-    search_fields = ("title", "case_key")

@@ -18,8 +18,8 @@ from engine.providers.registry import RESPONSES_PROVIDER_KEYS
 from infrastructure.models import AgentDeployment, ExecutionTarget, LifecycleStatus
 from packs.models import InputSet, PackVersion
 from packs.selectors import pack_versions_runnable
-from runs.hosted import HOSTED_PACK_MODES
-from runs.models import RegressionSuite
+from regression.models import RegressionSuite
+from runs.models import HOSTED_PACK_MODES
 from runs.services.resolve import JUDGE_SOURCE_LABELS, judge_suggestions, needs_simulator, pack_judge_models
 from workspaces.models import Workspace
 

@@ -1,4 +1,4 @@
-"""Runs, lanes, per-case executions, events, scores, comparisons and gate results.
+"""Runs, lanes, per-case executions and their events.
 
 State machines follow spec runtime.md §4.2; transitions are compare-and-set updates with a
 history row (see runs/lifecycle.py), never plain saves.
@@ -10,6 +10,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+
+# Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
+# execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
+# the simulator's turns fed to the agent, which the protocol does not carry yet).
+HOSTED_EXTERNAL = "hosted_external"  # infrastructure.models.ExecutionTarget.HOSTED_EXTERNAL
+HOSTED_PACK_MODES = frozenset({"native", "prompt_eval"})
 
 
 class RunStatus(models.TextChoices):
@@ -296,7 +302,7 @@ class CaseRun(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
     regression_case = models.ForeignKey(
-        "RegressionCase", on_delete=models.RESTRICT, null=True, blank=True, related_name="case_runs",
+        "regression.RegressionCase", on_delete=models.RESTRICT, null=True, blank=True, related_name="case_runs",
         help_text="Set when the case run runs a regression case (its payload snapshot is the case).",
     )  # fmt: skip
 
@@ -362,84 +368,6 @@ class RunEvent(models.Model):
         return f"{self.event_type} #{self.sequence_number}"
 
 
-class CaseScore(models.Model):
-    """Per-case verdicts (the reference only scores per lane; we do both)."""
-
-    case_run = models.OneToOneField(CaseRun, on_delete=models.CASCADE, related_name="case_score")
-    lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="case_scores")
-    passed = models.BooleanField(null=True)
-    overall_score = models.FloatField(null=True)
-    validity = models.CharField(max_length=16, blank=True)
-    document = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"score of {self.case_run_id}"
-
-
-class LaneScorecard(models.Model):
-    lane = models.OneToOneField(Lane, on_delete=models.CASCADE, related_name="scorecard")
-    overall_score = models.FloatField(null=True)
-    pass_rate = models.FloatField(null=True)
-    passed = models.BooleanField(null=True)
-    validity = models.CharField(max_length=16, blank=True)
-    document = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"scorecard of lane {self.lane_id}"
-
-
-class RunScorecard(models.Model):
-    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="scorecard")
-    winner_lane = models.ForeignKey(Lane, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    document = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"scorecard of run {self.run_id}"
-
-
-class Comparison(models.Model):
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="comparisons")
-    baseline_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    candidate_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    baseline_lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="+")
-    candidate_lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="+")
-    status = models.CharField(max_length=32)  # comparable | not_comparable
-    reason_code = models.CharField(max_length=64, blank=True)
-    fingerprint = models.CharField(max_length=64)
-    summary = models.JSONField(default=dict)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "fingerprint"], name="uniq_comparison_fingerprint")]
-
-    def __str__(self) -> str:
-        return f"comparison {self.pk}: run {self.baseline_run_id} vs run {self.candidate_run_id}"
-
-
-class GateResult(models.Model):
-    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="gate_results")
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="gate_results")
-    verdict = models.CharField(max_length=32)  # pass | warn | fail | insufficient_evidence
-    reason_code = models.CharField(max_length=64, blank=True)
-    summary = models.TextField(blank=True)
-    policy_snapshot = models.JSONField(default=dict)
-    policy_fingerprint = models.CharField(max_length=64)
-    details = models.JSONField(default=dict)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.verdict} ({self.reason_code})"
-
-
 class RunArtifact(models.Model):
     """An artifact attached to a run (its events export, a scorecard, a CI report, any upload).
 
@@ -458,78 +386,3 @@ class RunArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id} on run {self.run_id}"
-
-
-class RegressionSuite(models.Model):
-    """A workspace's named set of regression cases for one source pack (docs/regression-suites.md)."""
-
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="regression_suites")
-    pack = models.ForeignKey("packs.Pack", on_delete=models.RESTRICT, related_name="regression_suites")
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
-    # Archived: kept with its cases and their run history, but offered to no new run or promote.
-    archived_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_regression_suite_name")]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class RegressionCase(models.Model):
-    """A failed case promoted into a suite: a snapshot of the case plus where it failed.
-
-    ``payload`` is the source ``packs.Case`` payload as it was at promote time (inputs,
-    expectations, assets…); it wins over any Case row when the case is staged and scored.
-    """
-
-    class Status(models.TextChoices):
-        PROPOSED = "proposed", "Proposed"
-        ACTIVE = "active", "Active"
-        ARCHIVED = "archived", "Archived"
-
-    class Severity(models.TextChoices):
-        BLOCKING = "blocking", "Blocking"
-        WARNING = "warning", "Warning"
-        INFO = "info", "Info"
-
-    suite = models.ForeignKey(RegressionSuite, on_delete=models.CASCADE, related_name="cases")
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
-    title = models.CharField(max_length=200)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED, db_index=True)
-    severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.BLOCKING)
-    challenge_key = models.CharField(max_length=200)
-    case_key = models.CharField(max_length=200, help_text="The source case's key in its pack.")
-    item_key = models.CharField(max_length=200, blank=True)
-    payload = models.JSONField(default=dict, help_text="The source case as it was at promote time.")
-    source_case = models.ForeignKey("packs.Case", on_delete=models.RESTRICT, related_name="+")
-    source_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    source_lane = models.ForeignKey(Lane, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    source_case_run = models.ForeignKey(CaseRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    source_first_sequence = models.PositiveBigIntegerField(null=True, blank=True)
-    source_last_sequence = models.PositiveBigIntegerField(null=True, blank=True)
-    failure_summary = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    status_changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    status_changed_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["suite", "id"]
-        constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=["proposed", "active", "archived"]), name="regression_case_status_valid"),
-            models.CheckConstraint(condition=models.Q(severity__in=["blocking", "warning", "info"]), name="regression_case_severity_valid"),
-        ]
-
-    def __str__(self) -> str:
-        return self.title
-
-    @property
-    def run_case_key(self) -> str:
-        """The ``CaseRun.case_key`` it runs under: distinct from every pack case key of a lane."""
-        return f"regression/{self.pk}/{self.case_key}"[:200]

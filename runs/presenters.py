@@ -9,11 +9,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import events as ev
 from engine.scoring.security import describe
+from engine.types import EVENT_SCHEMA_VERSION
 from runs.models import RunEvent
+
+if TYPE_CHECKING:
+    from runs.selectors import LaneProgress
 
 JSON = Any
 
@@ -228,3 +232,32 @@ def _security_step(step: ReplayStep, payload: dict[str, JSON]) -> None:
         step.text = str(payload.get("answer") or "")
     elif step.kind == ev.SECURITY_FINDING:
         step.title, step.error, step.is_error = "Security finding", describe(payload), True
+
+
+def event_json(event: RunEvent) -> dict[str, Any]:
+    """An event as the API and the JSONL export show it (one shape; ``EventOutputSerializer`` documents it)."""
+    payload = event.payload
+    occurred = event.occurred_at.isoformat()
+    return {
+        "id": event.pk,
+        "event_id": event.event_id,
+        "schema_version": payload.get("schema_version", EVENT_SCHEMA_VERSION) if isinstance(payload, dict) else EVENT_SCHEMA_VERSION,
+        "run_id": event.run_id,
+        "run_agent_id": event.lane_id,
+        "case_run_id": event.case_run_id,
+        "case_key": event.case_key,
+        "attempt": event.attempt,
+        "sequence_number": event.sequence_number,
+        "event_type": event.event_type,
+        "source": event.source,
+        "occurred_at": occurred[:-6] + "Z" if occurred.endswith("+00:00") else occurred,
+        "payload": payload,
+    }
+
+
+def lanes_with_activity(lanes: list[LaneProgress]) -> list[LaneProgress]:
+    """``lanes`` with what each is doing in words: its latest event while it runs, else its status."""
+    for progress in lanes:
+        lane = progress.lane
+        progress.activity = lane.get_status_display().lower() if lane.is_terminal else lane_activity(progress.latest_event)
+    return lanes

@@ -26,27 +26,13 @@ from django.http import Http404
 
 from engine import events as ev
 from engine.scoring.pricing import price_usage
-from runs.models import (
-    CASE_TERMINAL,
-    CaseRun,
-    CaseScore,
-    CaseStatus,
-    Lane,
-    LaneScorecard,
-    Run,
-    RunArtifact,
-    RunEvent,
-    RunScorecard,
-    ScoreStatus,
-)
-from runs.presenters import lane_activity
-from runs.scoring.prices import workspace_prices_for
-from runs.scoring.services import evaluation_spec_for
-from runs.services.events import payload_hydrate
-from workspaces.access import object_get_for_workspace
+from runs.events import payload_hydrate
+from runs.lookups import CASE_STATUSES
+from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
+from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.prices import workspace_prices_for
+from scoring.services import evaluation_spec_for
 from workspaces.models import Workspace
-
-CASE_STATUSES = [s.value for s in CaseStatus]
 
 
 def _case_count_annotations(prefix: str = "") -> dict[str, Count]:
@@ -125,17 +111,6 @@ def run_list_table(*, workspace: Workspace, status: str = "", pack_id: Any = Non
     return runs.order_by(order, "-id")
 
 
-def run_get(*, workspace: Workspace, pk: Any) -> Run:
-    return object_get_for_workspace(Run.objects.select_related("pack_version__pack", "input_set", "created_by"), workspace=workspace, pk=pk)
-
-
-def case_counts(*, run: Run) -> dict[str, int]:
-    rows = dict(CaseRun.objects.filter(run=run).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
-    counts = {s: rows.get(s, 0) for s in CASE_STATUSES}
-    counts["total"] = sum(rows.values())
-    return counts
-
-
 @dataclasses.dataclass
 class LaneProgress:
     lane: Lane
@@ -147,11 +122,12 @@ class LaneProgress:
     steps: int
     tool_calls: int
     tokens: int
-    activity: str
+    latest_event: RunEvent | None  # the lane's newest event (runs.presenters.lanes_with_activity words it)
     passed: int = 0
     scored: int = 0
     score_mean: float | None = None
     waiting_on_provider: int = 0  # running cases waiting on their provider account's limit now
+    activity: str = ""  # what the lane is doing, in words (set by the presenter)
 
     @property
     def percent(self) -> int:
@@ -221,7 +197,7 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             steps=lane.steps or 0,
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
-            activity=lane_activity(latest.get(lane.pk)) if not lane.is_terminal else lane.get_status_display().lower(),
+            latest_event=latest.get(lane.pk),
             passed=lane.passed,
             scored=lane.scored,
             score_mean=lane.score_mean,
@@ -254,14 +230,6 @@ def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:
         except (TypeError, ValueError):
             cases = cases.none()
     return cases
-
-
-def case_run_get(*, run: Run, pk: Any) -> CaseRun:
-    """A case of this run (the run was already resolved through the access helper), or 404."""
-    try:
-        return CaseRun.objects.select_related("lane", "run").get(run=run, pk=int(pk))
-    except (CaseRun.DoesNotExist, TypeError, ValueError):
-        raise Http404("Case not found") from None
 
 
 def run_events_after(*, run: Run, after: Any = None, limit: int = 100, case_run: CaseRun | None = None) -> list[RunEvent]:
@@ -411,12 +379,6 @@ def model_call_get(*, case_run: CaseRun, pk: Any) -> RunEvent:
         return RunEvent.objects.get(case_run=case_run, event_type=ev.MODEL_CALL_STARTED, pk=int(pk))
     except (RunEvent.DoesNotExist, TypeError, ValueError):
         raise Http404("Model call not found") from None
-
-
-def lane_standings(*, run: Run) -> list[LaneProgress]:
-    """The lanes by how they are doing so far (pass rate, then mean score): the live scorecard."""
-    lanes = lane_progress(run=run)
-    return sorted(lanes, key=lambda p: (-(p.pass_rate or 0), -(p.score_mean or 0), p.lane.lane_index))
 
 
 def run_attachments(*, run: Run) -> list[RunArtifact]:

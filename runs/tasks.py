@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, reap_stale_sandboxes
-from runs import queue, services
+from runs import pipeline, queue, services
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 CHAIN_SECONDS = 0.5  # a chain of cases (RUNS_CASE_CHAIN) starts no new case after this long: other lanes wait at most this
@@ -59,13 +59,13 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
     try:
         with queue.keep_next_case() as kept:
             try:
-                services.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
+                pipeline.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
                 for _ in range(max(1, settings.RUNS_CASE_CHAIN) - 1):
                     if not kept or time.monotonic() > deadline:
                         break
                     next_id = kept.pop()
                     try:
-                        services.case_run_execute(case_run_id=next_id, score_inline=True)
+                        pipeline.case_run_execute(case_run_id=next_id, score_inline=True)
                     except BaseException:
                         kept.append(next_id)  # not known to have run: sent again (its claim makes a rerun a no-op)
                         raise

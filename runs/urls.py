@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.urls import path
 
 from runs import views
-from runs.failures import views as failures_views
 
 app_name = "runs"
 
@@ -12,7 +11,6 @@ urlpatterns = [
     path("runs/new/", views.run_create, name="create"),
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="cancel"),
-    path("runs/<int:run_id>/failures/", failures_views.run_failures, name="failures"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/", views.case_replay, name="case_replay"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/inputs/<int:event_pk>/", views.case_model_input, name="case_model_input"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/vs/<int:other_id>/", views.case_side_by_side, name="case_side_by_side"),

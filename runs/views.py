@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from packs.models import Pack
+from regression.failures.selectors import failed_case_count
 from runs import presenters, run_table, selectors, services, timeline
-from runs.failures.selectors import failed_case_count
 from runs.forms import RunCreateForm
 from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
@@ -121,7 +121,7 @@ def _status_context(request: WorkspaceRequest, run) -> dict:
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
     return {
         "run": run,
-        "lanes": selectors.lane_progress(run=run),
+        "lanes": presenters.lanes_with_activity(selectors.lane_progress(run=run)),
         "elapsed": _elapsed(run),
         "failures": failures,
         "failed_cases": failed_case_count(run=run),

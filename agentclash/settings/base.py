@@ -55,6 +55,9 @@ INSTALLED_APPS = [
     "artifacts",
     "packs",
     "runs",
+    "scoring",
+    "regression",
+    "comparisons",
 ]
 
 MIDDLEWARE = [

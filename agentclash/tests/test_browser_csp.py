@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 
 from core.tests.browser import chromium_page, csp_violations
 from runs import queue, services
-from runs.tests.conftest import TaskQueue
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
+from runs.tests.fixtures import TaskQueue
 from workspaces.demo import demo_seed
 from workspaces.models import Role, WorkspaceMembership
 from workspaces.tests.factories import PASSWORD, add_member, make_user

@@ -11,8 +11,8 @@ from artifacts.selectors import artifact_read
 from artifacts.tests.factories import make_artifact
 from runs import queue, services
 from runs.models import CaseRun, CaseStatus, RunArtifact, RunStatus
-from runs.tests.conftest import TaskQueue
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
+from runs.tests.fixtures import TaskQueue
 
 pytestmark = pytest.mark.django_db
 

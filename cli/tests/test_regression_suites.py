@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from runs.models import CaseRun, RegressionCase, Run
-from runs.regression.services import regression_case_promote, regression_case_set_status, regression_suite_create
+from regression.models import RegressionCase
+from regression.services import regression_case_promote, regression_case_set_status, regression_suite_create
+from runs.models import CaseRun, Run
 
 from .live import GOOD, SLOPPY
 from .test_run_gate_ci import PACK, start, write_manifest

@@ -13,7 +13,8 @@ import yaml
 from agentclash_cli.ci import find_recent_baseline
 from agentclash_cli.client import Client
 
-from runs.models import Comparison, GateResult, Run, RunArtifact, RunStatus
+from comparisons.models import Comparison, GateResult
+from runs.models import Run, RunArtifact, RunStatus
 
 from .live import GOOD, SLOPPY
 

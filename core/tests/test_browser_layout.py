@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from comparisons import services as comparison_services
 from core.tests.browser import PHONE, chromium_page, csp_violations, login, page_overflows
 from infrastructure.models import AgentDeployment
-from runs.comparisons import services as comparison_services
 from runs.tests.factories import demo_race
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
+from runs.lookups import CASE_STATUSES, case_counts
 from runs.models import Run, RunEvent
-from runs.selectors import CASE_STATUSES, case_counts
+from runs.presenters import event_json
 
 
 class LaneOutputSerializer(serializers.Serializer):
@@ -98,4 +101,8 @@ class EventOutputSerializer(serializers.Serializer):
     payload = serializers.JSONField()
 
     def get_schema_version(self, event: RunEvent) -> str:
-        return (event.payload or {}).get("schema_version", "2026-03-15") if isinstance(event.payload, dict) else "2026-03-15"
+        return str(event_json(event)["schema_version"])
+
+    def to_representation(self, instance: RunEvent) -> dict[str, Any]:
+        # The fields above document the shape; runs.presenters.event_json is the one that builds it.
+        return event_json(instance)

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.urls import path
 
 from runs.api import artifact_views, views
-from runs.failures.api.views import RunFailuresApi
 
 urlpatterns = [
     path("runs", views.RunCollectionApi.as_view(), name="api-run-list"),
@@ -12,7 +11,6 @@ urlpatterns = [
     path("runs/<int:run_id>/events", views.RunEventListApi.as_view(), name="api-run-events"),
     path("runs/<int:run_id>/events.jsonl", views.RunEventExportApi.as_view(), name="api-run-events-export"),
     path("runs/<int:run_id>/cancel", views.RunCancelApi.as_view(), name="api-run-cancel"),
-    path("runs/<int:run_id>/failures", RunFailuresApi.as_view(), name="api-run-failures"),
     path("runs/<int:run_id>/artifacts", artifact_views.RunArtifactListApi.as_view(), name="api-run-artifacts"),
     path("runs/<int:run_id>/artifacts/exports", artifact_views.RunExportsStoreApi.as_view(), name="api-run-artifacts-exports"),
 ]

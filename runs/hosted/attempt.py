@@ -33,11 +33,11 @@ from engine.modes.prompt_eval import instructions_for
 from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
-from runs.hosted import HOSTED_EXTERNAL, schemas
+from runs.hosted import schemas
 from runs.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
 from runs.hosted.tokens import TokenScope, token_issue
-from runs.models import CaseRun, RunEvent
+from runs.models import HOSTED_EXTERNAL, CaseRun, RunEvent
 from runs.services.attempt import CaseAttempt, security_policy
 from runs.services.case_inputs import CaseInputs, case_inputs, case_request, emitter_prefix, staged_case_files
 from runs.services.deadline import NO_DEADLINE_SECONDS

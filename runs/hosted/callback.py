@@ -27,11 +27,11 @@ from engine.events import (
     iso_now,
 )
 from engine.types import Event
+from runs.events import lane_lock, run_events_append
 from runs.hosted import schemas
 from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, terminal_recorded
 from runs.hosted.tokens import TokenScope
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
-from runs.services.events import lane_lock, run_events_append
 
 JSON = Any
 # A bound on what one agent can write for one case (a native case is bounded by its step limits).

@@ -10,8 +10,8 @@ from django.db import transaction
 
 from engine.events import SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED
 from engine.types import Event
+from runs.events import lane_lock, run_events_append
 from runs.models import CaseRun, RunEvent
-from runs.services.events import lane_lock, run_events_append
 
 SOURCE_HOSTED = "hosted_agent"
 STOP_AGENT_ERROR = "agent_error"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from runs.events import RunEventSink, payload_hydrate, run_events_append
 from runs.services.artifacts import event_export_lines, run_artifact_attach, run_exports_store
 from runs.services.create import RunCreateError, deployment_snapshot, run_create
-from runs.services.events import RunEventSink, payload_hydrate, run_events_append
-from runs.services.execute import case_run_execute
 from runs.services.orchestrate import (
     RunNotCancellable,
     case_run_finalize,
@@ -21,7 +20,6 @@ __all__ = [
     "RunCreateError",
     "RunEventSink",
     "RunNotCancellable",
-    "case_run_execute",
     "case_run_finalize",
     "deployment_snapshot",
     "event_export_lines",

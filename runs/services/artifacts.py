@@ -12,9 +12,10 @@ from django.db import IntegrityError, transaction
 from artifacts.models import Artifact, ArtifactKind
 from artifacts.services import artifact_create, artifact_create_from_bytes
 from core.actors import actor_or_none
-from runs.api.serializers import EventOutputSerializer
-from runs.models import LaneScorecard, Run, RunArtifact, RunEvent, RunScorecard, ScoreStatus
-from runs.services.events import payload_hydrate
+from runs.events import payload_hydrate
+from runs.models import Run, RunArtifact, RunEvent, ScoreStatus
+from runs.presenters import event_json
+from scoring.models import LaneScorecard, RunScorecard
 from workspaces.services import audit_record
 
 # Rows read per query while streaming a run's events.
@@ -28,7 +29,7 @@ def event_export_lines(run: Run) -> Iterator[str]:
     for event in RunEvent.objects.filter(run=run).order_by("id").iterator(chunk_size=_CHUNK):
         if event.payload_ref:
             event.payload = payload_hydrate(event.payload)
-        yield json.dumps(EventOutputSerializer(event).data, default=str) + "\n"
+        yield json.dumps(event_json(event), default=str) + "\n"
 
 
 @transaction.atomic

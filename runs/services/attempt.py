@@ -53,8 +53,8 @@ from runs.services.case_inputs import execution_mode as _mode
 from runs.services.case_inputs import staged_case_files as _staged
 from runs.services.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
 from runs.services.race import race_standings_source
-from runs.services.ticker import TICKER
 from runs.throttle import throttled
+from runs.ticker import TICKER
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
 from workspaces.models import Workspace
@@ -205,7 +205,7 @@ class _CancelWatch:
     """Aborts the sandbox's running tool process within ~0.5 s of a cancel or a re-claim.
 
     The engine checks ``cancel`` only between steps and tool calls, so a long command would run
-    on; ``Sandbox.abort`` stops it from the process's ticker thread (runs/services/ticker.py: no
+    on; ``Sandbox.abort`` stops it from the process's ticker thread (runs/ticker.py: no
     thread started per case). Only a visible, definite change aborts (a row this connection
     cannot see yet is not a cancel).
     """

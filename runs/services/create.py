@@ -13,11 +13,10 @@ from core.actors import actor_or_none
 from engine.providers.registry import RESPONSES_PROVIDER_KEYS
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
-from runs.hosted import HOSTED_EXTERNAL, HOSTED_PACK_MODES
-from runs.models import CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
+from regression.errors import RegressionError
+from regression.selectors import RunRegression, run_regression_resolve
+from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
-from runs.regression.errors import RegressionError
-from runs.regression.selectors import RunRegression, run_regression_resolve
 from runs.services.naming import run_default_name
 from runs.services.resolve import (
     RunCreateError,

@@ -4,7 +4,7 @@ The engine stops itself at its run deadline, but it looks at the clock only betw
 tool calls. A case that hangs inside one — a provider that ignores its timeout, a tool process
 the sandbox did not stop, a verification command — would run on until Celery's time limit
 kills the whole worker process. :class:`CaseDeadline` bounds it from the process's ticker thread
-(runs/services/ticker.py: no thread started per case):
+(runs/ticker.py: no thread started per case):
 
 1. when the deadline passes, the cancel check it hands the engine says stop, with the stop
    reason ``deadline_exceeded`` (the engine's cancel path, so the case ends the normal way),
@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.modes.case import STOP_DEADLINE_EXCEEDED, CaseRequest, Limits
 from engine.types import CancelCheck
-from runs.services.ticker import TICKER, Job
+from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from runs.models import (
 )
 from runs.precompiled import prepared_cursor
 from runs.queue import enqueue_on_commit
-from runs.scoring import services as scoring
+from scoring import services as scoring
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def lane_state_columns() -> str:
     """SQL columns of the lane row (``runs_runagent``) giving what dispatch needs: lane status,
     run status and (on PostgreSQL and SQLite) the in-flight limit. Read with the statement that
     locks the row: :func:`_lane_lock_state`, or the finish's sequence reservation
-    (runs/services/execute.py ``_record``)."""
+    (runs/pipeline/execute.py ``_record``)."""
     limit = _LIMIT_SQL.get(connection.vendor)
     return "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
 
@@ -218,7 +218,7 @@ def case_after_finish(
 
     ``scored_here`` (the finished case, loaded as the claim loads it) scores the case in this
     process, with ``events`` (its events as stored, or None to read them) as evidence; ``scored``:
-    the case's score was saved with its finish (runs/services/execute.py); otherwise
+    the case's score was saved with its finish (runs/pipeline/execute.py); otherwise
     ``runs.case_run_finalize`` is enqueued. The lane-completion check runs only when the
     dispatcher saw no open case left in the lane (it counts under the lane lock after this case's
     finish was committed, so of the lane's last cases at least the one that dispatches last sees

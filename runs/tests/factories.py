@@ -119,7 +119,7 @@ def demo_race() -> tuple[Any, Any, Any]:
     from django.contrib.auth import get_user_model
 
     from runs import queue, services
-    from runs.tests.conftest import TaskQueue
+    from runs.tests.fixtures import TaskQueue
     from workspaces.demo import demo_seed
 
     demo = demo_seed()

@@ -6,21 +6,11 @@ import pytest
 from django.db.models import Model
 from django.urls import reverse
 
-from runs.comparisons.services import comparison_create, gate_evaluate
-from runs.models import (
-    CaseRun,
-    CaseScore,
-    Comparison,
-    GateResult,
-    Lane,
-    LaneScorecard,
-    LaneStatusHistory,
-    Run,
-    RunEvent,
-    RunScorecard,
-    RunStatusHistory,
-)
-from runs.tests.scoring_factories import make_pack_version, make_run
+from comparisons.models import Comparison, GateResult
+from comparisons.services import comparison_create, gate_evaluate
+from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunEvent, RunStatusHistory
+from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.tests.factories import make_pack_version, make_run
 
 pytestmark = pytest.mark.django_db
 

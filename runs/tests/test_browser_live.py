@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from core.tests.browser import login
 from runs import queue, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunStatus, ScoreStatus
-from runs.tests.conftest import TaskQueue
 from runs.tests.factories import READ_AND_SUBMIT, make_deployment, native_pack_yaml, publish
+from runs.tests.fixtures import TaskQueue
 from runs.tests.worker import wait_for
 from workspaces.tests.factories import PASSWORD
 

@@ -8,12 +8,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from comparisons.models import Comparison
 from core.tests.browser import chromium_page, csp_violations, login, page_overflows
 from infrastructure.models import AgentDeployment
 from packs.models import PackVersion
 from runs import queue, services
-from runs.models import Comparison, Run
-from runs.tests.conftest import TaskQueue
+from runs.models import Run
+from runs.tests.fixtures import TaskQueue
 from workspaces.demo import demo_seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

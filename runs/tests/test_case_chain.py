@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs import queue, services
+from runs import pipeline, queue, services
 from runs import tasks as task_functions
 from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -76,7 +76,7 @@ def test_the_chain_starts_no_case_after_its_time_budget(lane_of_five, tasks, set
 def test_a_case_that_raises_sends_the_kept_case_through_the_broker(lane_of_five, tasks, settings, monkeypatch):
     run, first = lane_of_five
     settings.RUNS_CASE_CHAIN = 16
-    real = services.case_run_execute
+    real = pipeline.case_run_execute
     calls: list[int] = []
 
     def flaky(*, case_run_id, **kwargs):
@@ -99,7 +99,7 @@ def test_a_case_that_raises_sends_the_kept_case_through_the_broker(lane_of_five,
 def test_a_cancelled_run_stops_the_chain(lane_of_five, tasks, settings, admin, monkeypatch):
     run, first = lane_of_five
     settings.RUNS_CASE_CHAIN = 16
-    real = services.case_run_execute
+    real = pipeline.case_run_execute
     done: list[str] = []
 
     def cancel_after_first(*, case_run_id, **kwargs):

@@ -8,10 +8,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import services
-from runs.models import CaseRun, CaseScore, CaseStatus, LaneStatus, RunEvent, RunStatus, ScoreStatus
+from runs import pipeline, services
+from runs.models import CaseRun, CaseStatus, LaneStatus, RunEvent, RunStatus, ScoreStatus
 from runs.services.orchestrate import _IN_FLIGHT_SQL, _PICK_SQL
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
+from scoring.models import CaseScore
 
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
@@ -35,7 +36,7 @@ def started(workspace, admin, tasks):
 def test_a_case_scored_inline_writes_its_events_and_its_score_in_one_batch(started, tasks):
     case_run_id = _next_case(tasks)
     with CaptureQueriesContext(connection) as queries:
-        assert services.case_run_execute(case_run_id=case_run_id, score_inline=True) == "completed"
+        assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "completed"
     statements = [q["sql"] for q in queries.captured_queries]
     assert sum("next_sequence = next_sequence +" in sql for sql in statements) == 1  # the lane row: written once
     assert sum(sql.startswith(('INSERT INTO "runs_runevent"', "COPY runs_runevent")) for sql in statements) == 1
@@ -69,7 +70,7 @@ def test_a_non_streaming_provider_leaves_no_delta_events_and_every_step_in_the_r
 
 @pytest.mark.django_db
 def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_finishes(started, tasks, monkeypatch):
-    from runs.scoring import services as scoring
+    from scoring import services as scoring
 
     def broken(*args, **kwargs):
         raise RuntimeError("validator exploded")
@@ -89,17 +90,17 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
 @pytest.mark.django_db
 def test_a_case_that_lost_its_claim_keeps_its_events_but_records_no_result(started, tasks):
     case_run_id = _next_case(tasks)
-    original = services.case_run_execute.__globals__["case_finish"]
+    original = pipeline.case_run_execute.__globals__["case_finish"]
 
     def lost(**kwargs):  # another worker re-claimed the case meanwhile
         CaseRun.objects.filter(pk=kwargs["case_run_id"]).update(attempt=kwargs["attempt"] + 1)
         return original(**kwargs)
 
-    services.case_run_execute.__globals__["case_finish"] = lost
+    pipeline.case_run_execute.__globals__["case_finish"] = lost
     try:
-        assert services.case_run_execute(case_run_id=case_run_id, score_inline=True) == "superseded"
+        assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "superseded"
     finally:
-        services.case_run_execute.__globals__["case_finish"] = original
+        pipeline.case_run_execute.__globals__["case_finish"] = original
     types = set(RunEvent.objects.filter(case_run_id=case_run_id).values_list("event_type", flat=True))
     assert "system.run.completed" in types and not any(t.startswith("scoring.") for t in types)
     case = CaseRun.objects.get(pk=case_run_id)
@@ -145,7 +146,7 @@ def test_dispatch_fills_free_slots_in_case_order(started, tasks):
     )
     assert dispatched == [0, 1]  # max_in_flight_cases=2
     assert services.lane_dispatch_next(lane_id=lane.pk) == 0  # no free slot
-    services.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)  # finishing one dispatches the next
+    pipeline.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)  # finishing one dispatches the next
     dispatched = list(
         CaseRun.objects.filter(lane=lane, dispatched_at__isnull=False).order_by("position").values_list("position", flat=True)
     )

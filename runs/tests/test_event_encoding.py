@@ -10,7 +10,7 @@ import pytest
 from engine.events import EventEmitter
 from engine.redact import Redactor
 from engine.types import EVENT_SCHEMA_VERSION
-from runs.services.events import events_prepare
+from runs.events import events_prepare
 
 PAYLOADS = [
     {},

@@ -13,8 +13,8 @@ from engine.events import SYSTEM_RUN_COMPLETED, TOOL_CALL_STARTED
 from engine.redact import REDACTED, Redactor
 from engine.types import Event
 from runs import queue, services
+from runs.events import RunEventSink
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
-from runs.services.events import RunEventSink
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from engine.events import SYSTEM_RUN_FAILED
-from runs import services
+from runs import pipeline, services
 from runs.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
 from runs.tests.factories import native_pack_yaml, publish
@@ -102,7 +102,7 @@ def test_a_silent_agent_fails_at_its_deadline_and_its_token_is_void_afterwards(s
         case_run = CaseRun.objects.get(run=run)
         claim(case_run, attempt=0)  # the worker's claim makes it attempt 1
         CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
-        assert services.case_run_execute(case_run_id=case_run.pk) == CaseStatus.FAILED
+        assert pipeline.case_run_execute(case_run_id=case_run.pk) == CaseStatus.FAILED
     case_run.refresh_from_db()
     assert case_run.stop_reason == "deadline_exceeded"
     assert "deadline" in case_run.error
@@ -136,7 +136,7 @@ def test_a_cancelled_run_stops_the_wait_and_voids_the_token(settings, workspace,
         cancel = threading.Timer(1.0, lambda: Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED))
         cancel.start()
         started = time.monotonic()
-        assert services.case_run_execute(case_run_id=case_run.pk) == CaseStatus.CANCELLED
+        assert pipeline.case_run_execute(case_run_id=case_run.pk) == CaseStatus.CANCELLED
         cancel.join()
     assert time.monotonic() - started < 10  # not the 30 s deadline
     assert RunEvent.objects.get(case_run=case_run, event_type=SYSTEM_RUN_FAILED).payload["stop_reason"] == "cancelled"
@@ -153,7 +153,7 @@ def test_an_endpoint_error_is_retried_with_a_new_attempt(settings, workspace, ad
         case_run = CaseRun.objects.get(run=run)
         claim(case_run, attempt=0)
         CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
-        assert services.case_run_execute(case_run_id=case_run.pk) == "retrying"
+        assert pipeline.case_run_execute(case_run_id=case_run.pk) == "retrying"
     assert "503" in CaseRun.objects.get(pk=case_run.pk).error
     assert len(received) == 1
 

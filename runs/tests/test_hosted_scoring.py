@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from runs import services
-from runs.models import CaseRun, CaseScore, CaseStatus
+from runs import pipeline, services
+from runs.models import CaseRun, CaseStatus
 from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.hosted_helpers import agent_on_loopback, agent_url, claim, hosted_deployment
+from scoring.models import CaseScore
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -48,7 +49,7 @@ def test_a_hosted_case_is_scored_on_what_its_tier_shows(live_server, settings, w
         run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
         case_run = claim(CaseRun.objects.get(run=run), attempt=0)
         CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
-        assert services.case_run_execute(case_run_id=case_run.pk, score_inline=True) == CaseStatus.COMPLETED
+        assert pipeline.case_run_execute(case_run_id=case_run.pk, score_inline=True) == CaseStatus.COMPLETED
     case_run.refresh_from_db()
     assert case_run.final_output == "note number 0"
     assert case_run.verification == {"evidence_tier": tier}

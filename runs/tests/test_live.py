@@ -17,10 +17,10 @@ from engine.events import MODEL_CALL_STARTED
 from engine.redact import Redactor
 from engine.types import Event
 from runs import services
+from runs.events import run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, LaneStatusHistory, Run, RunEvent, RunStatus, ScoreStatus
-from runs.services.events import run_events_append
-from runs.tests.conftest import TASKS
 from runs.tests.factories import READ_AND_SUBMIT, make_deployment, native_pack_yaml, publish
+from runs.tests.fixtures import TASKS
 
 pytestmark = pytest.mark.django_db
 

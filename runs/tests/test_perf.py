@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from runs import services
-from runs.models import CaseRun, CaseScore, LaneStatus, RunEvent, RunStatus, ScoreStatus
+from runs import pipeline, services
+from runs.models import CaseRun, LaneStatus, RunEvent, RunStatus, ScoreStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
+from scoring.models import CaseScore
 
 FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5 + [{"submit": "{{last_result}}"}]
 
@@ -47,10 +48,10 @@ def _next_case(tasks) -> int:
 @pytest.mark.django_db
 def test_a_case_costs_a_bounded_number_of_statements(run_parts, django_assert_max_num_queries):
     run, tasks = run_parts
-    services.case_run_execute(case_run_id=_next_case(tasks))  # warms the worker's manifest cache
+    pipeline.case_run_execute(case_run_id=_next_case(tasks))  # warms the worker's manifest cache
     case_run_id = _next_case(tasks)
     with django_assert_max_num_queries(EXECUTE_MAX):
-        assert services.case_run_execute(case_run_id=case_run_id) == "completed"
+        assert pipeline.case_run_execute(case_run_id=case_run_id) == "completed"
     with django_assert_max_num_queries(FINALIZE_MAX):
         services.case_run_finalize(case_run_id=case_run_id)
     assert CaseRun.objects.get(pk=case_run_id).score_status == ScoreStatus.SCORED
@@ -59,10 +60,10 @@ def test_a_case_costs_a_bounded_number_of_statements(run_parts, django_assert_ma
 @pytest.mark.django_db
 def test_a_case_scored_inline_costs_a_bounded_number_of_statements(run_parts, django_assert_max_num_queries):
     run, tasks = run_parts
-    services.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)
+    pipeline.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)
     case_run_id = _next_case(tasks)
     with django_assert_max_num_queries(EXECUTE_AND_SCORE_MAX):
-        assert services.case_run_execute(case_run_id=case_run_id, score_inline=True) == "completed"
+        assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "completed"
     assert CaseRun.objects.get(pk=case_run_id).score_status == ScoreStatus.SCORED
     assert "runs.case_run_finalize" not in tasks.names()
 
@@ -102,7 +103,7 @@ def test_the_reaper_rescores_a_case_its_worker_finished_but_never_scored(run_par
 
     run, tasks = run_parts
     case_run_id = _next_case(tasks)
-    services.case_run_execute(case_run_id=case_run_id)
+    pipeline.case_run_execute(case_run_id=case_run_id)
     tasks.items.clear()  # the worker died before scoring: nothing queued for it
     CaseRun.objects.filter(pk=case_run_id).update(finished_at=timezone.now() - dt.timedelta(minutes=5))
     assert services.run_reap()["rescored"] == 1

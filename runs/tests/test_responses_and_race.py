@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from comparisons.services import comparison_create
 from infrastructure.models import ExecutionTarget, RuntimeProfile
-from runs.comparisons.services import comparison_create
+from runs.events import payload_hydrate
 from runs.models import CaseRun, Lane, Run, RunEvent, RunStatus
-from runs.services.events import payload_hydrate
 from runs.services.race import lane_letter, standings_text
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.scoring_factories import make_pack_version, make_run
+from scoring.tests.factories import make_pack_version, make_run
 
 pytestmark = pytest.mark.django_db
 

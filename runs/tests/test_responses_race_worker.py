@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runs import services
+from runs.events import payload_hydrate
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
-from runs.services.events import payload_hydrate
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 

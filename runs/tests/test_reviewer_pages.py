@@ -10,16 +10,16 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from comparisons import presenters
+from comparisons.services import comparison_create
 from infrastructure.models import ExecutionTarget
 from runs import services
-from runs.comparisons import presenters
-from runs.comparisons.services import comparison_create
 from runs.models import Lane, Run
 from runs.run_table import duration_text
 from runs.services.naming import agents_text
 from runs.templatetags.run_table import run_duration
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.scoring_factories import make_pack_version, make_run
+from scoring.tests.factories import make_pack_version, make_run
 
 pytestmark = pytest.mark.django_db
 

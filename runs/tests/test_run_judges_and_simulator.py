@@ -19,7 +19,7 @@ from infrastructure.models import AgentDeployment
 from runs.models import CaseRun, Lane, Run, RunEvent
 from runs.tests.factories import make_deployment, publish
 from runs.tests.real_packs.harness import REPO, agent_deployment, judge_deployments, load, simulator_deployment
-from runs.tests.test_scoring_judges import JUDGED_PACK
+from scoring.tests.test_scoring_judges import JUDGED_PACK
 
 pytestmark = pytest.mark.django_db
 

@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 
+from comparisons.models import GateResult
+from comparisons.services import comparison_create, gate_evaluate
 from conftest import require_or_skip
 from engine.events import SECURITY_FINDING, SECURITY_PROBE_ANSWERED
 from engine.providers.scripted import ScriptedProvider
 from runs import services
-from runs.comparisons.services import comparison_create, gate_evaluate
-from runs.models import CaseRun, CaseScore, CaseStatus, GateResult, Lane, LaneScorecard, RunEvent
+from runs.models import CaseRun, CaseStatus, Lane, RunEvent
 from runs.services.staging import staged_files
 from runs.tests.factories import make_deployment, publish
+from scoring.models import CaseScore, LaneScorecard
 
 pytestmark = pytest.mark.django_db
 

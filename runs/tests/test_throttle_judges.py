@@ -1,4 +1,4 @@
-"""LLM judges obey their provider account's limits (runs/scoring/judges.py + runs/throttle/)."""
+"""LLM judges obey their provider account's limits (scoring/judges.py + runs/throttle/)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 
 from infrastructure.models import ProviderCallLease
 from runs.models import CaseRun, Run
-from runs.scoring.judges import RunJudge
 from runs.services import run_create
 from runs.tests.factories import make_deployment, publish
-from runs.tests.test_scoring_judges import JUDGED_PACK, _judge
 from runs.tests.worker import wait_for
 from runs.throttle import DatabaseLimiter, Limits, limiter, limits_cache_clear
+from scoring.judges import RunJudge
+from scoring.tests.test_scoring_judges import JUDGED_PACK, _judge
 
 pytestmark = pytest.mark.django_db
 

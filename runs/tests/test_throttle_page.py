@@ -8,9 +8,9 @@ import pytest
 
 from engine.events import PROVIDER_CALL_RETRYING, PROVIDER_THROTTLE_WAITING, PROVIDER_THROTTLED, iso_now
 from engine.types import Event
+from runs.events import run_events_append
 from runs.models import CaseRun, CaseStatus, RunEvent
 from runs.presenters import event_summary
-from runs.services.events import run_events_append
 from runs.tests.test_live import htmx, started_run, url
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from conftest import require_or_skip
 from engine.events import MODEL_CALL_COMPLETED, PROVIDER_THROTTLE_WAITING, PROVIDER_THROTTLED
 from infrastructure.models import AgentDeployment, ProviderAccount, ProviderCallLease
 from runs import services
+from runs.events import payload_hydrate
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
-from runs.services.events import payload_hydrate
 from runs.tests.factories import READ_AND_SUBMIT, make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 

@@ -1,11 +1,11 @@
-"""The process's one ticker thread runs each case's periodic jobs (runs/services/ticker.py)."""
+"""The process's one ticker thread runs each case's periodic jobs (runs/ticker.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from runs.services.ticker import Ticker
+from runs.ticker import Ticker
 
 
 def test_jobs_run_on_time_from_one_thread_until_removed():

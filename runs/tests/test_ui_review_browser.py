@@ -14,8 +14,9 @@ from playwright.sync_api import expect
 
 from core.tests.browser import PHONE, chromium_page, csp_violations, login, page_overflows
 from infrastructure.models import ProviderAccount
-from runs.models import CaseRun, RegressionCase, RegressionSuite, Run
-from runs.regression import services as regression_services
+from regression import services as regression_services
+from regression.models import RegressionCase, RegressionSuite
+from runs.models import CaseRun, Run
 from runs.tests.factories import demo_race
 from workspaces.demo import DemoResult
 

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from infrastructure.models import ExecutionTarget
-from runs.regression.services import regression_suite_create
+from regression.services import regression_suite_create
 from runs.templatetags.run_table import execution_mode_label, stop_reason_label
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 

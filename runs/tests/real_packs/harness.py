@@ -28,7 +28,7 @@ Each pack has one data file, ``agents/<pack slug>.yaml``::
 
 A race is: publish the pack, create a run with the good and the bad deployment (the race),
 create a second run of the good deployment alone (the good agent again), drain the tasks
-in-process (runs/tests/conftest.py), then compare good → bad and good → good with the default
+in-process (runs/tests/fixtures.py), then compare good → bad and good → good with the default
 gate policy. Judges are one scripted deployment per judge model the pack names, passed to
 ``run_create`` as ``judge_deployments``; the simulator is a scripted deployment passed as
 ``simulator_deployment_id``. Both answer with the scripted provider's content-dependent
@@ -45,12 +45,14 @@ from typing import Any
 
 import yaml
 
+from comparisons.models import GateResult
+from comparisons.services import comparison_create, gate_evaluate
 from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from packs.models import PackVersion
 from packs.services import pack_publish
-from runs.comparisons.services import comparison_create, gate_evaluate
-from runs.models import CaseRun, CaseScore, GateResult, Lane, LaneScorecard, Run, RunScorecard
+from runs.models import CaseRun, Lane, Run
 from runs.services import run_create
+from scoring.models import CaseScore, LaneScorecard, RunScorecard
 
 REPO = Path(__file__).resolve().parents[3]
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"

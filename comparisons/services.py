@@ -1,0 +1,224 @@
+"""Writes for comparisons and release gates (runtime.md §6).
+
+A comparison pairs a baseline lane with a candidate lane. Which lanes those are is settled here
+(participant resolution); whether their scorecards can be compared is the engine's call
+(``engine.scoring.compare``), and a non-comparable result is stored too, with its reason code,
+so people can see *why*. Both writes are idempotent: the same inputs return the same row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from comparisons.models import Comparison, GateResult
+from core.actors import actor_or_none
+from engine.scoring.compare import build_comparison, not_comparable
+from engine.scoring.evidence import canonical_json
+from engine.scoring.gates import evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
+from regression.selectors import lane_regression_entries
+from runs.models import Lane, Run
+from scoring.models import LaneScorecard
+from workspaces.models import Workspace
+
+
+class ComparisonError(ValidationError):
+    """Participants could not be resolved; ``reason_code`` is one of the §6.1 codes."""
+
+    def __init__(self, reason_code: str, message: str, field: str = "non_field_errors"):
+        self.reason_code = reason_code
+        self.field = field
+        super().__init__({field: [message]}, code=reason_code)
+
+
+class PolicyError(ValidationError):
+    def __init__(self, message: str):
+        self.field = "policy"
+        super().__init__({"policy": [message]}, code="invalid_policy")
+
+
+def _single_lane(run: Run, side: str) -> Lane:
+    lanes = list(Lane.objects.filter(run=run).order_by("lane_index")[:2])
+    if len(lanes) != 1:
+        raise ComparisonError(
+            "participant_count_mismatch",
+            f"The {side} run has {'no lanes' if not lanes else 'several lanes'}; pick the {side} lane to compare.",
+            field=f"{side}_lane_id",
+        )
+    return lanes[0]
+
+
+def resolve_participants(
+    *, workspace: Workspace, baseline_run: Run, candidate_run: Run, baseline_lane: Lane | None, candidate_lane: Lane | None
+) -> tuple[Lane, Lane]:
+    for side, run in (("baseline", baseline_run), ("candidate", candidate_run)):
+        if run.workspace_id != workspace.pk:
+            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} run is not in this workspace.", f"{side}_run_id")
+    if baseline_run.pk == candidate_run.pk and (baseline_lane is None or candidate_lane is None):
+        raise ComparisonError(
+            "participant_match_not_resolved",
+            "Comparing a run with itself needs a baseline lane and a different candidate lane.",
+            "candidate_lane_id",
+        )
+    baseline = baseline_lane or _single_lane(baseline_run, "baseline")
+    candidate = candidate_lane or _single_lane(candidate_run, "candidate")
+    for side, lane, run in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run)):
+        if lane.run_id != run.pk or lane.workspace_id != workspace.pk:
+            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} lane does not belong to the {side} run.", f"{side}_lane_id")
+    if baseline.pk == candidate.pk:
+        raise ComparisonError("participant_match_not_resolved", "The baseline and candidate lanes must be different.", "candidate_lane_id")
+    return baseline, candidate
+
+
+def _scorecard(lane: Lane) -> dict[str, Any] | None:
+    card = LaneScorecard.objects.filter(lane=lane).only("document").first()
+    return card.document if card is not None and card.document else None
+
+
+def _race_context_refusal(baseline_run: Run, candidate_run: Run, baseline: Lane, candidate: Lane) -> dict[str, Any] | None:
+    """A race-context run is not compared with a plain one: its agents were told the peers' standings."""
+    if bool(baseline_run.race_context) == bool(candidate_run.race_context):
+        return None
+    on, off = ("baseline", "candidate") if baseline_run.race_context else ("candidate", "baseline")
+    return not_comparable(
+        "race_context_mismatch",
+        f"the {on} run had peer standings (race context) on and the {off} run did not",
+        {"refs": {"run_id": baseline_run.pk, "lane_id": baseline.pk, "race_context": bool(baseline_run.race_context)}},
+        {"refs": {"run_id": candidate_run.pk, "lane_id": candidate.pk, "race_context": bool(candidate_run.race_context)}},
+    )
+
+
+def _fingerprint(baseline: Lane, candidate: Lane, summary: dict[str, Any]) -> str:
+    # The engine's fingerprint covers the two scorecards; the lane ids make two lanes that have
+    # no scorecard yet (identical "missing" inputs) distinct pairs.
+    source = {"baseline_lane": baseline.pk, "candidate_lane": candidate.pk, "summary": summary.get("fingerprint")}
+    return hashlib.sha256(canonical_json(source).encode()).hexdigest()
+
+
+def _with_regression(summary: dict[str, Any], baseline: Lane, candidate: Lane) -> dict[str, Any]:
+    """Add each lane's regression case results (runs/regression) to what the scorecards tagged,
+    so the gate's regression rules see them (engine/scoring/gates.py)."""
+    sides = {"baseline": lane_regression_entries(lane=baseline), "candidate": lane_regression_entries(lane=candidate)}
+    if not any(sides.values()):
+        return summary
+    found = summary.get("regression")
+    tagged: dict[str, Any] = found if isinstance(found, dict) else {}
+    summary["regression"] = {side: [*(tagged.get(side) or []), *(entries or [])] or None for side, entries in sides.items()}
+    return summary
+
+
+def comparison_get_or_create(
+    *,
+    workspace: Workspace,
+    user: Any,
+    baseline_run: Run,
+    candidate_run: Run,
+    baseline_lane: Lane | None = None,
+    candidate_lane: Lane | None = None,
+) -> tuple[Comparison, bool]:
+    baseline, candidate = resolve_participants(
+        workspace=workspace,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline_lane,
+        candidate_lane=candidate_lane,
+    )
+    summary = _race_context_refusal(baseline_run, candidate_run, baseline, candidate) or _with_regression(
+        build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate
+    )
+    fingerprint = _fingerprint(baseline, candidate, summary)
+    existing = Comparison.objects.filter(workspace=workspace, fingerprint=fingerprint).first()
+    if existing is not None:
+        return existing, False
+    comparison = Comparison(
+        workspace=workspace,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline,
+        candidate_lane=candidate,
+        status=summary.get("status") or "not_comparable",
+        reason_code=summary.get("reason_code") or "",
+        fingerprint=fingerprint,
+        summary=summary,
+        created_by=actor_or_none(user),
+    )
+    comparison.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            comparison.save()
+    except IntegrityError:  # a concurrent identical request won the race
+        return Comparison.objects.get(workspace=workspace, fingerprint=fingerprint), False
+    return comparison, True
+
+
+def comparison_create(
+    *,
+    workspace: Workspace,
+    user: Any,
+    baseline_run: Run,
+    candidate_run: Run,
+    baseline_lane: Lane | None = None,
+    candidate_lane: Lane | None = None,
+) -> Comparison:
+    comparison, _ = comparison_get_or_create(
+        workspace=workspace,
+        user=user,
+        baseline_run=baseline_run,
+        candidate_run=candidate_run,
+        baseline_lane=baseline_lane,
+        candidate_lane=candidate_lane,
+    )
+    return comparison
+
+
+def policy_from(*, policy_text: str | None = None, policy: Any = None) -> dict[str, Any]:
+    """A validated policy from JSON/YAML text or an already-parsed mapping; blank → the default."""
+    try:
+        if policy is not None and not isinstance(policy, str):
+            return normalize_policy(policy) if policy else normalize_policy(None)
+        text = policy if isinstance(policy, str) else policy_text
+        if text is None or not text.strip():
+            return normalize_policy(None)
+        return parse_policy(text)
+    except ValueError as exc:
+        raise PolicyError(str(exc)) from None
+
+
+@transaction.atomic
+def gate_evaluate_get_or_create(
+    *, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Any = None
+) -> tuple[GateResult, bool]:
+    """Evaluate a policy on a comparison. The same policy on the same comparison returns the same row.
+
+    A comparison never changes after it is stored, so neither does the verdict of one policy on
+    it; the rows of different policies form the pair's gate history.
+    """
+    normalized = policy_from(policy_text=policy_text, policy=policy)
+    fingerprint = policy_fingerprint(normalized)
+    existing = GateResult.objects.filter(comparison=comparison, policy_fingerprint=fingerprint).first()
+    if existing is not None:
+        return existing, False
+    result = evaluate_gate(comparison.summary, normalized)
+    gate = GateResult(
+        comparison=comparison,
+        workspace_id=comparison.workspace_id,
+        verdict=result["verdict"],
+        reason_code=result.get("reason_code") or "",
+        summary=result.get("summary") or "",
+        policy_snapshot=result.get("policy") or normalized,
+        policy_fingerprint=fingerprint,
+        details=json.loads(json.dumps(result, default=str)),
+        created_by=actor_or_none(user),
+    )
+    gate.full_clean(validate_unique=False, validate_constraints=False)
+    gate.save()
+    return gate, True
+
+
+def gate_evaluate(*, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Any = None) -> GateResult:
+    gate, _ = gate_evaluate_get_or_create(comparison=comparison, user=user, policy_text=policy_text, policy=policy)
+    return gate

@@ -1,0 +1,45 @@
+"""The failures review API: one view, one action (STYLE.md §12)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import ApiError
+from regression.failures.presenters import review_json
+from regression.failures.selectors import FailureFilterError, failure_review
+from runs import lookups
+from workspaces.api.base import WorkspaceApiView
+
+
+class RunFailuresApi(WorkspaceApiView):
+    class OutputSerializer(serializers.Serializer):
+        run_id = serializers.IntegerField()
+        run_status = serializers.CharField()
+        summary = serializers.JSONField()
+        filters = serializers.JSONField()
+        shown_cases = serializers.IntegerField()
+        clusters = serializers.ListField(child=serializers.JSONField())
+
+    @extend_schema(
+        summary="A run's failed cases, grouped into clusters by failure class and fingerprint",
+        responses=OutputSerializer,
+        parameters=[
+            OpenApiParameter("lane", int, description="Only cases of this lane (a lane id of the run)"),
+            OpenApiParameter("class", str, description="security_finding | policy_denial | timeout | run_error | tool_failure | "
+                             "validator_error | wrong_answer"),
+            OpenApiParameter("cluster", str, description="Only this cluster (its fingerprint)"),
+            OpenApiParameter("severity", str, description="blocking | warning | info"),
+        ],
+    )  # fmt: skip
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
+        try:
+            review = failure_review(run=run, query=request.query_params)
+        except FailureFilterError as exc:
+            raise ApiError(
+                400, "invalid_request", f"Invalid input: {exc.field}: {exc.message}", fields={exc.field: [exc.message]}
+            ) from None
+        return Response(review_json(review))

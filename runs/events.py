@@ -1,0 +1,412 @@
+"""Persisting engine events: redaction, oversized payloads, per-lane sequence numbers, dedup."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import connection, transaction
+from django.utils import timezone
+
+from engine.redact import Redactor, StreamRedactor
+from engine.types import EVENT_SCHEMA_VERSION, Event
+from runs.models import RunEvent
+from runs.precompiled import prepared_cursor
+from runs.ticker import TICKER, Job
+
+logger = logging.getLogger(__name__)
+
+REF_KEYS = frozenset({"$ref", "bytes", "type"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _occurred_at(value: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return timezone.now()
+
+
+def payload_store(*, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Inline payload, or a ``{"$ref", "bytes", "type"}`` stub and the storage key (spec §4.5)."""
+    stored, ref, _ = _payload_split(lane_id=lane_id, event_id=event_id, event_type=event_type, payload=payload)
+    return stored, ref
+
+
+def _with_schema_version(text: str, payload: dict[str, Any]) -> str:
+    """The emitter's encoding of ``payload`` (see ``Event.payload_json``) with ``schema_version``
+    appended as ``setdefault`` appends it; "" when there is none to reuse."""
+    if not text or "schema_version" in payload:
+        return text
+    version = json.dumps(EVENT_SCHEMA_VERSION)
+    return f'{text[:-1]},"schema_version":{version}}}' if payload else f'{{"schema_version":{version}}}'
+
+
+def _payload_split(
+    *, lane_id: int, event_id: str, event_type: str, payload: dict[str, Any], text: str = ""
+) -> tuple[dict[str, Any], str, str]:
+    """:func:`payload_store` plus the JSON text of what is stored inline (encoded once: ``text``
+    when the caller has it already)."""
+    text = text or json.dumps(payload, separators=(",", ":"), default=str)
+    raw = text.encode()
+    if len(raw) <= settings.RUN_EVENT_INLINE_MAX_BYTES:
+        return payload, "", text
+    key = f"run-events/{lane_id}/{_UNSAFE.sub('_', event_id)}.json"
+    if not default_storage.exists(key):  # a redelivered flush writes the same bytes once
+        key = default_storage.save(key, ContentFile(raw))
+    stub = {"$ref": key, "bytes": len(raw), "type": event_type}
+    return stub, key, json.dumps(stub, separators=(",", ":"))
+
+
+def payload_hydrate(payload: Any) -> Any:
+    """The full payload of an event whose payload may be a stored-file stub."""
+    if not (isinstance(payload, dict) and set(payload) == REF_KEYS and isinstance(payload.get("$ref"), str)):
+        return payload
+    try:
+        with default_storage.open(payload["$ref"], "rb") as handle:
+            return json.loads(handle.read().decode())
+    except (OSError, ValueError):
+        logger.warning("Event payload %s is missing from storage", payload["$ref"])
+        return payload
+
+
+def lane_lock(lane_id: int) -> None:
+    """Lock the lane row for the rest of the transaction with a no-op write.
+
+    A write (not SELECT … FOR UPDATE) because SQLite has no row locks and refuses to upgrade a
+    read transaction to a write one while another connection writes ("database is locked").
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s", [lane_id])
+
+
+def _reserve_sequence(lane_id: int, count: int, returning: str = "") -> tuple[int, tuple[Any, ...]]:
+    """Reserve ``count`` sequence numbers for the lane in one statement; returns the first, and
+    the values of the ``returning`` SQL columns of the lane row (read in the same statement).
+
+    The ``UPDATE`` also locks the lane row until the transaction ends, which serialises the
+    lane's writers (SQLite serialises every write transaction anyway: ``BEGIN IMMEDIATE``).
+    """
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence"
+            + (f", {returning}" if returning else ""),
+            [count, lane_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise LookupError(f"lane {lane_id} is gone")
+    return int(row[0]) - count, tuple(row[1:])
+
+
+def _release_sequence(lane_id: int, count: int) -> None:
+    """Give back the last ``count`` numbers of a reservation (the lane row is still locked by it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence - %s WHERE id = %s", [count, lane_id])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreparedEvent:
+    """An event ready to insert: redacted, its payload inline or moved to a file, encoded once."""
+
+    event_id: str
+    event_type: str
+    source: str
+    occurred_at: dt.datetime
+    case_key: str
+    payload: dict[str, Any]  # what is stored inline: the payload, or the stub of a stored file
+    payload_ref: str
+    text: str  # ``payload`` as JSON: what PostgreSQL's COPY writes
+
+    def as_stored(self, sequence_number: int | None) -> dict[str, Any]:
+        """The event as a read returns it (``payload`` not re-parsed: the emitter made it JSON-safe)."""
+        return {
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "sequence_number": sequence_number,
+            "occurred_at": self.occurred_at.isoformat(),
+            "payload": self.payload,
+        }
+
+
+def events_prepare(*, lane_id: int, events: list[Event], redactor: Redactor | None = None) -> list[PreparedEvent]:
+    """Redact each payload (when given a redactor), split off an oversized one, encode it once."""
+    prepared = []
+    for event in events:
+        payload = dict(event.payload or {})
+        encoded = "" if redactor else _with_schema_version(event.payload_json, payload)
+        payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
+        if redactor:
+            payload = redactor.json(payload)
+        inline, ref, text = _payload_split(
+            lane_id=lane_id, event_id=event.event_id, event_type=event.event_type, payload=payload, text=encoded
+        )
+        prepared.append(
+            PreparedEvent(
+                event.event_id, event.event_type, event.source, _occurred_at(event.occurred_at), event.case_key, inline, ref, text
+            )
+        )
+    return prepared
+
+
+def run_events_append(
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[Event],
+    redactor: Redactor | None = None,
+    stored: list[dict[str, Any]] | None = None,
+) -> int:
+    """Insert the events not stored yet, in order, with gap-free per-lane sequence numbers.
+
+    Numbers are reserved first (one ``UPDATE … RETURNING``, which also locks the lane row), then
+    event ids already present (a redelivered flush) are skipped and their numbers handed back
+    while the lock is still held, so a retry neither duplicates an event nor leaves a hole in the
+    sequence. Returns how many were inserted. ``stored``, when given, receives each inserted event
+    as it reads back (``event_id``, ``event_type``, ``sequence_number``, ``occurred_at``,
+    ``payload``), so a caller can score the case without reading back what was just written.
+    """
+    if not events:
+        return 0
+    prepared = events_prepare(lane_id=lane_id, events=events, redactor=redactor)
+    return run_events_insert(run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=prepared, stored=stored)
+
+
+@transaction.atomic
+def run_events_insert(
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[PreparedEvent],
+    stored: list[dict[str, Any]] | None = None,
+    fresh: bool = False,
+) -> int:
+    """:func:`run_events_append` for events already prepared (:func:`events_prepare`)."""
+    return _events_insert(
+        run_id=run_id, lane_id=lane_id, case_run_id=case_run_id, attempt=attempt, events=events, stored=stored, fresh=fresh
+    )
+
+
+def _events_insert(
+    *,
+    run_id: int,
+    lane_id: int,
+    case_run_id: int | None,
+    attempt: int,
+    events: list[PreparedEvent],
+    stored: list[dict[str, Any]] | None = None,
+    fresh: bool = False,
+    lane_row: list[tuple[Any, ...]] | None = None,
+    returning: str = "",
+) -> int:
+    """:func:`run_events_insert` in the caller's transaction.
+
+    ``fresh``: the caller knows no event of the batch can be stored already (a case attempt's
+    sink whose flushes all succeeded: runs/events.py ``RunEventSink``), which spares
+    the check of their ids (the unique index on ``event_id`` still refuses a duplicate).
+    ``returning``: SQL columns of the lane row to read with the reservation (which locks the
+    row), appended to ``lane_row`` (nothing is read, and the row is not locked, for no events).
+    """
+    if not events:
+        return 0
+    unique: dict[str, PreparedEvent] = {}
+    for event in events:
+        unique.setdefault(event.event_id, event)
+    # locks the lane row: the dedup check below can't race
+    first, extra = _reserve_sequence(lane_id, len(unique), returning)
+    if lane_row is not None:
+        lane_row.append(extra)
+    existing = set() if fresh else set(RunEvent.objects.filter(event_id__in=list(unique)).order_by().values_list("event_id", flat=True))
+    fresh_events = [e for e in unique.values() if e.event_id not in existing]
+    if len(fresh_events) < len(unique):
+        _release_sequence(lane_id, len(unique) - len(fresh_events))
+    if not fresh_events:
+        return 0
+    now = timezone.now()
+    rows = [
+        (run_id, lane_id, case_run_id, e.event_id, first + offset, e.event_type, e.source, e.occurred_at, e.case_key, attempt)
+        + (e.payload, e.payload_ref, now, e.text)
+        for offset, e in enumerate(fresh_events)
+    ]
+    _insert(rows)
+    if stored is not None:  # exactly what a read would return (a stub for a stored file)
+        stored.extend(e.as_stored(first + offset) for offset, e in enumerate(fresh_events))
+    return len(rows)
+
+
+_COLUMNS = (
+    "run_id",
+    "lane_id",
+    "case_run_id",
+    "event_id",
+    "sequence_number",
+    "event_type",
+    "source",
+    "occurred_at",
+    "case_key",
+    "attempt",
+    "payload",
+    "payload_ref",
+    "created_at",
+)
+
+
+def _insert(rows: list[tuple[Any, ...]]) -> None:
+    """Insert new events (``_COLUMNS`` + the payload's JSON text) without reading anything back.
+
+    On PostgreSQL one ``COPY`` of the already-encoded payloads (several times cheaper than
+    ``bulk_create`` for a case's worth of events, on both sides of the connection); elsewhere
+    ``bulk_create``.
+    """
+    if connection.vendor != "postgresql":
+        RunEvent.objects.bulk_create([RunEvent(**dict(zip(_COLUMNS, row[:-1], strict=True))) for row in rows], batch_size=500)
+        return
+    sql = f"COPY runs_runevent ({', '.join(_COLUMNS)}) FROM STDIN"
+    started = time.monotonic()
+    with connection.cursor() as cursor:  # Django's cursor: the same connection and transaction
+        with cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row((*row[:10], row[13], *row[11:13]))
+    if connection.queries_logged:  # count it like any other statement (query-count tests, debug toolbar)
+        connection.queries_log.append({"sql": f"{sql} -- {len(rows)} rows", "time": f"{time.monotonic() - started:.3f}"})
+
+
+class RunEventSink:
+    """The engine's event sink for one case attempt: redacts, buffers, then flushes in batches.
+
+    Each event is redacted as it arrives, in order, by a :class:`StreamRedactor` (which also masks
+    a secret split across consecutive events) and written with this attempt's number. Flushes
+    when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last flush,
+    and always at the end of the case (:meth:`flush`). After :meth:`start`, a background thread
+    also flushes every ``interval`` seconds, so what the engine emitted before a long tool or
+    model call is stored while the call runs and survives the worker being killed.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: int,
+        lane_id: int,
+        case_run_id: int,
+        attempt: int,
+        redactor: Redactor | None,
+        interval: float = 0.5,
+        max_buffer: int = 200,
+        clock: Callable[[], float] = time.monotonic,
+        keep: bool = False,
+    ) -> None:
+        self.run_id, self.lane_id, self.case_run_id, self.attempt = run_id, lane_id, case_run_id, attempt
+        self.redactor = redactor
+        self.stream = StreamRedactor(redactor) if redactor else None
+        self.interval = interval
+        self.max_buffer = max_buffer
+        self.clock = clock
+        self.buffer: list[Event] = []
+        self.prepared: list[PreparedEvent] = []  # taken from the buffer by prepare_pending, not written yet
+        self.last_flush = clock()
+        self.count = 0
+        self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
+        self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
+        self._timer: Job | None = None
+        self.clean = True  # no flush failed yet (see :meth:`flush`)
+
+    def __call__(self, event: Event) -> None:
+        if self.stream is not None:
+            event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload), payload_json="")
+        with self._lock:
+            self.buffer.append(event)
+            self.count += 1
+            if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
+                self.flush()
+
+    def flush(self, extra: list[Event] | None = None, *, returning: str = "") -> tuple[Any, ...] | None:
+        """Write what is waiting; ``extra`` (e.g. the case's ``scoring.*`` events) goes in the same batch.
+
+        The events were redacted on arrival (:meth:`__call__`, in order); ``extra`` is written as given.
+        ``returning`` (only inside the caller's transaction): SQL columns of the lane row, read
+        with the sequence reservation, which locks the row for the rest of the transaction;
+        returns their values, or None when nothing was written (the row is then not locked).
+
+        The ids of a case attempt's events are its own (the attempt number is in them, and one
+        claim holds an attempt), and the case's ``scoring.*`` events are written only with the
+        finish of its first attempt. So until a flush fails (its outcome unknown: its events may
+        be stored) nothing this sink writes can be stored already, and the check for ids already
+        stored is skipped; after a failure every flush checks.
+        """
+        with self._lock:
+            self.last_flush = self.clock()
+            if not self.buffer and not self.prepared and not extra:
+                return None
+            self._prepare_buffer()
+            batch, self.prepared = self.prepared, []
+            if extra:
+                batch += events_prepare(lane_id=self.lane_id, events=extra)
+            lane_row: list[tuple[Any, ...]] = []
+            try:
+                where = {"run_id": self.run_id, "lane_id": self.lane_id, "case_run_id": self.case_run_id, "attempt": self.attempt}
+                if connection.in_atomic_block:
+                    # Inside the caller's transaction (the case's finish, runs/pipeline/execute.py) no
+                    # savepoint of its own: a failure rolls the whole transaction back anyway.
+                    _events_insert(**where, events=batch, stored=self.stored, fresh=self.clean, lane_row=lane_row, returning=returning)
+                else:
+                    run_events_insert(**where, events=batch, stored=self.stored, fresh=self.clean)
+            except BaseException:
+                self.clean = False
+                self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
+                raise
+            return lane_row[0] if lane_row else None
+
+    def prepare_pending(self) -> list[dict[str, Any]]:
+        """Prepare the waiting events without writing them; returns them as they will read back.
+
+        Their ``sequence_number`` is provisional (the order they will have, after what is
+        stored): enough to score the case before its last batch is written together with the
+        score (runs/pipeline/execute.py).
+        """
+        with self._lock:
+            self._prepare_buffer()
+            base = int(self.stored[-1]["sequence_number"]) + 1 if self.stored else 0
+            return [event.as_stored(base + offset) for offset, event in enumerate(self.prepared)]
+
+    def _prepare_buffer(self) -> None:
+        if self.buffer:  # the buffer is emptied only once its events are prepared (a file write may fail)
+            self.prepared += events_prepare(lane_id=self.lane_id, events=self.buffer)
+            self.buffer = []
+
+    def flush_due(self) -> None:
+        """Flush if events have waited ``interval`` seconds (the background thread's tick)."""
+        with self._lock:
+            if (self.buffer or self.prepared) and self.clock() - self.last_flush >= self.interval:
+                self.flush()
+
+    def start(self) -> RunEventSink:
+        """Flush on time from a background thread too, until :meth:`stop`.
+
+        Not inside a transaction (tests): the thread's own connection would wait on this
+        connection's locks and could not see its uncommitted rows.
+        """
+        if self._timer is None and self.interval > 0 and not connection.in_atomic_block:
+            # the process's one ticker thread (runs/ticker.py); a failed flush is logged
+            # there and the main thread's next flush writes the events
+            self._timer = TICKER.add(self.flush_due, self.interval, name=f"event-flush-{self.case_run_id}")
+        return self
+
+    def stop(self) -> None:
+        """Stop the timed flush, waiting for one in progress (events still buffered are written by the next :meth:`flush`)."""
+        if self._timer is not None:
+            TICKER.remove(self._timer)
+            self._timer = None

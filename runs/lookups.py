@@ -1,0 +1,37 @@
+"""The run family's shared lookups: a run of a workspace, a case of a run, a run's case counts.
+
+They sit in the runs record layer (docs/architecture.md), so scoring, regression and the run
+pages resolve runs the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from django.http import Http404
+
+from runs.models import CaseRun, CaseStatus, Run
+from workspaces.access import object_get_for_workspace
+from workspaces.models import Workspace
+
+CASE_STATUSES = [s.value for s in CaseStatus]
+
+
+def run_get(*, workspace: Workspace, pk: Any) -> Run:
+    return object_get_for_workspace(Run.objects.select_related("pack_version__pack", "input_set", "created_by"), workspace=workspace, pk=pk)
+
+
+def case_run_get(*, run: Run, pk: Any) -> CaseRun:
+    """A case of this run (the run was already resolved through the access helper), or 404."""
+    try:
+        return CaseRun.objects.select_related("lane", "run").get(run=run, pk=int(pk))
+    except (CaseRun.DoesNotExist, TypeError, ValueError):
+        raise Http404("Case not found") from None
+
+
+def case_counts(*, run: Run) -> dict[str, int]:
+    rows = dict(CaseRun.objects.filter(run=run).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+    counts = {s: rows.get(s, 0) for s in CASE_STATUSES}
+    counts["total"] = sum(rows.values())
+    return counts

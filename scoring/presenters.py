@@ -1,0 +1,311 @@
+"""Scorecard selectors: the rows the scorecard pages, the API and the CLI read.
+
+They flatten the stored JSON documents (``LaneScorecard.document``, ``CaseScore.document``)
+into plain dicts so templates never dig through JSON and every surface shows the same numbers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from engine.scoring.security import SEVERITIES, describe
+from runs.models import CaseRun, Lane, Run
+from scoring.evidence import lane_evidence_tiers
+from scoring.models import CaseScore, LaneScorecard, RunScorecard
+
+JSON = Any
+DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
+
+
+def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: str | None = None) -> str:
+    url = f"/w/{workspace_slug}/runs/{run_id}/cases/{case_run_id}/"
+    return f"{url}#event-{event_id}" if event_id else url
+
+
+def run_scorecard_rows(run: Run) -> dict[str, JSON]:
+    """Lanes ranked, with every dimension, for the run page table and the API."""
+    card = RunScorecard.objects.filter(run=run).first()
+    lanes = {lane.pk: lane for lane in Lane.objects.filter(run=run).order_by("lane_index")}
+    lane_cards = {c.lane_id: c for c in LaneScorecard.objects.filter(lane__run=run)}
+    ranking = (card.document.get("ranking") if card and isinstance(card.document, dict) else None) or []
+    dimension_keys: list[str] = []
+    for card_of_lane in lane_cards.values():
+        dimension_keys += [k for k in (card_of_lane.document.get("dimensions") or {}) if k not in dimension_keys]
+    tiers = lane_evidence_tiers(list(lanes.values()))
+    rows = []
+    for entry in ranking:
+        lane = lanes.get(int(entry["lane_id"]))
+        lane_card = lane_cards.get(int(entry["lane_id"]))
+        if lane is None:
+            continue
+        document = lane_card.document if lane_card else {}
+        dims = document.get("dimensions") or {}
+        rows.append(
+            {
+                "rank": entry.get("rank"),
+                "lane_id": lane.pk,
+                "label": lane.label,
+                "deployment": lane.deployment_name,
+                "model": lane.model_name,
+                "overall_score": document.get("overall_score"),
+                "pass_rate": document.get("pass_rate"),
+                "passed": document.get("passed"),
+                "validity": document.get("validity"),
+                "dimensions": {key: (dims.get(key) or {}).get("mean") for key in dimension_keys},
+                "cost_usd": document.get("cost_usd"),
+                "latency_p50_ms": (document.get("latency_ms") or {}).get("p50"),
+                "case_counts": document.get("case_counts") or {},
+                "is_winner": card is not None and card.winner_lane_id == lane.pk,
+                "evidence_tier": tiers[lane.pk]["tier"],  # docs/hosted-agents.md, Evidence tiers
+                "evidence_tier_label": tiers[lane.pk]["label"],
+            }
+        )
+    document = card.document if card else {}
+    return {
+        "winner_lane_id": card.winner_lane_id if card else None,
+        "winner_reason": document.get("winner_reason"),
+        "dimension_keys": dimension_keys,
+        "lanes": rows,
+        "dimension_deltas_winner_vs_runner_up": document.get("dimension_deltas_winner_vs_runner_up") or {},
+        "error": document.get("error"),
+    }
+
+
+def _text(value: JSON) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def readable_diff(expected: JSON, actual: JSON) -> list[dict[str, str]]:
+    """Line diff of expected vs actual as ``[{kind: add|del|ctx|hunk, text}]``; empty when equal."""
+    a, b = _text(expected).splitlines(), _text(actual).splitlines()
+    if a == b:
+        return []
+    lines = []
+    for line in difflib.unified_diff(a, b, fromfile="expected", tofile="actual", lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
+        lines.append({"kind": kind, "text": line})
+        if len(lines) >= DIFF_LIMIT:
+            lines.append({"kind": "hunk", "text": f"… diff cut at {DIFF_LIMIT} lines"})
+            break
+    return lines
+
+
+def failed_validators(document: dict[str, JSON]) -> list[str]:
+    return [
+        str(v.get("key")) for v in document.get("validator_details") or [] if v.get("state") != "available" or v.get("verdict") != "pass"
+    ]
+
+
+def case_verdicts(case_run: CaseRun, *, workspace_slug: str) -> dict[str, JSON]:
+    """One case's verdicts with evidence, diffs and replay links (JSON-ready)."""
+    score = CaseScore.objects.filter(case_run=case_run).first()
+    entry = _case_entry(case_run, score, workspace_slug=workspace_slug)
+    entry.pop("case_run")
+    document = score.document if score else {}
+    entry.update(
+        lane_id=case_run.lane_id,
+        run_status=case_run.status,
+        validity_reason=document.get("validity_reason") or "",
+        dimensions=document.get("dimensions") or {},
+        warnings=document.get("warnings") or [],
+    )
+    return entry
+
+
+def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> dict[str, JSON]:
+    """Everything the lane scorecard page shows."""
+    card = LaneScorecard.objects.filter(lane=lane).first()
+    document = card.document if card else {}
+    case_runs = list(CaseRun.objects.filter(lane=lane).select_related("case_score").order_by("position", "pk"))
+    # One CaseScore per case run was loaded with select_related; reuse it instead of re-querying.
+    cases = []
+    for case_run in case_runs:
+        score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
+        cases.append(_case_entry(case_run, score, workspace_slug=workspace_slug))
+    security = security_section(document, case_runs, workspace_slug=workspace_slug)
+    if failures_only:
+        cases = [c for c in cases if c["passed"] is not True]
+    return {
+        "security": security,
+        "lane": lane,
+        "deployment": lane.deployment_name,
+        "model": lane.model_name,
+        "scorecard": card,
+        "document": document,
+        "dimension_deck": _dimension_deck(lane, document),
+        "cases": cases,
+        "failures_only": failures_only,
+        "evidence_tier": lane_evidence_tiers([lane])[lane.pk],  # docs/hosted-agents.md, Evidence tiers
+    }
+
+
+SEVERITY_BADGES = {"critical": "fail", "high": "fail", "medium": "warn", "low": "pending"}
+PROBE_BADGES = {"refused": "pass", "answered": "ok", "accepted": "fail", "unanswered": "warn", "not_sent": "pending"}
+PROBE_LABELS = {"refused": "Refused", "answered": "Answered", "accepted": "Not refused", "unanswered": "No answer", "not_sent": "Not sent"}
+
+
+def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, workspace_slug: str) -> dict[str, JSON] | None:
+    """A security pack's findings (each with a sentence and a replay link) and adversarial prompts, per case.
+
+    Findings name the secret, rule, host or prompt; no secret value is ever part of them."""
+    rollup = document.get("security")
+    if not isinstance(rollup, dict):
+        return None
+    by_key = {case_run.case_key: case_run for case_run in case_runs}
+
+    def link(case_key: JSON, event_id: JSON) -> str:
+        case_run = by_key.get(str(case_key))
+        if case_run is None:
+            return ""
+        return replay_url(workspace_slug=workspace_slug, run_id=case_run.run_id, case_run_id=case_run.pk, event_id=event_id or None)
+
+    findings = [
+        {
+            **f,
+            "text": describe(f),
+            "badge": SEVERITY_BADGES.get(str(f.get("severity")), "warn"),
+            "replay_url": link(f.get("case_key"), f.get("event_id")),
+        }
+        for f in rollup.get("findings") or []
+        if isinstance(f, dict)
+    ]
+    probes = []
+    for case_run in case_runs:
+        score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
+        report = (score.document or {}).get("security") if score is not None else None
+        for probe in (report or {}).get("probes") or []:
+            status = str(probe.get("status") or "")
+            probes.append(
+                {
+                    **probe,
+                    "case_key": case_run.case_key,
+                    "badge": PROBE_BADGES.get(status, "warn"),
+                    "label": PROBE_LABELS.get(status, status),
+                    "replay_url": link(case_run.case_key, probe.get("event_id")),
+                }
+            )
+    return {
+        **rollup,
+        "findings": findings,
+        "probe_rows": probes,
+        "severities": [(k, (rollup.get("counts") or {}).get(k, 0)) for k in SEVERITIES[::-1]],
+    }
+
+
+def _case_entry(case_run: CaseRun, score: CaseScore | None, *, workspace_slug: str) -> dict[str, JSON]:
+    document = score.document if score else {}
+    validators = []
+    for v in document.get("validator_details") or []:
+        validators.append(
+            {
+                **v,
+                "diff": readable_diff(v.get("expected"), v.get("actual")) if v.get("verdict") != "pass" else [],
+                "expected_text": _text(v.get("expected")),
+                "actual_text": _text(v.get("actual")),
+                "replay_url": replay_url(
+                    workspace_slug=workspace_slug, run_id=case_run.run_id, case_run_id=case_run.pk, event_id=v.get("evidence_event_id")
+                ),
+            }
+        )
+    return {
+        "case_run": case_run,
+        "case_run_id": case_run.pk,
+        "case_key": case_run.case_key,
+        "score_status": case_run.score_status,
+        "passed": document.get("passed") if score else None,
+        "overall_score": document.get("overall_score"),
+        "overall_reason": document.get("overall_reason") or "",
+        "validity": document.get("validity"),
+        "failed_validators": failed_validators(document),
+        "validators": validators,
+        "metrics": document.get("metric_details") or [],
+        "llm_judges": document.get("llm_judge_details") or [],
+        "replay_url": replay_url(workspace_slug=workspace_slug, run_id=case_run.run_id, case_run_id=case_run.pk),
+    }
+
+
+def _dimension_deck(lane: Lane, document: dict[str, JSON]) -> list[dict[str, JSON]]:
+    """Per dimension: mean score, weight, share of the overall score, gate and threshold.
+
+    Weight, gate and threshold come from the evaluation spec (via the first case's dimension
+    entry, which carries them); contribution = weight × score / Σ weights of available dims.
+    """
+    first_case = CaseScore.objects.filter(lane=lane).order_by("case_run__position").first()
+    declared = (first_case.document.get("dimensions") or {}) if first_case else {}
+    dims = document.get("dimensions") or {}
+    total_weight = sum(float((declared.get(k) or {}).get("weight") or 1.0) for k, d in dims.items() if d.get("mean") is not None)
+    deck = []
+    for key, entry in dims.items():
+        spec = declared.get(key) or {}
+        declared_weight = spec.get("weight")
+        weight = float(declared_weight if declared_weight is not None else 1.0)
+        mean = entry.get("mean")
+        threshold = spec.get("pass_threshold")
+        deck.append(
+            {
+                "key": key,
+                "score": mean,
+                "state": entry.get("state"),
+                "weight": weight,
+                "contribution": (weight * mean / total_weight) if mean is not None and total_weight else None,
+                "gate": bool(spec.get("gate")),
+                "pass_threshold": threshold,
+                "below_threshold": mean is not None and threshold is not None and mean < float(threshold),
+                "declared_direction": entry.get("declared_direction"),
+                "source": entry.get("source"),
+            }
+        )
+    return deck
+
+
+def _fmt(value: JSON, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def lane_scorecard_markdown(view: dict[str, JSON]) -> str:
+    """The lane scorecard as Markdown, for pasting into a PR or an issue."""
+    document = view["document"]
+    lane = view["lane"]
+    lines = [
+        f"## Scorecard: {view['deployment']} ({lane.run.name})",
+        "",
+        f"- Overall score: **{_fmt(document.get('overall_score'))}** — "
+        f"{'passed' if document.get('passed') else 'failed' if document.get('passed') is False else 'pass/fail unknown'}",
+        f"- Pass rate: {_fmt(document.get('pass_rate'))}",
+        f"- Validity: {document.get('validity') or '—'}" + (f" ({document['validity_reason']})" if document.get("validity_reason") else ""),
+        "",
+        "| Dimension | Score | Weight | Contribution | Gate | Threshold |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for d in view["dimension_deck"]:
+        lines.append(
+            f"| {d['key']} | {_fmt(d['score'])} | {_fmt(d['weight'], 2)} | {_fmt(d['contribution'])} | "
+            f"{'yes' if d['gate'] else 'no'} | {_fmt(d['pass_threshold'], 2)} |"
+        )
+    security = view.get("security")
+    if security:
+        counts = ", ".join(f"{count} {severity}" for severity, count in security["severities"] if count) or "none"
+        lines += ["", f"### Security: {'passed' if security.get('passed') else 'failed'} (findings: {counts})"]
+        lines += [f"- {f['text']} (case `{f.get('case_key')}`)" for f in security["findings"]]
+    lines += ["", "| Case | Verdict | Score | Failed validators |", "|---|---|---:|---|"]
+    for c in view["cases"]:
+        verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]
+        lines.append(f"| {c['case_key']} | {verdict} | {_fmt(c['overall_score'])} | {', '.join(c['failed_validators']) or '—'} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,134 @@
+"""A pack's results across its runs: pass rate and overall score per agent, drawn as inline SVG.
+
+The geometry is computed here (plain numbers for the template), so the chart needs no script,
+no CDN and no style= attribute: colours come from classes in app.css (``s-0`` … ``s-7``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from packs.models import Pack
+from runs.models import Run, RunStatus
+from scoring.models import LaneScorecard
+from workspaces.models import Workspace
+
+MAX_RUNS = 40
+SERIES_CLASSES = 8
+# The SVG's coordinate system (it scales to the card's width).
+WIDTH, HEIGHT = 480, 240
+LEFT, RIGHT, TOP, BOTTOM = 44, 20, 12, 34
+GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+MAX_X_LABELS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    value: float
+    title: str
+
+
+@dataclasses.dataclass
+class Series:
+    name: str
+    css: str
+    points: list[Point]
+
+    @property
+    def path(self) -> str:
+        return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in self.points)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tick:
+    x: float
+    label: str
+    href: str
+
+
+@dataclasses.dataclass
+class Chart:
+    key: str
+    title: str
+    series: list[Series]
+    grid: list[tuple[float, str]]  # (y, label)
+    ticks: list[Tick]
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right_edge: int = WIDTH - RIGHT
+    baseline_y: float = HEIGHT - BOTTOM
+
+
+@dataclasses.dataclass
+class PackTrends:
+    runs: list[Run]
+    agents: list[str]
+    charts: list[Chart]
+    rows: list[dict[str, Any]]  # the numbers behind the charts, for the table
+
+
+def _x(index: int, count: int) -> float:
+    span = WIDTH - LEFT - RIGHT
+    return LEFT + span / 2 if count == 1 else LEFT + span * index / (count - 1)
+
+
+def _y(value: float) -> float:
+    return TOP + (HEIGHT - TOP - BOTTOM) * (1 - max(0.0, min(1.0, value)))
+
+
+def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> PackTrends:
+    """The last ``MAX_RUNS`` scored runs of any version of ``pack``, oldest first (two queries)."""
+    runs = list(
+        Run.objects.filter(workspace=workspace, pack_version__pack=pack, status=RunStatus.COMPLETED)
+        .select_related("pack_version")
+        .order_by("-created_at", "-id")[:MAX_RUNS]
+    )[::-1]
+    scorecards = list(LaneScorecard.objects.filter(lane__run__in=[r.pk for r in runs]).select_related("lane").order_by("lane__lane_index"))
+    index = {run.pk: i for i, run in enumerate(runs)}
+    agents: list[str] = []
+    values: dict[tuple[str, int], LaneScorecard] = {}
+    for card in scorecards:
+        name = card.lane.label
+        if name not in agents:
+            agents.append(name)
+        values[(name, card.lane.run_id)] = card
+    rows = [
+        {
+            "run": run,
+            "agent": agent,
+            "pass_rate": values[(agent, run.pk)].pass_rate,
+            "overall_score": values[(agent, run.pk)].overall_score,
+        }
+        for run in runs
+        for agent in agents
+        if (agent, run.pk) in values
+    ]
+    charts = []
+    for key, title, attr, fmt in (
+        ("pass_rate", "Pass rate", "pass_rate", lambda v: f"{v * 100:.0f}%"),
+        ("overall_score", "Overall score", "overall_score", lambda v: f"{v:.2f}"),
+    ):
+        series = []
+        for n, agent in enumerate(agents):
+            points = []
+            for run in runs:
+                found = values.get((agent, run.pk))
+                value = getattr(found, attr) if found is not None else None
+                if value is None:
+                    continue
+                label = f"{agent} — run #{run.pk} (v{run.pack_version.number}): {title.lower()} {fmt(value)}"
+                points.append(Point(_x(index[run.pk], len(runs)), _y(value), value, label))
+            series.append(Series(agent, f"s-{n % SERIES_CLASSES}", points))
+        grid = [(_y(g), fmt(g)) for g in GRID]
+        step = max(1, -(-len(runs) // MAX_X_LABELS))
+        ticks = [
+            Tick(_x(i, len(runs)), f"v{run.pack_version.number} #{run.pk}", f"/w/{workspace_slug}/runs/{run.pk}/")
+            for i, run in enumerate(runs)
+            if i % step == 0 or i == len(runs) - 1
+        ]
+        charts.append(Chart(key, title, series, grid, ticks))
+    return PackTrends(runs, agents, charts, rows)

@@ -13,6 +13,8 @@ import os
 import re
 import unicodedata
 
+from core.errors import DomainError
+
 TEXT_PLAIN = "text/plain"
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -60,13 +62,15 @@ _HEAD_BYTES = 512
 _NAME_MAX = 200
 
 
-class ContentRefused(Exception):
-    """The file may not be stored: ``code`` is ``unsupported_media_type`` or ``payload_too_large``."""
+_STATUS = {"payload_too_large": 413, "unsupported_media_type": 415}
+
+
+class ContentRefused(DomainError):
+    """The file may not be stored: ``code`` is ``unsupported_media_type`` (415) or
+    ``payload_too_large`` (413); the error is about the upload's ``file`` field."""
 
     def __init__(self, code: str, message: str):
-        self.code = code
-        self.message = message
-        super().__init__(message)
+        super().__init__(message, field="file", code=code, status=_STATUS.get(code, 400))
 
 
 def safe_filename(name: str, *, default: str = "artifact") -> str:

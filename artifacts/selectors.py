@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 
 from artifacts.models import Artifact, ArtifactKind
 from artifacts.storage import artifact_storage
+from core.errors import DomainError
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
 
@@ -17,8 +18,10 @@ from workspaces.models import Workspace
 ASSET_STAGE_MAX_BYTES = 100 * 1024 * 1024
 
 
-class AssetUnavailable(Exception):
+class AssetUnavailable(DomainError):
     """An asset's artifact cannot be staged (gone, or too large)."""
+
+    default_code = "asset_unavailable"
 
 
 def artifact_list(*, workspace: Workspace, kind: str = "") -> QuerySet[Artifact]:

@@ -1,4 +1,11 @@
-"""One error envelope and one pagination style for the whole API."""
+"""One error envelope and one pagination style for the whole API.
+
+Every error leaves as ``{"error": {"code", "message", "fields"?}, …}``. A service's
+:class:`~core.errors.DomainError` is mapped here once (:func:`domain_error_body`); ``ApiError`` is
+for API views refusing the HTTP request itself (a body too large or not UTF-8, a bad query
+parameter); DRF's own exceptions and the bad-input family (:func:`core.errors.bad_input`) get the
+same envelope.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import bad_input
+from core.errors import DomainError, bad_input
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +65,14 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra: Any
     return body
 
 
+def domain_error_body(error: DomainError) -> dict:
+    """A :class:`DomainError` as the envelope: a 400 about a field reads like a serializer's
+    ``Invalid input: field: message``; ``fields`` names the field whatever the status."""
+    fields = {error.field: [error.message]} if error.field else None
+    message = f"Invalid input: {error.field}: {error.message}" if error.status == 400 and error.field else error.message
+    return error_body(error.code, message, fields, **error.extra)
+
+
 def _flatten(detail: Any) -> Any:
     if isinstance(detail, dict):
         return {key: _flatten(value) for key, value in detail.items()}
@@ -69,7 +84,7 @@ def _flatten(detail: Any) -> Any:
 
 
 def validation_error(exc: DjangoValidationError) -> ApiError:
-    """A service's Django ``ValidationError`` as the API's 400 envelope.
+    """A Django ``ValidationError`` (code not yet raising :class:`DomainError`) as the envelope.
 
     Field errors keep their field names; an error with a ``reason_code`` attribute (comparisons,
     gates) uses it as the envelope's code and repeats it as ``reason_code``. An error with a
@@ -87,6 +102,8 @@ def validation_error(exc: DjangoValidationError) -> ApiError:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, DomainError):
+        return Response(domain_error_body(exc), status=exc.status)
     if isinstance(exc, DjangoValidationError):
         exc = validation_error(exc)
     problem = bad_input(exc)

@@ -3,17 +3,25 @@
 One view serves three cases: a plain GET/POST renders a full form page (works without
 JavaScript), an htmx GET returns an auto-opening ``<dialog>``, and an htmx POST with errors
 returns just the form so the errors land next to their fields. Success redirects (htmx:
-``HX-Redirect``) to the list with a message.
+``HX-Redirect``) to the list with a message. :func:`dialog_save` is the whole walk for a view:
+form → service → response, a service's :class:`~core.errors.DomainError` shown on the form.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRedirect
+
+from core.errors import DomainError
+from core.forms import form_add_domain_error
+
+T = TypeVar("T")
 
 
 def dialog_form_response(
@@ -56,10 +64,38 @@ def dialog_success(request: HttpRequest, *, url: str, message: str) -> HttpRespo
     return redirect(url)
 
 
-def add_service_errors(form: forms.Form, exc: ValidationError) -> None:
-    """Put a service's ValidationError next to the form's fields (unknown keys go on top)."""
-    if not hasattr(exc, "error_dict"):
-        form.add_error(None, exc.messages)
-        return
-    for field, errors in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
+def dialog_save(
+    request: HttpRequest,
+    *,
+    form: forms.Form,
+    save: Callable[[dict[str, Any]], T],
+    success: Callable[[T], str],
+    list_url: str,
+    action: str,
+    title: str,
+    submit_label: str,
+    section_title: str,
+    form_id: str,
+    intro: str = "",
+) -> HttpResponse:
+    """A create/edit dialog's POST or GET: on a valid POST call ``save(form.cleaned_data)`` (a
+    service; the form's field names are its arguments) and redirect to ``list_url`` with
+    ``success(obj)``; otherwise (or when the service refuses) answer with the form."""
+    if request.method == "POST" and form.is_valid():
+        try:
+            obj = save(form.cleaned_data)
+        except DomainError as error:
+            form_add_domain_error(form, error)
+        else:
+            return dialog_success(request, url=list_url, message=success(obj))
+    return dialog_form_response(
+        request,
+        form=form,
+        action=action,
+        title=title,
+        submit_label=submit_label,
+        cancel_url=list_url,
+        section_title=section_title,
+        form_id=form_id,
+        intro=intro,
+    )

@@ -16,6 +16,7 @@ import socket
 import urllib.parse
 from collections.abc import Callable
 
+from core.errors import DomainError
 from engine.net.guard import parse_ip_literal
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -37,8 +38,11 @@ BLOCKED_NETWORKS = tuple(
 )  # fmt: skip
 
 
-class BaseUrlError(ValueError):
-    """A base URL that may not be used; the message is safe to show (no resolved addresses)."""
+class BaseUrlError(DomainError):
+    """A base URL that may not be used; the message is safe to show (no resolved addresses).
+    Callers that know the field (``base_url``, ``endpoint_url``) raise it again with that field."""
+
+    default_code = "invalid_url"
 
 
 def address_block_reason(address: str | IPAddress) -> str | None:

@@ -6,13 +6,14 @@ import re
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from bundle import validate_composed_tool
 from core.actors import actor_or_none
+from core.errors import DomainError, full_clean
 from engine.tools.registry import catalogue
 from infrastructure import base_url as base_url_rules
 from infrastructure.connection import ConnectionResult, probe_models
@@ -42,7 +43,7 @@ def _check_unique(obj: _Owned, field: str, label: str) -> None:
     value = getattr(obj, field)
     clash = type(obj).objects.filter(workspace=obj.workspace, **{field: value}).exclude(pk=obj.pk).exists()
     if clash:
-        raise ValidationError({field: f"This workspace already has a {label} with the {field} “{value}”."})
+        raise DomainError(f"This workspace already has a {label} with the {field} “{value}”.", field=field)
 
 
 def _apply(obj: models.Model, changes: dict[str, Any]) -> list[str]:
@@ -62,7 +63,7 @@ def _apply(obj: models.Model, changes: dict[str, Any]) -> list[str]:
 
 
 def _save(obj: models.Model, changed: list[str], *, creating: bool) -> None:
-    obj.full_clean()
+    full_clean(obj)
     if creating:
         obj.save()
     elif changed:
@@ -73,15 +74,15 @@ def _save(obj: models.Model, changed: list[str], *, creating: bool) -> None:
 def _clean_base_url(provider_key: str, url: str) -> str:
     url = (url or "").strip()
     if not url and provider_key == ProviderKey.CUSTOM:
-        raise ValidationError({"base_url": "A custom provider needs the base URL of its OpenAI-compatible server (…/v1)."})
+        raise DomainError("A custom provider needs the base URL of its OpenAI-compatible server (…/v1).", field="base_url")
     if not url:
         return ""
     if provider_key == ProviderKey.SCRIPTED:
-        raise ValidationError({"base_url": "Scripted accounts run offline; leave the base URL empty."})
+        raise DomainError("Scripted accounts run offline; leave the base URL empty.", field="base_url")
     try:
         base_url_rules.base_url_check(url, allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS, resolver=base_url_rules.system_resolver)
     except base_url_rules.BaseUrlError as exc:
-        raise ValidationError({"base_url": str(exc)}) from None
+        raise DomainError(exc.message, field="base_url") from None
     return url.rstrip("/")
 
 
@@ -111,8 +112,8 @@ def _store_api_key(*, account: ProviderAccount, api_key: str, actor: Any) -> str
     )
     try:
         secret_set(workspace=account.workspace, key=key, value=api_key, actor=actor)
-    except ValidationError as exc:
-        raise ValidationError({"api_key": exc.message_dict.get("value", exc.messages)}) from None
+    except DomainError as exc:  # the secret's value rules, said about the field the user typed it in
+        raise DomainError(exc.message, field="api_key") from None
     return credential_reference(key)
 
 
@@ -121,17 +122,17 @@ def _provider_account_write(
 ) -> ProviderAccount:
     reference = changes.get("credential_reference", _UNSET)
     if api_key and reference not in (_UNSET, "", account.credential_reference):
-        raise ValidationError({"api_key": "Give either an API key or a credential reference, not both."})
+        raise DomainError("Give either an API key or a credential reference, not both.", field="api_key")
     if reference is not _UNSET:
         changes["credential_reference"] = reference = (reference or "").strip()
         if reference and credential_reference_key(reference) is None:
-            raise ValidationError({"credential_reference": "Use the form workspace-secret://KEY, where KEY is a workspace secret's key."})
+            raise DomainError("Use the form workspace-secret://KEY, where KEY is a workspace secret's key.", field="credential_reference")
     provider_key = changes.get("provider_key", account.provider_key)
     if changes.get("base_url", _UNSET) is not _UNSET or changes.get("provider_key", _UNSET) is not _UNSET:
         changes["base_url"] = _clean_base_url(provider_key, changes.get("base_url", account.base_url))
     changed = _apply(account, changes)
     _check_unique(account, "name", "provider account")
-    account.full_clean(exclude=["credential_reference"] if api_key else None)
+    full_clean(account, exclude=["credential_reference"] if api_key else None)
     if api_key:
         account.credential_reference = _store_api_key(account=account, api_key=api_key, actor=actor)
         changed = [*dict.fromkeys([*changed, "credential_reference"])]
@@ -279,7 +280,7 @@ def _runtime_profile_write(*, profile: RuntimeProfile, changes: dict[str, Any], 
     changed = _apply(profile, changes)
     _check_unique(profile, "name", "runtime profile")
     if profile.run_timeout_seconds and profile.step_timeout_seconds and profile.step_timeout_seconds > profile.run_timeout_seconds:
-        raise ValidationError({"step_timeout_seconds": "The step timeout cannot be longer than the run timeout."})
+        raise DomainError("The step timeout cannot be longer than the run timeout.", field="step_timeout_seconds")
     _save(profile, changed, creating=creating)
     if creating or changed:
         action = "runtime_profile.created" if creating else "runtime_profile.updated"
@@ -350,7 +351,7 @@ def endpoint_url_error(*, execution_target: str, url: str) -> str | None:
     try:
         base_url_rules.base_url_check(url, allow_private=settings.ALLOW_PRIVATE_PROVIDER_URLS, resolver=base_url_rules.system_resolver)
     except base_url_rules.BaseUrlError as exc:
-        return str(exc)
+        return exc.message
     return None
 
 
@@ -358,7 +359,7 @@ def _clean_endpoint_url(deployment: AgentDeployment) -> None:
     deployment.endpoint_url = (deployment.endpoint_url or "").strip()
     error = endpoint_url_error(execution_target=deployment.runtime_profile.execution_target, url=deployment.endpoint_url)
     if error:
-        raise ValidationError({"endpoint_url": error})
+        raise DomainError(error, field="endpoint_url")
 
 
 def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], actor: Any, creating: bool) -> AgentDeployment:
@@ -371,25 +372,25 @@ def _deployment_write(*, deployment: AgentDeployment, changes: dict[str, Any], a
     profile = changes.get("runtime_profile", _UNSET)
     # Views look these up with object_get_for_workspace (404); this is the backstop for other callers.
     if account is not _UNSET and account.workspace_id != deployment.workspace_id:
-        raise ValidationError({"provider_account": "Choose a provider account of this workspace."})
+        raise DomainError("Choose a provider account of this workspace.", field="provider_account")
     if profile is not _UNSET and profile.workspace_id != deployment.workspace_id:
-        raise ValidationError({"runtime_profile": "Choose a runtime profile of this workspace."})
+        raise DomainError("Choose a runtime profile of this workspace.", field="runtime_profile")
     if account is not _UNSET and account.status == ProviderAccount.Status.ARCHIVED and account.pk != deployment.provider_account_id:
-        raise ValidationError({"provider_account": f"The provider account “{account.name}” is archived."})
+        raise DomainError(f"The provider account “{account.name}” is archived.", field="provider_account")
     if profile is not _UNSET and profile.status == LifecycleStatus.ARCHIVED and profile.pk != deployment.runtime_profile_id:
-        raise ValidationError({"runtime_profile": f"The runtime profile “{profile.name}” is archived."})
+        raise DomainError(f"The runtime profile “{profile.name}” is archived.", field="runtime_profile")
     changed = _apply(deployment, changes)
     _check_unique(deployment, "name", "deployment")
     if not isinstance(deployment.deployment_config, dict):
-        raise ValidationError({"deployment_config": "Must be a JSON object."})
+        raise DomainError("Must be a JSON object.", field="deployment_config")
     if deployment.output_schema is not None and not isinstance(deployment.output_schema, dict):
-        raise ValidationError({"output_schema": "Must be a JSON object (a JSON Schema) or empty."})
+        raise DomainError("Must be a JSON object (a JSON Schema) or empty.", field="output_schema")
     if "endpoint_url" in changed or "runtime_profile" in changed:
         _clean_endpoint_url(deployment)
     hosted = deployment.runtime_profile.execution_target == ExecutionTarget.HOSTED_EXTERNAL  # the team's server runs it
     if deployment.provider_account.provider_key == ProviderKey.SCRIPTED and not hosted:
         if errors := scripted_config_errors(deployment.deployment_config):
-            raise ValidationError({"deployment_config": errors})
+            raise DomainError("; ".join(errors), field="deployment_config")
     if deployment.is_default_judge and "is_default_judge" in changed:
         # One default judge per workspace: choosing this one unsets the previous one.
         AgentDeployment.objects.filter(workspace_id=deployment.workspace_id, is_default_judge=True).exclude(pk=deployment.pk).update(
@@ -477,7 +478,7 @@ def _tool_resource_write(*, tool: ToolResource, changes: dict[str, Any], actor: 
     changed = _apply(tool, changes)
     _check_unique(tool, "slug", "tool resource")
     if errors := tool_definition_errors(tool_kind=tool.tool_kind, definition=tool.definition):
-        raise ValidationError({"definition": errors})
+        raise DomainError("; ".join(errors), field="definition")
     _save(tool, changed, creating=creating)
     if creating or changed:
         action = "tool_resource.created" if creating else "tool_resource.updated"

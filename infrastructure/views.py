@@ -11,14 +11,13 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.db.models import Manager, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.dialogs import add_service_errors, dialog_form_response, dialog_success
+from core.dialogs import dialog_save
 from infrastructure import selectors, services
 from infrastructure.forms import (
     DeploymentForm,
@@ -66,21 +65,15 @@ def _save_dialog(
     intro: str = "",
 ) -> HttpResponse:
     """Validate the form, call ``save(cleaned_data)`` (a service), answer like dialogs.py says."""
-    list_url = _url(list_name, request)
-    if request.method == "POST" and form.is_valid():
-        try:
-            obj = save(form.cleaned_data)
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
-            return dialog_success(request, url=list_url, message=success.format(name=getattr(obj, "name", "")))
-    return dialog_form_response(
+    return dialog_save(
         request,
         form=form,
+        save=save,
+        success=lambda obj: success.format(name=getattr(obj, "name", "")),
+        list_url=_url(list_name, request),
         action=action,
         title=title,
         submit_label=submit_label,
-        cancel_url=list_url,
         section_title=section_title,
         form_id=form_id,
         intro=intro,

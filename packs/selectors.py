@@ -6,9 +6,9 @@ from typing import Any
 
 from django.db.models import Count, IntegerField, Max, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
-from django.http import Http404
 
 from bundle import referenced_secrets
+from core.errors import NotFound
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from secrets_app.models import WorkspaceSecret
 from workspaces.access import object_get_for_workspace
@@ -70,11 +70,12 @@ def input_sets_of(*, version: PackVersion) -> QuerySet[InputSet]:
 
 
 def input_set_get(*, workspace: Workspace, pk: Any) -> InputSet:
-    """An input set of this workspace (InputSet has no workspace column; it goes through its version)."""
+    """An input set of this workspace (InputSet has no workspace column; it goes through its version).
+    Another workspace's id, or one that does not exist, is :class:`NotFound` (the API's 404)."""
     try:
         return InputSet.objects.select_related("pack_version__pack").get(pack_version__workspace=workspace, pk=pk)
     except (InputSet.DoesNotExist, ValueError, TypeError):
-        raise Http404("Input set not found") from None
+        raise NotFound("Input set not found.") from None
 
 
 def cases_of(*, input_set: InputSet) -> QuerySet[Case]:

@@ -18,6 +18,7 @@ from artifacts.selectors import asset_artifact_errors
 from artifacts.services import ContentRefused, artifact_create_from_bytes
 from bundle import BundleResult, process_bundle, publication_rows
 from core.actors import actor_or_none
+from core.errors import Conflict, DomainError
 from packs.installation import bundle_installation
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
@@ -26,28 +27,30 @@ from workspaces.services import audit_record
 MAX_BUNDLE_BYTES = 1024 * 1024  # spec §1.1: request body limit 1 MiB
 
 
-class PackInvalid(Exception):
+class PackInvalid(DomainError):
     """The bundle does not validate. ``errors`` are spec §1.2 dicts: field, message, line;
-    ``warnings`` (path, message, line) are what validation found besides, shown with the errors."""
+    ``warnings`` (path, message, line) are what validation found besides, shown with the errors.
+    The API's error body carries both (``valid: false``), as the spec's validate answer does."""
+
+    default_code = "challenge_pack_invalid"
 
     def __init__(self, errors: list[dict[str, Any]], warnings: list[dict[str, Any]] | None = None):
         self.errors = errors
         self.warnings = warnings or []
-        super().__init__("; ".join(f"{e['field']} {e['message']}".strip() for e in errors))
+        message = "; ".join(f"{e['field']} {e['message']}".strip() for e in errors) or "The bundle is invalid."
+        super().__init__(message, extra={"valid": False, "errors": self.errors, "warnings": self.warnings})
 
 
-class PackConflict(Exception):
-    """Publishing would clash with what the workspace already has (HTTP 409)."""
+class PackConflict(Conflict):
+    """Publishing would clash with what the workspace already has (HTTP 409); ``field`` is the
+    bundle's path (``version.number``), ``line`` its line in the YAML."""
 
     VERSION_EXISTS = "challenge_pack_version_exists"
     METADATA_CONFLICT = "challenge_pack_metadata_conflict"
 
     def __init__(self, code: str, message: str, field: str, line: int | None = None):
-        self.code = code
-        self.message = message
-        self.field = field
         self.line = line
-        super().__init__(message)
+        super().__init__(message, field=field, code=code, extra={"errors": [{"field": field, "message": message, "line": line}]})
 
     def as_dict(self) -> dict[str, Any]:
         return {"field": self.field, "message": self.message, "line": self.line}
@@ -290,7 +293,7 @@ def pack_publish(*, workspace: Workspace, user: Any, source: str | bytes, pack: 
 
 def _check_choice(value: str, choices: type, field: str) -> None:
     if value not in choices.values:  # type: ignore[attr-defined]
-        raise DjangoValidationError({field: f"Must be one of {', '.join(choices.values)}."})  # type: ignore[attr-defined]
+        raise DomainError(f"Must be one of {', '.join(choices.values)}.", field=field)  # type: ignore[attr-defined]
 
 
 @transaction.atomic
@@ -302,7 +305,7 @@ def pack_version_set_lifecycle(*, version: PackVersion, lifecycle_status: str, u
         return version
     updated = PackVersion.objects.filter(pk=version.pk, lifecycle_status=old).update(lifecycle_status=lifecycle_status)
     if updated != 1:
-        raise DjangoValidationError({"lifecycle_status": "The version changed meanwhile; reload and try again."})
+        raise Conflict("The version's lifecycle changed meanwhile; reload the page and try again.", field="lifecycle_status")
     version.lifecycle_status = lifecycle_status
     audit_record(
         workspace=version.workspace,

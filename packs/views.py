@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -13,6 +12,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import DomainError
 from packs import catalog, selectors, services
 from packs.forms import PackLifecycleForm, PackSourceForm, PackVersionLifecycleForm
 from packs.models import Pack, PackVersion
@@ -101,8 +101,8 @@ def version_lifecycle(request: WorkspaceRequest, pk: int) -> HttpResponse:
         try:
             services.pack_version_set_lifecycle(version=version, lifecycle_status=form.cleaned_data["lifecycle_status"], user=request.user)
             messages.success(request, f"Version {version.number} is now {version.get_lifecycle_status_display().lower()}.")
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+        except DomainError as error:
+            messages.error(request, error.message)
     else:
         messages.error(request, "Choose a valid lifecycle status.")
     next_url = request.POST.get("next", "")
@@ -122,8 +122,8 @@ def pack_lifecycle(request: WorkspaceRequest, pk: int) -> HttpResponse:
         try:
             services.pack_set_lifecycle(pack=pack, lifecycle_status=form.cleaned_data["lifecycle_status"], user=request.user)
             messages.success(request, f"{pack.name} is now {pack.get_lifecycle_status_display().lower()}.")
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+        except DomainError as error:
+            messages.error(request, error.message)
     else:
         messages.error(request, "Choose a valid lifecycle status.")
     return redirect("packs:detail", workspace_slug=request.workspace.slug, pk=pack.pk)
@@ -222,8 +222,8 @@ def library_add(request: WorkspaceRequest, slug: str) -> HttpResponse:
         return redirect("packs:version", workspace_slug=request.workspace.slug, pk=existing.pk)
     try:
         version = services.pack_publish(workspace=request.workspace, user=request.user, source=entry.source)
-    except (services.PackInvalid, services.PackConflict) as exc:
-        messages.error(request, f"Could not add {entry.name}: {exc}")
+    except DomainError as error:
+        messages.error(request, f"Could not add {entry.name}: {error.message}")
         return redirect("packs:library", workspace_slug=request.workspace.slug)
     messages.success(request, f"Added {entry.name} version {version.number} to this workspace.")
     return redirect("packs:version", workspace_slug=request.workspace.slug, pk=version.pk)

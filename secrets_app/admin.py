@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.errors import DomainError
 from secrets_app import services
 from secrets_app.models import WorkspaceSecret
 from workspaces.models import Role, Workspace
@@ -48,8 +49,8 @@ class WorkspaceSecretAdminForm(forms.ModelForm):
         lines = [line.strip() for line in (self.cleaned_data.get("hosts") or "").splitlines() if line.strip()]
         try:
             return services.secret_allowed_hosts_normalise(lines)
-        except ValidationError as exc:
-            raise forms.ValidationError(exc.messages) from None
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
 
     def clean(self) -> dict[str, Any]:
         super().clean()

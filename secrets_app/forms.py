@@ -41,5 +41,8 @@ class SecretSetForm(forms.Form):
             self.fields["value"].required = False
             self.fields["value"].help_text = "Write-only. Leave blank to keep the current value."
 
+    def clean_value(self) -> str | None:
+        return self.cleaned_data["value"] or None  # blank while editing: keep the stored value
+
     def clean_allowed_hosts(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["allowed_hosts"].splitlines() if line.strip()]

@@ -7,10 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.actors import actor_or_none
+from core.errors import DomainError, full_clean
 from engine.tools import secret_hosts
 from secrets_app import crypto
 from secrets_app.models import SECRET_KEY_RE, SECRET_VALUE_MAX_BYTES, WorkspaceSecret
@@ -47,13 +47,11 @@ def secret_value_errors(value: object) -> list[str]:
     return []
 
 
-def secret_allowed_hosts_normalise(hosts: object) -> list[str]:
-    """The canonical allowed-host patterns (``engine.tools.secret_hosts``); raises ValidationError.
-
-    Every bad entry gets its own message, in the order given.
-    """
+def secret_allowed_hosts_errors(hosts: object) -> list[str]:
+    """What is wrong with these allowed-host patterns (``engine.tools.secret_hosts``), one message
+    per bad entry in the order given; empty when they are fine."""
     if isinstance(hosts, str) or not isinstance(hosts, (list, tuple)):
-        raise ValidationError(['Send a list of hosts, for example ["api.example.com", "*.example.org:443"].'])
+        return ['Send a list of hosts, for example ["api.example.com", "*.example.org:443"].']
     messages: list[str] = []
     for item in hosts:
         if not isinstance(item, str):
@@ -63,12 +61,18 @@ def secret_allowed_hosts_normalise(hosts: object) -> list[str]:
             secret_hosts.parse(item)
         except secret_hosts.HostPatternError as exc:
             messages.append(str(exc))
-    if messages:
-        raise ValidationError(messages)
+    return messages
+
+
+def secret_allowed_hosts_normalise(hosts: object) -> list[str]:
+    """The canonical allowed-host patterns; a :class:`DomainError` on ``allowed_hosts`` names every bad entry."""
+    if errors := secret_allowed_hosts_errors(hosts):
+        raise DomainError(" ".join(errors), field="allowed_hosts")
+    assert isinstance(hosts, (list, tuple))
     try:
-        return secret_hosts.normalise(hosts)
+        return secret_hosts.normalise(list(hosts))
     except secret_hosts.HostPatternError as exc:  # too many
-        raise ValidationError([str(exc)]) from None
+        raise DomainError(str(exc), field="allowed_hosts") from None
 
 
 @transaction.atomic
@@ -80,31 +84,23 @@ def secret_set(
     ``value`` None keeps the stored value (a new secret needs one); ``allowed_hosts`` None keeps
     the stored hosts (none for a new secret), a list replaces them (``[]`` clears them).
     """
-    errors: dict[str, list[str]] = {}
     if key_errors := secret_key_errors(key):
-        errors["key"] = key_errors
+        raise DomainError(" ".join(key_errors), field="key")
     if value is not None and (value_errors := secret_value_errors(value)):
-        errors["value"] = value_errors
-    hosts: list[str] | None = None
-    if allowed_hosts is not None:
-        try:
-            hosts = secret_allowed_hosts_normalise(allowed_hosts)
-        except ValidationError as exc:
-            errors["allowed_hosts"] = exc.messages
-    if errors:
-        raise ValidationError(errors)
+        raise DomainError(" ".join(value_errors), field="value")
+    hosts = None if allowed_hosts is None else secret_allowed_hosts_normalise(allowed_hosts)
     actor_user = actor_or_none(actor)
     secret = WorkspaceSecret.objects.select_for_update().filter(workspace=workspace, key=key).first()
     created = secret is None
     if value is None and (created or hosts is None):
-        raise ValidationError({"value": ["Enter a value (at least 1 byte)." if created else "Send a new value, allowed hosts or both."]})
+        raise DomainError("Enter a value (at least 1 byte)." if created else "Send a new value, allowed hosts or both.", field="value")
     if created:
         ciphertext, key_id = crypto.encrypt(workspace_id=workspace.pk, secret_key=key, plaintext=value or "")
         secret = WorkspaceSecret(
             workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, allowed_hosts=hosts or [],
             created_by=actor_user, updated_by=actor_user,
         )  # fmt: skip
-        secret.full_clean()
+        full_clean(secret)
         secret.save()
         audit_record(
             workspace=workspace, actor=actor, action="secret.created", target=key, metadata={"allowed_hosts": secret.allowed_hosts}
@@ -146,12 +142,14 @@ def secret_resolve(*, workspace: Workspace, key: str) -> str | None:
     return None if secret is None else secret_value(secret=secret)
 
 
-class CredentialUnavailable(Exception):
+class CredentialUnavailable(DomainError):
     """A provider account's credential reference names no usable secret. The message names the
     key, never a value (spec runtime.md §7.5: a non-retryable ``credential_unavailable``)."""
 
+    default_code = "credential_unavailable"
+
     def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, field="credential_reference")
         self.key = key
 
 

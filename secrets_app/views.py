@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.dialogs import add_service_errors, dialog_form_response, dialog_success
+from core.dialogs import dialog_save
 from secrets_app import selectors, services
 from secrets_app.forms import SecretSetForm
 from secrets_app.models import WorkspaceSecret
@@ -51,26 +50,15 @@ def secret_set(request: WorkspaceRequest) -> HttpResponse:
     existing = selectors.secret_get(workspace=request.workspace, key=key.strip()) if key.strip() else None
     initial = {"key": key, "allowed_hosts": "\n".join(existing.allowed_hosts) if existing else ""}
     form = SecretSetForm(request.POST or None, initial=initial, editing=existing is not None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            secret, created = services.secret_set(
-                workspace=request.workspace,
-                key=form.cleaned_data["key"],
-                value=form.cleaned_data["value"] or None,
-                allowed_hosts=form.cleaned_data["allowed_hosts"],
-                actor=request.user,
-            )
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
-            return dialog_success(request, url=list_url, message=f"Secret {secret.key} {'saved' if created else 'updated'}.")
-    return dialog_form_response(
+    return dialog_save(
         request,
         form=form,
+        save=lambda data: services.secret_set(workspace=request.workspace, actor=request.user, **data),
+        success=lambda saved: f"Secret {saved[0].key} {'saved' if saved[1] else 'updated'}.",
+        list_url=list_url,
         action=reverse("secrets_app:set", args=[slug]),
         title=f"Edit {existing.key}" if existing else "Add a secret",
         submit_label="Save secret",
-        cancel_url=list_url,
         section_title="Secrets",
         form_id="secret-edit-form" if existing else "secret-form",  # the list page holds the "add" dialog's ids
         intro=SET_INTRO,

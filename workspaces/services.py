@@ -8,11 +8,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from core.actors import actor_or_none
+from core.errors import DomainError, full_clean
 from workspaces.models import ApiToken, AuditEvent, Role, Workspace, WorkspaceMembership
 
 User = get_user_model()
@@ -31,7 +31,7 @@ def audit_record(*, workspace: Workspace, actor: Any, action: str, target: str, 
 @transaction.atomic
 def workspace_create(*, name: str, slug: str, admin: Any) -> Workspace:
     workspace = Workspace(name=name.strip(), slug=slug.strip().lower())
-    workspace.full_clean()
+    full_clean(workspace)
     workspace.save()
     WorkspaceMembership.objects.create(workspace=workspace, user=admin, role=Role.ADMIN)
     audit_record(workspace=workspace, actor=admin, action="workspace.created", target=workspace.slug)
@@ -46,9 +46,9 @@ def _admin_count(workspace: Workspace) -> int:
 @transaction.atomic
 def membership_add(*, workspace: Workspace, user: Any, role: str, actor: Any = None) -> WorkspaceMembership:
     if role not in Role.values:
-        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+        raise DomainError(f"Role must be one of {', '.join(Role.values)}.", field="role")
     if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
-        raise ValidationError({"user": f"{user.username} is already a member of this workspace."})
+        raise DomainError(f"{user.username} is already a member of this workspace.", field="user")
     membership = WorkspaceMembership.objects.create(workspace=workspace, user=user, role=role)
     audit_record(workspace=workspace, actor=actor, action="member.added", target=user.username, metadata={"role": role})
     return membership
@@ -67,26 +67,26 @@ def membership_add_by_username(*, workspace: Workspace, username: str, role: str
     admin cannot learn which user names exist on the platform, let alone their emails.
     """
     if role not in Role.values:
-        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+        raise DomainError(f"Role must be one of {', '.join(Role.values)}.", field="role")
     username = username.strip()
     if not username:
-        raise ValidationError({"username": "Enter a username."})
+        raise DomainError("Enter a username.", field="username")
     user = User.objects.filter(username=username, is_active=True).first()
     if user is None:
         return None
     if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
         # Admins see the member list, so saying so reveals nothing new.
-        raise ValidationError({"username": f"{user.username} is already a member of this workspace."})
+        raise DomainError(f"{user.username} is already a member of this workspace.", field="username")
     return membership_add(workspace=workspace, user=user, role=role, actor=actor)
 
 
 @transaction.atomic
 def membership_update(*, membership: WorkspaceMembership, role: str, actor: Any = None) -> WorkspaceMembership:
     if role not in Role.values:
-        raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+        raise DomainError(f"Role must be one of {', '.join(Role.values)}.", field="role")
     locked = WorkspaceMembership.objects.select_for_update().get(pk=membership.pk)
     if locked.role == Role.ADMIN and role != Role.ADMIN and _admin_count(locked.workspace) <= 1:
-        raise ValidationError({"role": "A workspace needs at least one admin. Make someone else admin first."})
+        raise DomainError("A workspace needs at least one admin. Make someone else admin first.", field="role")
     old = locked.role
     locked.role = role
     locked.save(update_fields=["role"])
@@ -104,7 +104,7 @@ def membership_update(*, membership: WorkspaceMembership, role: str, actor: Any 
 def membership_remove(*, membership: WorkspaceMembership, actor: Any = None) -> None:
     locked = WorkspaceMembership.objects.select_for_update().get(pk=membership.pk)
     if locked.role == Role.ADMIN and _admin_count(locked.workspace) <= 1:
-        raise ValidationError({"user": "You cannot remove the last admin of a workspace."})
+        raise DomainError("You cannot remove the last admin of a workspace.", field="user")
     audit_record(workspace=locked.workspace, actor=actor, action="member.removed", target=locked.user.username)
     locked.delete()
 
@@ -114,9 +114,9 @@ def membership_leave(*, workspace: Workspace, user: Any) -> None:
     """The user leaves the workspace, unless they are its last admin."""
     locked = WorkspaceMembership.objects.select_for_update().filter(workspace=workspace, user=user).first()
     if locked is None:
-        raise ValidationError({"user": "You are not a member of this workspace."})
+        raise DomainError("You are not a member of this workspace.", field="user")
     if locked.role == Role.ADMIN and _admin_count(workspace) <= 1:
-        raise ValidationError({"user": "You are the last admin of this workspace. Make someone else admin before you leave."})
+        raise DomainError("You are the last admin of this workspace. Make someone else admin before you leave.", field="user")
     audit_record(workspace=workspace, actor=user, action="member.left", target=user.username)
     locked.delete()
 
@@ -125,13 +125,13 @@ def user_get_or_create(*, username: str, email: str = "") -> tuple[Any, str | No
     """The user, and a generated password if the user was created."""
     username = username.strip()
     if not username:
-        raise ValidationError({"username": "Enter a username."})
+        raise DomainError("Enter a username.", field="username")
     user = User.objects.filter(username=username).first()
     if user is not None:
         return user, None
     password = secrets.token_urlsafe(12)
     user = User(username=username, email=email.strip())
-    user.full_clean(exclude=["password"])
+    full_clean(user, exclude=["password"])
     user.set_password(password)
     user.save()
     return user, password
@@ -141,9 +141,9 @@ def api_token_create(*, user: Any, name: str, expires_at: datetime | None = None
     """Create a token and return it with its raw value, which is never stored and shown once."""
     name = (name or "").strip() or "API token"
     if len(name) > 100:
-        raise ValidationError({"name": "Name must be at most 100 characters."})
+        raise DomainError("Name must be at most 100 characters.", field="name")
     if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationError({"expires_at": "Expiry must be in the future."})
+        raise DomainError("Expiry must be in the future.", field="expires_at")
     raw = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, token_hash=ApiToken.hash(raw), prefix=raw[:10], expires_at=expires_at)
     return token, raw

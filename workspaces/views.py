@@ -6,7 +6,6 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,6 +13,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import DomainError
+from core.forms import form_add_domain_error
 from workspaces import selectors, services
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
@@ -35,8 +36,8 @@ def workspace_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             workspace = services.workspace_create(name=form.cleaned_data["name"], slug=form.cleaned_data["slug"], admin=request.user)
-        except ValidationError as exc:
-            form.add_error(None, exc)
+        except DomainError as error:
+            form_add_domain_error(form, error)
         else:
             messages.success(request, f"Workspace “{workspace.name}” created. You are its admin.")
             return redirect("workspaces:dashboard", workspace_slug=workspace.slug)
@@ -67,9 +68,8 @@ def member_add(request: WorkspaceRequest) -> HttpResponse:
         username, role = form.cleaned_data["username"].strip(), form.cleaned_data["role"]
         try:
             services.membership_add_by_username(workspace=request.workspace, username=username, role=role, actor=request.user)
-        except ValidationError as exc:
-            for error in exc.messages:
-                messages.error(request, error)
+        except DomainError as error:
+            messages.error(request, error.message)
         else:
             messages.info(request, services.member_added_message(username=username, role=role))
     else:
@@ -91,8 +91,8 @@ def member_update(request: WorkspaceRequest, pk: int) -> HttpResponse:
         try:
             services.membership_update(membership=membership, role=form.cleaned_data["role"], actor=request.user)
             messages.success(request, f"{membership.user.username} is now {form.cleaned_data['role']}.")
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+        except DomainError as error:
+            messages.error(request, error.message)
     else:
         messages.error(request, "Choose a valid role.")
     return redirect("workspaces:members", workspace_slug=request.workspace.slug)
@@ -105,8 +105,8 @@ def member_remove(request: WorkspaceRequest, pk: int) -> HttpResponse:
     try:
         services.membership_remove(membership=membership, actor=request.user)
         messages.success(request, f"Removed {membership.user.username}.")
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+    except DomainError as error:
+        messages.error(request, error.message)
     return redirect("workspaces:members", workspace_slug=request.workspace.slug)
 
 
@@ -115,8 +115,8 @@ def member_remove(request: WorkspaceRequest, pk: int) -> HttpResponse:
 def member_leave(request: WorkspaceRequest) -> HttpResponse:
     try:
         services.membership_leave(workspace=request.workspace, user=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+    except DomainError as error:
+        messages.error(request, error.message)
         return redirect("workspaces:members", workspace_slug=request.workspace.slug)
     messages.success(request, f"You left “{request.workspace.name}”.")
     return redirect("home")

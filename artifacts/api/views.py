@@ -19,12 +19,12 @@ from workspaces.api.base import WorkspaceApiView
 
 # Multipart framing around the file; a body larger than the limit plus this is refused unread.
 _MULTIPART_SLACK = 64 * 1024
-_STATUS = {"payload_too_large": 413, "unsupported_media_type": 415}
 
 
-def refused(exc: ContentRefused) -> ApiError:
-    """ContentRefused → the API envelope (413 too large, 415 type not accepted)."""
-    return ApiError(_STATUS.get(exc.code, 400), exc.code, exc.message, fields={"file": [exc.message]})
+def refused(exc: ContentRefused) -> ContentRefused:
+    """The error to raise for a refused upload: ContentRefused is a DomainError that core/api.py
+    maps (413 too large, 415 type not accepted). Kept for callers that still re-raise through it."""
+    return exc
 
 
 class ArtifactListApi(WorkspaceApiView):
@@ -67,12 +67,9 @@ class ArtifactListApi(WorkspaceApiView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
-        try:
-            artifact = services.artifact_create(
-                workspace=self.workspace, user=request.user, stream=upload, name=data.validated_data.get("name") or upload.name or ""
-            )
-        except ContentRefused as exc:
-            raise refused(exc) from None
+        artifact = services.artifact_create(
+            workspace=self.workspace, user=request.user, stream=upload, name=data.validated_data.get("name") or upload.name or ""
+        )
         return Response(ArtifactOutputSerializer(artifact).data, status=status.HTTP_201_CREATED)
 
 

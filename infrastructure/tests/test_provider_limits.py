@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
 
+from core.errors import DomainError
 from infrastructure import services
 from infrastructure.models import ProviderAccount, ProviderCallLease
 from infrastructure.scripted_config import scripted_config_errors
@@ -50,9 +50,9 @@ def test_the_api_refuses_a_limit_below_one_naming_the_field(account, admin, api_
 
 
 def test_the_service_refuses_a_zero_limit(account):
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(DomainError) as caught:
         services.provider_account_update(account=account, tokens_per_minute=0)
-    assert "tokens_per_minute" in caught.value.message_dict
+    assert caught.value.field == "tokens_per_minute"
     account.refresh_from_db()
     assert account.tokens_per_minute is None
 

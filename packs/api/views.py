@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from artifacts.selectors import bundle_artifact_for
-from core.api import ApiError, error_body
+from core.api import ApiError
 from core.parsers import JSONParser
 from packs import selectors, services
 from packs.api.parsers import ApplicationYamlTextParser, XYamlTextParser, YamlTextParser, too_large
@@ -63,18 +63,6 @@ def _bundle_source(request: Request) -> str:
     return source
 
 
-def _invalid_response(exc: services.PackInvalid) -> Response:
-    message = "; ".join(f"{e['field']} {e['message']}".strip() for e in exc.errors) or "The bundle is invalid."
-    return Response(
-        error_body("challenge_pack_invalid", message, valid=False, errors=exc.errors, warnings=exc.warnings),
-        status=status.HTTP_400_BAD_REQUEST,
-    )
-
-
-def _conflict(exc: services.PackConflict) -> ApiError:
-    return ApiError(409, exc.code, exc.message, fields={exc.field: [exc.message]}, extra={"errors": [exc.as_dict()]})
-
-
 class PackValidateApi(WorkspaceApiView):
     parser_classes = BUNDLE_PARSERS
 
@@ -119,10 +107,7 @@ class PackValidateApi(WorkspaceApiView):
     )
     def post(self, request: Request, workspace_slug: str) -> Response:
         source = _bundle_source(request)
-        try:
-            result = services.bundle_validate(source)
-        except services.PackInvalid as exc:
-            return _invalid_response(exc)
+        result = services.bundle_validate(source)  # PackInvalid: the 400 with every error (core/api.py)
         manifest = result.manifest or {}
         return Response(
             {
@@ -160,12 +145,7 @@ class PackPublishApi(WorkspaceApiView):
     )
     def post(self, request: Request, workspace_slug: str) -> Response:
         source = _bundle_source(request)
-        try:
-            version = services.pack_publish(workspace=self.workspace, user=request.user, source=source)
-        except services.PackInvalid as exc:
-            return _invalid_response(exc)
-        except services.PackConflict as exc:
-            raise _conflict(exc) from exc
+        version = services.pack_publish(workspace=self.workspace, user=request.user, source=source)
         body = {
             "pack_id": version.pack_id,
             "pack_version_id": version.pk,

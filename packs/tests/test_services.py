@@ -6,6 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from bundle import process_bundle
+from core.errors import DomainError
 from engine.modes.simulator import SUPPORTED_ACTORS
 from packs import services
 from packs.demo_seed import seed as demo_seed
@@ -142,7 +143,7 @@ def test_it_changes_only_the_lifecycle_of_a_version(workspace, member):
     version.refresh_from_db()
     assert version.lifecycle_status == "deprecated"
     assert AuditEvent.objects.filter(action="pack_version.lifecycle_changed").exists()
-    with pytest.raises(ValidationError):
+    with pytest.raises(DomainError):
         services.pack_version_set_lifecycle(version=version, lifecycle_status="bogus", user=member)
 
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import DomainError
 from workspaces import services
 from workspaces.models import Role, Workspace
 
@@ -30,8 +30,8 @@ class Command(BaseCommand):
                 if user is None:
                     raise CommandError(f"No user named {username!r} (add --create to create it).")
             services.membership_add(workspace=workspace, user=user, role=role)
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from exc
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
         self.stdout.write(f"Added {username} to {slug} as {role}")
         if password:
             self.stdout.write(f"Created user {username} with password: {password}")

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import DomainError
 from workspaces import services
 from workspaces.models import Workspace
 
@@ -21,8 +21,8 @@ class Command(BaseCommand):
         try:
             user, password = services.user_get_or_create(username=admin)
             workspace = services.workspace_create(name=name, slug=slug, admin=user)
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from exc
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
         self.stdout.write(f"Created workspace {workspace.slug} with admin {user.username}")
         if password:
             self.stdout.write(f"Created user {user.username} with password: {password}")

@@ -31,9 +31,10 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
 system-deps:
 	@bash scripts/system_deps.sh
 
-# The native sandbox launcher (engine/sandbox/launcher.c; without a C compiler sandboxes use the Python one).
+# The native sandbox launcher (engine/sandbox/launcher.c), every sandbox's PID 1: setup fails when it
+# cannot be built (system-deps installs a C compiler when it can).
 setup: $(STAMP) system-deps
-	-$(PY) -c 'import sys; from engine.sandbox.native import main; sys.exit(main(["var/launcher"]))'
+	$(PY) -c 'import sys; from engine.sandbox.native import main; sys.exit(main(["var/launcher"]))'
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
 

@@ -321,13 +321,20 @@ SANDBOX_ROOT = Path(env.str("SANDBOX_ROOT", default=str(VAR_DIR / "sandboxes")))
 SANDBOX_WARM_POOL = env.int("SANDBOX_WARM_POOL", default=1)
 if SANDBOX_WARM_POOL < 0:
     raise ImproperlyConfigured("SANDBOX_WARM_POOL must be 0 or more.")
-# The sandbox's PID 1 (docs/engine-safety.md "The native launcher"): "auto" = the native launcher
-# (engine/sandbox/launcher.c, built by `make setup` or on first use into SANDBOX_LAUNCHER_DIR) when
-# it can be built, else the Python one; "native" = refuse to start a sandbox without it; "python".
-SANDBOX_LAUNCHER = env.str("SANDBOX_LAUNCHER", default="auto").strip().lower()
-if SANDBOX_LAUNCHER not in ("auto", "native", "python"):
-    raise ImproperlyConfigured('SANDBOX_LAUNCHER must be "auto", "native" or "python".')
+# The sandbox's PID 1 (docs/engine-safety.md "The native launcher"): always the native launcher
+# (engine/sandbox/launcher.c, built into SANDBOX_LAUNCHER_DIR by `make setup`, which fails without
+# a C compiler, or on first use); a sandbox does not start without it. "auto" is its old name; the
+# Python PID 1 ("python") was removed, and is refused here in every environment.
+SANDBOX_LAUNCHER = env.str("SANDBOX_LAUNCHER", default="native").strip().lower()
+if SANDBOX_LAUNCHER == "auto":
+    SANDBOX_LAUNCHER = "native"
+if SANDBOX_LAUNCHER != "native":
+    raise ImproperlyConfigured(
+        'SANDBOX_LAUNCHER must be "native": the sandbox\'s PID 1 is always the native launcher (the Python one was removed).'
+    )
 SANDBOX_LAUNCHER_DIR = env.str("SANDBOX_LAUNCHER_DIR", default=str(VAR_DIR / "launcher"))
+if not SANDBOX_LAUNCHER_DIR.strip():
+    raise ImproperlyConfigured("SANDBOX_LAUNCHER_DIR must name the native launcher's directory (default var/launcher).")
 # Sandbox egress (docs/engine-safety.md "Network"): "allowlist" = packs that ask get the filtering
 # proxy; "off" = no agent network at all, whatever packs ask. SANDBOX_PRIVATE_ALLOWLIST: CIDRs of
 # loopback/private/link-local/CGNAT ranges that packs may reach when they allowlist them too.

@@ -203,9 +203,9 @@ class SandboxSettings:
     workspace_tmpfs: bool = True  # a size-capped tmpfs per workspace when the worker may mount
     default_workspace_bytes: int = DEFAULT_WORKSPACE_BYTES  # when the pack sets no max_workspace_bytes
     tmp_bytes: int = DEFAULT_TMP_BYTES  # size of /tmp (and /dev/shm) inside the sandbox
-    python: str = "/usr/bin/python3"  # the sandbox's interpreter for the launcher and data tools
+    python: str = "/usr/bin/python3"  # the sandbox's interpreter for the data tools' zygote (zygote.py)
     warm_sandboxes: int = 0  # pre-started one-use sandboxes kept per worker process (engine/sandbox/pool.py)
-    launcher: str = "auto"  # PID 1: "native" (launcher.c), "python" (launcher.py) or "auto" (native when built)
+    launcher: str = "native"  # PID 1: the native launcher (launcher.c), the only one; any other value is refused
     launcher_dir: str = ""  # where the native launcher is built and found (engine/sandbox/native.py); "" = none
 
     # Django setting name -> field, for from_settings()
@@ -220,6 +220,10 @@ class SandboxSettings:
         "SANDBOX_LAUNCHER": "launcher",
         "SANDBOX_LAUNCHER_DIR": "launcher_dir",
     }
+
+    def __post_init__(self) -> None:
+        if self.launcher != "native":  # the Python PID 1 was removed (docs/engine-safety.md "The native launcher")
+            raise ValueError(f"SandboxSettings.launcher must be 'native' (the only sandbox PID 1), not {self.launcher!r}")
 
     @classmethod
     def from_settings(cls, source: Any) -> SandboxSettings:

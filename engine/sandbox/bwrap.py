@@ -1,10 +1,12 @@
 """Process isolation with bubblewrap and a long-lived in-sandbox launcher (host side).
 
-Starting bwrap costs ~10 ms per process, so each sandbox starts ONE bwrap running a small
-Python launcher (``engine/sandbox/launcher.py``) as PID 1 of new user, pid, ipc, uts, cgroup and
-network namespaces. Every command is a request over a SEQPACKET socket carrying its
-stdin/stdout/stderr fds (SCM_RIGHTS); the launcher ``posix_spawn``s it (``exec``) or forks a
-data-tool child (``tool``, ``engine/sandbox/toolhost.py``) and reports the exit status.
+Starting bwrap costs ~10 ms per process, so each sandbox starts ONE bwrap running the native
+launcher (``engine/sandbox/launcher.c``, built and trusted by ``native.py``) as PID 1 of new user,
+pid, ipc, uts, cgroup and network namespaces; it is the only PID 1 there is, and a sandbox does
+not start without it. Every command is a request over a SEQPACKET socket carrying its
+stdin/stdout/stderr fds (SCM_RIGHTS); the launcher forks and execs it (``E``), or relays a data
+tool (``T``) to its Python zygote (``engine/sandbox/zygote.py``), which forks a toolhost child
+(``engine/sandbox/toolhost.py``), and reports the exit status.
 
 Layers (docs/engine-safety.md): per-sandbox host uid, user namespace with ``--disable-userns``,
 a seccomp filter (``seccomp.py``), a non-dumpable PID 1, a minimal read-only filesystem with a
@@ -13,8 +15,8 @@ caps (``cgroup.py``, with the launcher's RSS watchdog as fallback), and a wall-c
 enforced here, on the host: at the deadline (or on :meth:`Launcher.abort`) the launcher is told
 to kill everything; if it does not answer within ``KILL_GRACE`` the whole sandbox is killed.
 
-Extension points: :func:`bwrap_argv` takes the extra binds (``egress_dir``) and the launcher
-takes one extra Python source run at start (``argv[3]``: the egress relay thread).
+Extension points: :func:`bwrap_argv` takes the extra binds (``egress_dir``); with one the
+launcher runs the egress relay as a thread of PID 1 (``egress=`` in :func:`native_command`).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ import threading
 import time
 from typing import Any
 
-from engine.net.forwarder import forwarder_source
+from engine.net.forwarder import FORWARD_PORT, MAX_FORWARDED_CONNECTIONS
 from engine.net.proxy import SANDBOX_SOCKET, SANDBOX_SOCKET_DIR
-from engine.sandbox import launcher as launcher_module
 from engine.sandbox import native, rootfs, seccomp, toolhost
+from engine.sandbox import zygote as zygote_module
 from engine.sandbox.base import OUTPUT_CAP_BYTES, SandboxConfig, SandboxSettings
 from engine.sandbox.cgroup import SandboxCgroup
 from engine.sandbox.env import SANDBOX_PATH
@@ -55,7 +57,7 @@ log = logging.getLogger(__name__)
 SYSTEM_PYTHON = "/usr/bin/python3"
 SANDBOX_LIB = "/.agentclash/lib"  # read-only: toolhost + jq/re2 bindings (never a writable dir)
 NATIVE_LAUNCHER = "/.agentclash/bin/launcher"  # read-only: launcher.c's binary, PID 1 (native.py)
-ZYGOTE_SCRIPT = f"{SANDBOX_LIB}/agentclash_launcher.py"  # launcher.py, run by the native one for data tools
+ZYGOTE_SCRIPT = f"{SANDBOX_LIB}/agentclash_zygote.py"  # zygote.py, started by PID 1 for data tools
 TOOL_MODULES = ("jq", "re2")
 BIN_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 RUN_BYTES = 16 * 1024 * 1024
@@ -104,7 +106,7 @@ def skeleton_entries(native_binary: str | None) -> tuple[rootfs.Entry, ...]:
     entries += [Entry(path, "copy", path) for path in ETC_FILES if os.path.lexists(path)]
     entries += [Entry("/etc/passwd", "file"), Entry("/etc/group", "file"), Entry("/etc/hosts", "data", HOSTS_FILE.encode())]
     entries.append(Entry(f"{SANDBOX_LIB}/agentclash_toolhost.py", "data", _source(toolhost).encode()))
-    entries.append(Entry(ZYGOTE_SCRIPT, "data", _source(launcher_module).encode()))
+    entries.append(Entry(ZYGOTE_SCRIPT, "data", _source(zygote_module).encode()))
     entries += [Entry(f"{SANDBOX_LIB}/{name}", "copy", path) for path, name in tool_module_paths()]
     if native_binary:
         entries.append(Entry(NATIVE_LAUNCHER, "exec", native_binary))
@@ -207,9 +209,9 @@ def setpriv_path() -> str | None:
 
 def uid_shim_fd(settings: SandboxSettings, binary: str | None = None) -> int | None:
     """An ``O_PATH`` fd of the native launcher for its ``--as-uid`` mode, trust-checked on the fd
-    (``native.open_trusted``), or None when it is not built or not trusted. ``binary``: the path
-    already chosen as PID 1, if any; otherwise the built one is looked up (never built here), so the
-    shim serves sandboxes whose PID 1 is the Python launcher too. The caller closes the fd."""
+    (``native.open_trusted``), or None when it is not built, not trusted or not executable here (a
+    ``noexec`` mount: then ``setpriv``). ``binary``: the path already chosen as PID 1, if any;
+    otherwise the built one is looked up (never built here). The caller closes the fd."""
     path = binary or native.launcher_binary(settings.launcher_dir, build_missing=False)
     if not path or not os.access(path, os.X_OK):  # a noexec mount: setpriv instead
         return None
@@ -241,13 +243,24 @@ def _data_fd(data: bytes) -> int:
     return fd
 
 
-def native_command(fd: int, launch: dict[str, Any], settings: SandboxSettings) -> list[str]:
-    """The native launcher's argv (``launcher.c``): it applies the rlimits itself and hands the
-    Python launcher (the data tools' zygote) the rest of the config."""
+def native_command(fd: int, launch: dict[str, Any], settings: SandboxSettings, *, egress: bool = False) -> list[str]:
+    """The native launcher's argv (``launcher.c``): it applies the rlimits itself, hands the data
+    tools' zygote (``zygote.py``) the rest of the config and, with ``egress``, relays
+    ``127.0.0.1:FORWARD_PORT`` to the egress proxy's socket from a thread of PID 1."""
     limits = [f"{getattr(resource, name)}={int(value)}" for name, value in launch.get("rlimits", [])]
-    zygote = {"rlimits": [], "rss_cap": launch.get("rss_cap", 0), "lib": launch.get("lib", SANDBOX_LIB)}
+    zygote = {"rss_cap": launch.get("rss_cap", 0), "lib": launch.get("lib", SANDBOX_LIB)}
     python = settings.python or SYSTEM_PYTHON
-    return [NATIVE_LAUNCHER, str(fd), str(int(launch.get("rss_cap") or 0)), python, ZYGOTE_SCRIPT, marshal.dumps(zygote).hex(), *limits]
+    relay = [f"egress={FORWARD_PORT},{MAX_FORWARDED_CONNECTIONS},{SANDBOX_SOCKET}"] if egress else []
+    return [
+        NATIVE_LAUNCHER,
+        str(fd),
+        str(int(launch.get("rss_cap") or 0)),
+        python,
+        ZYGOTE_SCRIPT,
+        marshal.dumps(zygote).hex(),
+        *limits,
+        *relay,
+    ]
 
 
 def bwrap_argv(
@@ -264,10 +277,11 @@ def bwrap_argv(
     """``fds``: ``root`` (the root skeleton, O_PATH: ``rootfs.py``; without it every file below
     is bound one by one), ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
     optional ``info``/``block`` (cgroup placement), ``lib:<name>`` (O_PATH fds of the tool
-    bindings) and, for the native launcher, ``native`` (its binary, O_PATH) and ``zygote``
-    (launcher.py's source). ``launch``: the launcher's config. ``egress_dir``: the host directory
-    holding this sandbox's egress proxy socket (None: no network at all). ``native_in_root``: the
-    skeleton holds the native launcher, which is then PID 1 (as a ``native`` fd makes it)."""
+    bindings), ``native`` (the launcher's binary, O_PATH) and ``zygote`` (zygote.py's source).
+    ``launch``: the launcher's config. ``egress_dir``: the host directory holding this sandbox's
+    egress proxy socket (None: no network at all). ``native_in_root``: the skeleton holds the
+    native launcher. PID 1 is always the native launcher: from the skeleton or the ``native`` fd;
+    without either this raises ``ValueError``."""
     settings = settings or SandboxSettings()
     exe = bwrap_path() or "bwrap"
     features = bwrap_features(exe)
@@ -344,20 +358,15 @@ def bwrap_argv(
         "--setenv", "PATH", SANDBOX_PATH,
         "--",
     ]  # fmt: skip
-    if "native" in fds or (skeleton and native_in_root):
-        if egress_dir:
-            raise ValueError("the native launcher has no egress relay: sandboxes with egress use the Python launcher")
-        return argv + native_command(fd, launch, settings)
-    argv += [
-        settings.python or SYSTEM_PYTHON, "-I", "-S", "-c", _source(launcher_module), str(fd), marshal.dumps(launch).hex(),
-        *([forwarder_source(SANDBOX_SOCKET)] if egress_dir else []),
-    ]  # fmt: skip
-    return argv
+    if "native" not in fds and not (skeleton and native_in_root):
+        raise ValueError("no native launcher to run as PID 1 (neither a native fd nor a skeleton holding it)")
+    return argv + native_command(fd, launch, settings, egress=egress_dir is not None)
 
 
 def encode_exec(argv: list[str], cwd: str, env: dict[str, str], cpu_seconds: int) -> bytes | None:
     """The native launcher's ``exec`` request; None when a string cannot be passed to ``execve``
-    (an embedded NUL, or ``=`` in a variable's name), which the Python launcher refuses too."""
+    (an embedded NUL, or ``=`` in a variable's name): the fields are NUL-separated, so a NUL would
+    shift every later field (an argument could become an environment variable)."""
     names = [os.fsencode(k) for k in env]
     strings = [os.fsencode(cwd), *(os.fsencode(a) for a in argv), *names, *(os.fsencode(v) for v in env.values())]
     if not argv or any(b"\0" in item for item in strings) or any(not k or b"=" in k for k in names):
@@ -441,22 +450,16 @@ class Launcher:
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.watch: Any = None  # optional callable run every WATCH_INTERVAL during a command
         self.commands = 0  # requests sent to the launcher (a warm sandbox is handed out only at 0)
-        self.native: str | None = None  # the native launcher's binary while it is PID 1 (else Python's)
+        self.native: str | None = None  # the native launcher's binary, PID 1 (set at each start)
 
     # ------------------------------------------------------------------ lifecycle
-    def _native_binary(self) -> str | None:
-        """The native launcher to start, or None for the Python one (needed for egress: its relay
-        thread is Python). ``launcher="native"`` refuses to fall back."""
-        choice = self.settings.launcher
-        if choice == "python" or (choice == "auto" and self.egress_dir):
-            return None
-        path = native.launcher_binary(self.settings.launcher_dir)
-        if choice == "native":
-            if self.egress_dir:
-                raise EngineError("SANDBOX_LAUNCHER=native cannot start a sandbox with network egress (its relay is Python)")
-            if path is None:
-                raise EngineError("SANDBOX_LAUNCHER=native but the native launcher is not built (make setup)")
-        return path
+    def _native_binary(self) -> str:
+        """The native launcher to start as PID 1 (built on first use if missing); there is no other
+        PID 1, so without a trusted one the sandbox does not start (the reason is in the log)."""
+        try:
+            return native.require_binary(self.settings.launcher_dir)
+        except native.LauncherUnavailable:
+            raise EngineError("the native sandbox launcher is unavailable (see the worker log; make setup builds it)") from None
 
     def _skeleton_fd(self) -> int | None:
         """The root skeleton (``rootfs.py``) for this sandbox, opened and checked; None: bind each file."""
@@ -465,25 +468,20 @@ class Launcher:
 
     def _fds(self) -> dict[str, int]:
         fds = {}
-        native_fd = None
-        if self.native:  # checked again on its fd: what bwrap binds or the skeleton copies is this file
-            native_fd = native.open_trusted(self.native)
-            if native_fd is None:
-                if self.settings.launcher == "native":
-                    raise EngineError(f"the native sandbox launcher at {self.native} is no longer trusted")
-                log.warning("native sandbox launcher at %s changed after its trust check; using the Python launcher", self.native)
-                self.native = None
+        assert self.native is not None
+        native_fd = native.open_trusted(self.native)  # checked again on its fd: what bwrap binds or the skeleton copies
+        if native_fd is None:
+            log.error("native sandbox launcher at %s changed after its trust check; the sandbox does not start", self.native)
+            raise EngineError("the native sandbox launcher is no longer trusted (see the worker log)")
         try:
             root = self._skeleton_fd()  # its copy of the launcher is checked on the fd it reads (rootfs.py)
         except BaseException:
-            if native_fd is not None:
-                os.close(native_fd)
+            os.close(native_fd)
             raise
         if root is not None:
             fds["root"] = root
-            if native_fd is not None:
-                os.close(native_fd)
-        elif native_fd is not None:
+            os.close(native_fd)
+        else:
             fds["native"] = native_fd
         for name in ("passwd", "group"):
             with open(os.path.join(self.private_dir, name), "rb") as fh:
@@ -496,8 +494,7 @@ class Launcher:
         for path, name in tool_module_paths():
             with contextlib.suppress(OSError):
                 fds["lib:" + name] = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        if self.native:
-            fds["zygote"] = _data_fd(_source(launcher_module).encode())
+        fds["zygote"] = _data_fd(_source(zygote_module).encode())
         return fds
 
     def _start(self) -> None:
@@ -517,7 +514,7 @@ class Launcher:
         kwargs: dict[str, Any] = {}
         argv = bwrap_argv(
             self.config, self.workspace, fds, child.fileno(), launch, self.egress_dir,
-            settings=self.settings, native_in_root="root" in fds and self.native is not None,
+            settings=self.settings, native_in_root="root" in fds,
         )  # fmt: skip
         shim_fd = None  # its own fd, not fds["native"]: bwrap need not get that one
         try:
@@ -663,7 +660,7 @@ class Launcher:
             self.commands += 1
             assert self.sock is not None
             payload = self._request(argv, cwd, env, int(timeout) + 5, tool)
-            if payload is None:  # what execve cannot take: the Python launcher's ValueError, same outcome
+            if payload is None:  # what execve cannot take (a NUL, "=" in a name): a failed command
                 return Outcome(exit_code=127, exec_error=0)
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
@@ -683,14 +680,11 @@ class Launcher:
             return self._collect(out_r, err_r, timeout, output_cap)
 
     def _request(self, argv: list[str] | None, cwd: str, env: dict[str, str], cpu_seconds: int, tool: str | None) -> bytes | None:
-        """The request for the running launcher: ``marshal`` for launcher.py; for the native one its
-        counted ``E`` fields (None: what ``execve`` cannot take) or ``T`` + the ``marshal`` request
-        it relays to its zygote."""
-        if self.native and not tool:
+        """The request for the launcher: an ``exec``'s counted ``E`` fields (None: what ``execve``
+        cannot take), or ``T`` + the ``marshal`` request of a data tool, which it relays to its zygote."""
+        if not tool:
             return encode_exec(list(argv or []), cwd, env, cpu_seconds)
-        request: dict[str, Any] = {"cwd": cwd, "env": env, "cpu_seconds": cpu_seconds}
-        request.update({"op": "tool", "name": tool} if tool else {"op": "exec", "argv": argv})
-        return b"T" + marshal.dumps(request) if self.native else marshal.dumps(request)
+        return b"T" + marshal.dumps({"op": "tool", "name": tool, "cwd": cwd, "env": env, "cpu_seconds": cpu_seconds})
 
     def _collect(self, out_r: int, err_r: int, timeout: float, output_cap: int) -> Outcome:
         sock = self.sock
@@ -718,7 +712,7 @@ class Launcher:
                         if self.watch():
                             stop = "watch"
                     if stop is not None:
-                        sock.send(b"K" + KILL_REQUEST if self.native else KILL_REQUEST)
+                        sock.send(b"K" + KILL_REQUEST)
                         backstop = now + KILL_GRACE
                 if backstop is not None and reply is None and now >= backstop:
                     self.close(graceful=False)  # the launcher did not stop it: kill the whole sandbox

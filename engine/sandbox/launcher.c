@@ -1,15 +1,22 @@
 /*
- * agentclash-launcher: the sandbox's native PID 1 (host side: engine/sandbox/bwrap.py,
+ * agentclash-launcher: the sandbox's PID 1, the only one (host side: engine/sandbox/bwrap.py,
  * build: engine/sandbox/native.py, rules: docs/engine-safety.md "The native launcher").
  *
- * It does what engine/sandbox/launcher.py does for `exec` without starting an interpreter, so a
- * cold sandbox's first command costs bubblewrap plus a few hundred microseconds instead of a
- * Python start (~10 ms of CPU). Data tools (jq, SQLite, search...) still run under Python: on the
- * first `tool` request it starts launcher.py as a helper (the "toolhost zygote", a child of this
- * process) and relays the request; the zygote forks one child per call, as launcher.py does
- * when it is PID 1, and kills every other process of the namespace after it (init is immune).
+ * Every sandbox starts it as PID 1: commands run without an interpreter start, so a cold
+ * sandbox's first command costs bubblewrap plus a few hundred microseconds. Data tools (jq,
+ * SQLite, search...) need the Python bindings: on the first `tool` request it starts
+ * engine/sandbox/zygote.py as a helper (the "toolhost zygote", a child of this process, never
+ * PID 1) and relays the request; the zygote forks one child per call and kills every other
+ * process of the namespace after it (init is immune). A sandbox with network egress gets the
+ * egress relay as a thread of this process (`egress=`, below).
  *
- *   argv: launcher FD RSS_CAP PYTHON ZYGOTE_SCRIPT ZYGOTE_CONFIG_HEX [RESOURCE=VALUE ...]
+ *   argv: launcher FD RSS_CAP PYTHON ZYGOTE_SCRIPT ZYGOTE_CONFIG_HEX [RESOURCE=VALUE ...] [egress=PORT,LIMIT,PATH]
+ *
+ * egress=PORT,LIMIT,PATH: listen on 127.0.0.1:PORT inside the sandbox and copy every connection,
+ * byte for byte, to the Unix socket PATH (the host's egress proxy, engine/net/proxy.py, which
+ * decides), at most LIMIT connections at once, with bounded buffers. A thread of PID 1 and not a
+ * process: PID 1 kills every other process after each command, and nothing inside can signal,
+ * trace or stop it.
  *
  * Second mode, on the HOST as root (not PID 1; bwrap.as_sandbox_uid, in place of setpriv):
  *   launcher --as-uid UID -- PROGRAM [ARGS...]
@@ -24,13 +31,15 @@
  * Replies (launcher to host, JSON, parsed strictly by the host): {"ready": true} once, then per
  * command {"exit": N, "killed": B, "oom": B} or {"exec_error": ["Name", errno]}.
  *
- * Invariants (the same as launcher.py's):
+ * Invariants:
  *  - non-dumpable (checked with PR_GET_DUMPABLE; a launcher that stays dumpable refuses to start);
  *  - as PID 1 without signal handlers, no signal from inside the namespace reaches it;
  *  - after every command every other process of the namespace is killed, except the zygote;
  *  - without a cgroup (RSS_CAP > 0) the sandbox's resident memory is summed every 100 ms and
  *    everything is killed above the cap;
- *  - every length read from a request is bounded by the message it came in.
+ *  - every length read from a request is bounded by the message it came in;
+ *  - the egress relay thread allocates with mmap only (no malloc lock a fork could inherit held)
+ *    and every fd it opens is close-on-exec.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -38,17 +47,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +74,10 @@
 #define KILL_ROUNDS 2000
 #define ZYGOTE_START_MS 10000
 #define ZYGOTE_PING_MS 2000
+#define RELAY_MAX 64            /* connections the egress relay serves at once, at most */
+#define RELAY_BUF (64 * 1024)   /* bytes buffered per direction of a connection */
+#define RELAY_CONNECT_S 5       /* seconds to connect to the host proxy's socket */
+#define RELAY_STACK (128 * 1024)
 
 static int host_fd = -1;
 static long rss_cap;
@@ -311,7 +329,7 @@ static void child_setup(const int *fds, int keep) {
     }
 }
 
-/* PATH lookup in the command's own environment (as launcher.py does). */
+/* PATH lookup in the command's own environment (as execvpe would do). */
 static const char *resolve(const char *exe, char **envp, char *buf, size_t cap) {
     if (strchr(exe, '/'))
         return exe;
@@ -432,7 +450,7 @@ static void run_exec(char *body, char *end, int *fds) {
         if (chdir(cwd) < 0 || setrlimit(RLIMIT_CPU, &cpu_limit) < 0)
             err = errno;
         else {
-            char exe_buf[4096]; /* PATH is searched from the command's cwd, as launcher.py does */
+            char exe_buf[4096]; /* PATH is searched from the command's cwd, as execvp would */
             execve(resolve(argv[0], envp, exe_buf, sizeof exe_buf), argv, envp);
             err = errno;
         }
@@ -574,6 +592,212 @@ static void run_tool(const char *body, size_t len, int *fds) {
     }
 }
 
+/* ------------------------------------------------------------------ egress relay (a thread)
+ *
+ * 127.0.0.1:PORT inside the sandbox -> the host proxy's Unix socket, byte for byte. One thread
+ * and poll serve every connection (threads count against RLIMIT_NPROC); each connection has two
+ * RELAY_BUF buffers, mmapped when it is accepted and unmapped when it ends; a side is read only
+ * while the other side's buffer has room, and its write side is shut down once the other side
+ * ended and everything read from it was written (half-close, as the proxy's CONNECT tunnels need).
+ */
+struct relay_end {
+    int fd;
+    char *buf;  /* read from the other end, waiting to be written to this one */
+    size_t len;
+    int eof;    /* this end will send nothing more */
+    int shut;   /* this end's write side is shut down */
+};
+
+struct relay_pair {
+    int used;
+    struct relay_end end[2]; /* [0] the sandbox's client, [1] the host proxy */
+};
+
+static int relay_listener = -1;
+static int relay_limit;
+static struct sockaddr_un relay_target;
+static struct relay_pair relay_pairs[RELAY_MAX];
+
+static void relay_drop(struct relay_pair *p) {
+    close(p->end[0].fd);
+    close(p->end[1].fd);
+    munmap(p->end[0].buf, 2 * RELAY_BUF);
+    memset(p, 0, sizeof *p);
+}
+
+static void relay_accept(void) {
+    for (;;) {
+        int client = accept4(relay_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (client < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) { /* out of fds or memory: let it wait */
+                struct timespec pause = {0, 10000000};
+                nanosleep(&pause, NULL);
+            }
+            return;
+        }
+        struct relay_pair *p = NULL;
+        for (int k = 0; k < relay_limit && !p; k++)
+            if (!relay_pairs[k].used)
+                p = &relay_pairs[k];
+        if (!p) { /* at the limit: refused at once */
+            close(client);
+            continue;
+        }
+        struct timeval connect_timeout = {RELAY_CONNECT_S, 0};
+        int upstream = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (upstream < 0 || setsockopt(upstream, SOL_SOCKET, SO_SNDTIMEO, &connect_timeout, sizeof connect_timeout) < 0 ||
+            connect(upstream, (const struct sockaddr *)&relay_target, sizeof relay_target) < 0 ||
+            fcntl(upstream, F_SETFL, O_NONBLOCK) < 0) {
+            if (upstream >= 0)
+                close(upstream);
+            close(client);
+            continue;
+        }
+        char *mem = mmap(NULL, 2 * RELAY_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) {
+            close(upstream);
+            close(client);
+            continue;
+        }
+        p->used = 1;
+        p->end[0] = (struct relay_end){client, mem, 0, 0, 0};
+        p->end[1] = (struct relay_end){upstream, mem + RELAY_BUF, 0, 0, 0};
+    }
+}
+
+static short relay_events(const struct relay_end *e, const struct relay_end *other) {
+    short events = 0;
+    if (!e->eof && other->len < RELAY_BUF)
+        events |= POLLIN;
+    if (e->len)
+        events |= POLLOUT;
+    return events;
+}
+
+/* Move what end `i` of `p` is ready for; -1 when the connection is broken. */
+static int relay_move(struct relay_pair *p, int i, short revents) {
+    struct relay_end *e = &p->end[i], *other = &p->end[1 - i];
+    int moved = 0;
+    if ((revents & POLLOUT) && e->len) {
+        ssize_t n = send(e->fd, e->buf, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            e->len -= (size_t)n;
+            memmove(e->buf, e->buf + n, e->len);
+            moved = 1;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            return -1;
+        }
+    }
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) && !e->eof && other->len < RELAY_BUF) {
+        ssize_t n = recv(e->fd, other->buf + other->len, RELAY_BUF - other->len, MSG_DONTWAIT);
+        if (n > 0) {
+            other->len += (size_t)n;
+            moved = 1;
+        } else if (n == 0) {
+            e->eof = 1;
+            moved = 1;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            return -1;
+        }
+    }
+    return !moved && (revents & (POLLHUP | POLLERR | POLLNVAL)) ? -1 : 0;
+}
+
+/* Half-close what has ended; drop the connection once both sides ended and nothing is pending. */
+static void relay_settle(struct relay_pair *p) {
+    for (int i = 0; i < 2; i++) {
+        struct relay_end *ended = &p->end[i], *other = &p->end[1 - i];
+        if (ended->eof && !other->len && !other->shut) {
+            other->shut = 1;
+            shutdown(other->fd, SHUT_WR);
+        }
+    }
+    if (p->end[0].eof && p->end[1].eof && !p->end[0].len && !p->end[1].len)
+        relay_drop(p);
+}
+
+static void *relay_loop(void *unused) {
+    (void)unused;
+    struct pollfd pf[1 + 2 * RELAY_MAX];
+    int owner[1 + 2 * RELAY_MAX]; /* pair index * 2 + end */
+    for (;;) {
+        nfds_t n = 0;
+        pf[n++] = (struct pollfd){relay_listener, POLLIN, 0};
+        for (int k = 0; k < relay_limit; k++) {
+            if (!relay_pairs[k].used)
+                continue;
+            for (int i = 0; i < 2; i++) {
+                short events = relay_events(&relay_pairs[k].end[i], &relay_pairs[k].end[1 - i]);
+                if (!events)
+                    continue;
+                owner[n] = k * 2 + i;
+                pf[n++] = (struct pollfd){relay_pairs[k].end[i].fd, events, 0};
+            }
+        }
+        if (poll(pf, n, -1) < 0) {
+            struct timespec pause = {0, 10000000};
+            if (errno != EINTR)
+                nanosleep(&pause, NULL);
+            continue;
+        }
+        for (nfds_t j = 1; j < n; j++) {
+            struct relay_pair *p = &relay_pairs[owner[j] / 2];
+            if (!pf[j].revents || !p->used) /* (dropped this round through its other end) */
+                continue;
+            if (relay_move(p, owner[j] % 2, pf[j].revents) < 0)
+                relay_drop(p);
+            else
+                relay_settle(p);
+        }
+        if (pf[0].revents)
+            relay_accept();
+    }
+    return NULL;
+}
+
+/* egress=PORT,LIMIT,PATH: bind the listener now (the first command finds it), then serve it. */
+static void relay_start(const char *spec) {
+    char *stop;
+    long port = strtol(spec, &stop, 10);
+    if (*stop != ',' || port < 1 || port > 65535)
+        die("bad egress= (PORT,LIMIT,PATH)");
+    long limit = strtol(stop + 1, &stop, 10);
+    if (*stop != ',' || limit < 1 || limit > RELAY_MAX)
+        die("bad egress= (PORT,LIMIT,PATH)");
+    const char *path = stop + 1;
+    if (path[0] != '/' || strlen(path) >= sizeof relay_target.sun_path)
+        die("bad egress= (PORT,LIMIT,PATH)");
+    relay_target.sun_family = AF_UNIX;
+    memcpy(relay_target.sun_path, path, strlen(path) + 1);
+    relay_limit = (int)limit;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    relay_listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (relay_listener < 0 || setsockopt(relay_listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(relay_listener, (const struct sockaddr *)&addr, sizeof addr) < 0 || listen(relay_listener, 128) < 0)
+        die("egress relay listener");
+    pthread_attr_t attr;
+    pthread_t thread;
+    int err = pthread_attr_init(&attr);
+    if (!err)
+        err = pthread_attr_setstacksize(&attr, RELAY_STACK);
+    if (!err)
+        err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (!err)
+        err = pthread_create(&thread, &attr, relay_loop, NULL);
+    if (err) {
+        errno = err;
+        die("egress relay thread");
+    }
+    pthread_attr_destroy(&attr);
+}
+
 static void apply_limit(const char *spec) {
     char *stop;
     long resource = strtol(spec, &stop, 10);
@@ -674,8 +898,15 @@ int main(int argc, char **argv) {
     static char opt_i[] = "-I", opt_s[] = "-S", fd_arg[] = "3"; /* the zygote's socket is its fd 3 */
     char *zargv[] = {argv[3], opt_i, opt_s, argv[4], fd_arg, argv[5], NULL};
     memcpy(zygote_argv, zargv, sizeof zygote_argv);
-    for (int i = 6; i < argc; i++)
-        apply_limit(argv[i]);
+    const char *egress = NULL;
+    for (int i = 6; i < argc; i++) {
+        if (strncmp(argv[i], "egress=", 7) == 0)
+            egress = argv[i] + 7;
+        else
+            apply_limit(argv[i]);
+    }
+    if (egress)
+        relay_start(egress); /* after the limits: they bind the relay thread too */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0 || dup2(null, 2) < 0)
         die("/dev/null"); /* the host closes our stderr pipe once we are ready */

@@ -1,11 +1,13 @@
 """The native sandbox launcher (``launcher.c``): where its binary lives, how it is built and trusted.
 
-The binary is never committed: ``make setup`` builds it (:func:`main`, ``DIR`` = ``var/launcher``)
-and a worker builds it on first use when it is missing and a C compiler is there. Its name carries
-a digest of the source and the compiler flags, so a changed ``launcher.c`` is never served by an
-old binary. A binary is used only if it and its directory belong to this user and nobody else can
-write them (a planted binary would be PID 1 of every sandbox); otherwise the sandbox falls back to
-the Python launcher and says so in the log once.
+It is the PID 1 of every sandbox; there is no other (docs/engine-safety.md "The native
+launcher"). The binary is never committed: ``make setup`` builds it (:func:`main`, ``DIR`` =
+``var/launcher``) and fails when it cannot, and a worker builds it on first use when it is
+missing and a C compiler is there. Its name carries a digest of the source and the compiler flags,
+so a changed ``launcher.c`` is never served by an old binary. A binary is used only if it and its
+directory belong to this user and nobody else can write them (a planted binary would be PID 1 of
+every sandbox); otherwise :func:`require_binary` raises :class:`LauncherUnavailable` with the
+reason, and no sandbox starts.
 """
 
 from __future__ import annotations
@@ -138,27 +140,31 @@ def build(directory: str) -> str:
 
 @functools.cache
 def _warn_once(message: str) -> None:
-    log.warning(message)
+    log.error(message)
 
 
-def launcher_binary(directory: str, *, build_missing: bool = True) -> str | None:
-    """The trusted native launcher for the current source, building it if allowed; None if unavailable."""
+class LauncherUnavailable(RuntimeError):
+    """No trusted native launcher (the message says why): no sandbox can start."""
+
+
+def require_binary(directory: str, *, build_missing: bool = True) -> str:
+    """The trusted native launcher for the current source, building it if allowed and missing.
+
+    Raises :class:`LauncherUnavailable` with the reason (also logged once, as an error) when there
+    is none: no directory, a directory the sandbox's uid cannot walk to, a binary or directory
+    others could write, or a build that failed (no C compiler: ``make setup`` says so too)."""
     directory = directory or DEFAULT_DIR
     if not directory:
-        return None
+        raise LauncherUnavailable("no launcher directory (SANDBOX_LAUNCHER_DIR) is configured")
     path = os.path.join(directory, binary_name())
     if not _reachable(path):
-        _warn_once(
-            f"native sandbox launcher: {directory} is not reachable by the sandbox's uid (a parent is not o+x); using the Python launcher"
-        )
-        return None
+        raise _unavailable(f"{directory} is not reachable by the sandbox's uid (a parent is not o+x)")
     if _trusted(directory, directory=True) and _trusted(path, directory=False):
         return path
     if os.path.lexists(path) or (os.path.lexists(directory) and not _trusted(directory, directory=True)):
-        _warn_once(f"native sandbox launcher at {path} is not trusted (owner or mode); using the Python launcher")
-        return None
+        raise _unavailable(f"{path} is not trusted (owner or mode: it and its directory must be ours, writable by nobody else)")
     if not build_missing:
-        return None
+        raise LauncherUnavailable(f"{path} is not built (make setup)")
     with _lock:
         if _trusted(path, directory=False):
             return path
@@ -168,8 +174,20 @@ def launcher_binary(directory: str, *, build_missing: bool = True) -> str | None
                 raise RuntimeError(f"{directory} is not reachable by the sandbox's uid (a parent is not o+x)")
             return built
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-            _warn_once(f"native sandbox launcher unavailable ({exc}); using the Python launcher")
-            return None
+            raise _unavailable(str(exc)) from None
+
+
+def _unavailable(reason: str) -> LauncherUnavailable:
+    _warn_once(f"native sandbox launcher unavailable: {reason}; sandboxes cannot start")
+    return LauncherUnavailable(reason)
+
+
+def launcher_binary(directory: str, *, build_missing: bool = True) -> str | None:
+    """:func:`require_binary`, or None when there is none (the reason is logged once)."""
+    try:
+        return require_binary(directory, build_missing=build_missing)
+    except LauncherUnavailable:
+        return None
 
 
 def main(argv: list[str]) -> int:
@@ -183,7 +201,12 @@ def main(argv: list[str]) -> int:
     try:
         path = build(argv[0])
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        print(f"native sandbox launcher not built: {exc} (sandboxes use the Python launcher)", file=sys.stderr)
+        print(
+            f"native sandbox launcher not built: {exc}\n"
+            "It is every sandbox's PID 1: without it no sandboxed tool can run. Install a C compiler "
+            "(e.g. apt-get install gcc libc6-dev) and run make setup again.",
+            file=sys.stderr,
+        )
         return 1
     for name in os.listdir(argv[0]):  # binaries of earlier sources (setup runs between deployments)
         if name.startswith("agentclash-launcher-") and os.path.join(argv[0], name) != path:

@@ -1,6 +1,6 @@
 """Warm sandboxes: pre-start the next case's sandbox while the current case runs.
 
-A cold sandbox pays bwrap, the launcher's Python start and the cgroup placement (~25 ms on the
+A cold sandbox pays bwrap, PID 1's start and the cgroup placement (~15 ms on the
 reference machine) before its first command. With ``SandboxSettings.warm_sandboxes`` > 0,
 :func:`checkout` hands out a sandbox whose bwrap and launcher are already running and queues the
 start of the next one on a per-process starter thread, ``PRESTART_DELAY`` later (the case just

@@ -1,40 +1,38 @@
-"""The sandbox's PID 1. Runs INSIDE bubblewrap under the sandbox's system python (``-I -S``).
+"""The data tools' zygote: a helper the native launcher (``launcher.c``, PID 1) starts inside the
+sandbox on the first data tool, under the sandbox's system python (``-I -S``). Never PID 1: it
+refuses to run as one; PID 1 is always the native launcher (docs/engine-safety.md "The native
+launcher").
 
-Stdlib C modules only: this file's source is handed to ``python3 -c`` by ``engine.sandbox.bwrap``,
-and its start is on the path of every cold sandbox, so it imports no pure-Python module
-(``json``, ``socket``, ``signal``, ``ctypes``, ``array`` cost ~20 ms together; ``_socket``,
-``_signal``, ``_ctypes``, ``marshal``, ``select`` and ``resource`` ~1 ms; docs/engine-safety.md
-"Warm sandboxes and the persistent channel"). The host talks to it over a SEQPACKET socket (fd
-``argv[1]``); ``argv[2]`` is the hex of a ``marshal``-encoded config (``rlimits``, ``rss_cap``,
-``lib``); an optional ``argv[3]`` is extra Python source run once at start (the egress relay
-thread, ``engine.net.forwarder``).
+jq, SQLite and the searches need Python bindings, so data tools cannot run in the C launcher. The
+zygote imports a tool's library once (``agentclash_toolhost.preload``) and forks a child per call
+(``toolhost.py``), so a call costs a fork, not an interpreter start. It imports no pure-Python
+module (``json``, ``socket``, ``signal``, ``ctypes`` cost ~20 ms together; ``_socket``,
+``_signal``, ``_ctypes``, ``marshal``, ``select`` and ``resource`` ~1 ms), since its start is on
+the path of a sandbox's first data tool.
 
-Requests (host to launcher), one ``marshal``-encoded dict each, with fds passed as SCM_RIGHTS.
-Only the trusted host writes this direction; replies go the other way as JSON, which the host
-parses strictly (it never ``marshal.loads`` what the sandbox sends):
+argv: ``FD CONFIG_HEX``: the SEQPACKET socket to the native launcher (its fd 3) and the hex of a
+``marshal``-encoded config (``rss_cap``, ``lib``). Requests come from the host, relayed unchanged
+by the native launcher (``T``/``K`` + these bytes); only the host writes them, and replies go back
+as JSON, which the host parses strictly (it never ``marshal.loads`` what the sandbox sends):
 
-- ``{"op": "exec", "argv", "cwd", "env", "cpu_seconds"}`` + ``[stdin, stdout, stderr]``:
-  ``posix_spawn`` the command in a new session.
 - ``{"op": "tool", "name", "env", "cpu_seconds"}`` + ``[stdin, stdout, stderr]``: fork, and run
-  ``agentclash_toolhost.main(name)`` in the child (jq, SQLite, search…; see ``toolhost.py``).
-  The parent imported the tool's library already, so a call costs a fork, not an interpreter.
-- ``{"kill": true}`` while a command runs: stop it now (timeout or cancel on the host).
-- ``b"ping"`` (not marshal) between commands: answered ``{"ready": true}``. Only the native launcher
-  sends it, to its zygote (this file run for data tools, ``launcher.c``), after agent commands.
+  ``agentclash_toolhost.main(name)`` in the child with the sandbox's clean environment.
+- ``{"kill": true}`` while a call runs: stop it now (timeout or cancel on the host).
+- ``b"ping"`` (not marshal) between calls, from the native launcher after agent commands:
+  answered ``{"ready": true}`` (a zygote that does not answer is killed and replaced).
 
-Replies: ``{"ready": true}`` once, then per command ``{"exit", "killed", "oom"}`` or
+Replies: ``{"ready": true}`` once, then per call ``{"exit", "killed", "oom"}`` or
 ``{"exec_error": [name, errno]}``.
 
 Invariants (docs/engine-safety.md):
 
-- The launcher is **non-dumpable**, so processes of the same uid cannot ptrace it, open
-  ``/proc/1/mem`` or steal its fds; the seccomp filter denies ptrace to everyone anyway. The
-  ``prctl`` is checked with ``PR_GET_DUMPABLE``: a launcher that stays dumpable refuses to start.
-- As PID 1 of the namespace it ignores signals from inside.
-- After every command it kills every other process of the namespace (``kill(-1)``), so nothing
-  an agent starts outlives its tool call. Long-lived helpers must be threads of this process.
+- **Non-dumpable**, so processes of the same uid cannot ptrace it, open ``/proc/PID/mem`` or steal
+  its fds; the seccomp filter denies ptrace to everyone anyway. The ``prctl`` is checked with
+  ``PR_GET_DUMPABLE``: a zygote that stays dumpable refuses to start.
+- After every call it kills every other process of the namespace (``kill(-1)`` spares init and
+  itself), so nothing a data tool starts outlives its call.
 - Without a cgroup (``rss_cap`` set) it sums the resident memory of the sandbox's processes every
-  100 ms and kills them all above the cap.
+  100 ms during a call and kills them all above the cap.
 """
 
 import _ctypes
@@ -97,7 +95,7 @@ def _resident(path: str) -> int:
         return 0
 
 
-class Launcher:
+class Zygote:
     def __init__(self, fd: int, config: dict[str, object]) -> None:
         os.set_inheritable(fd, False)
         self.sock = _socket.socket(fileno=fd)
@@ -121,7 +119,7 @@ class Launcher:
         self.sock.send(_reply_bytes(obj))
 
     def kill_all(self, main: int) -> int | None:
-        """SIGKILL every other process in the namespace; return ``main``'s wait status if reaped."""
+        """SIGKILL every process of the namespace but init and this one; return ``main``'s wait status if reaped."""
         status = None
         for _ in range(2000):
             try:
@@ -158,30 +156,7 @@ class Launcher:
             total += resident * PAGE
         return total
 
-    # ---------------------------------------------------------------- commands
-    def spawn(self, req: dict[str, object], fds: list[int]) -> int:
-        argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
-        env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
-        exe = argv[0]
-        if "/" not in exe:
-            for d in env.get("PATH", "").split(":"):
-                cand = (d or ".") + "/" + exe
-                if os.access(cand, os.X_OK) and not os.path.isdir(cand):
-                    exe = cand
-                    break
-        os.chdir(str(req["cwd"]))
-        try:
-            return os.posix_spawn(
-                exe,
-                argv,
-                env,
-                setsid=True,
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-                file_actions=[(os.POSIX_SPAWN_DUP2, fds[0], 0), (os.POSIX_SPAWN_DUP2, fds[1], 1), (os.POSIX_SPAWN_DUP2, fds[2], 2)],
-            )
-        finally:
-            os.chdir("/")
-
+    # ---------------------------------------------------------------- calls
     def load_toolhost(self, name: str) -> None:
         if self.toolhost is None:
             if self.lib and self.lib not in sys.path:
@@ -220,11 +195,8 @@ class Launcher:
         pid = 0
         try:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, CPU_HARD))
-            if req.get("op") == "tool":
-                pid = self.fork_tool(req, fds)
-            else:
-                pid = self.spawn(req, fds)
-        except Exception as exc:  # noqa: BLE001 - a bad request must never take PID 1 down
+            pid = self.fork_tool(req, fds)
+        except Exception as exc:  # noqa: BLE001 - a bad request must never take the zygote down
             failure = [type(exc).__name__, getattr(exc, "errno", 0) or 0]
         finally:
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
@@ -272,16 +244,16 @@ class Launcher:
             msg, fds = self.recv()
             if not msg:
                 os._exit(0)
-            if msg == b"ping" and not fds:  # the native launcher checking on its zygote (launcher.c)
+            if msg == b"ping" and not fds:  # the native launcher checking on us after an agent command
                 self.reply({"ready": True})
                 continue
             try:
-                req = marshal.loads(msg)  # noqa: S302 - only the host holds the other end of this socket
+                req = marshal.loads(msg)  # noqa: S302 - the other end is PID 1, relaying the host's bytes unchanged
             except (ValueError, EOFError, TypeError):
                 req = None
             if req == {"kill": True}:
                 continue  # the host's deadline raced the command's end: nothing left to stop
-            if not isinstance(req, dict) or len(fds) != 3 or req.get("op") not in ("exec", "tool"):
+            if not isinstance(req, dict) or len(fds) != 3 or req.get("op") != "tool":
                 for f in fds:
                     os.close(f)
                 self.reply({"exec_error": ["BadRequest", 0]})
@@ -290,22 +262,20 @@ class Launcher:
 
 
 def main() -> None:
+    if os.getpid() == 1:  # PID 1 is the native launcher's job (kill(-1) as init, the egress relay)
+        raise SystemExit("agentclash zygote: never PID 1; the sandbox's PID 1 is the native launcher")
     fd = int(sys.argv[1])
-    config = marshal.loads(bytes.fromhex(sys.argv[2]))  # noqa: S302 - written by the host (bwrap_argv)
+    config = marshal.loads(bytes.fromhex(sys.argv[2]))  # noqa: S302 - written by the host (bwrap.native_command)
     set_non_dumpable()
-    # SIG_IGN survives execve: an ignored SIGCHLD inherited from the worker would reap children at once
+    # SIG_IGN survives execve: an ignored SIGCHLD would reap the call's child at once
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for name, value in config.get("rlimits", []):
-        resource.setrlimit(getattr(resource, name), (value, value))
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_HARD, CPU_HARD))
-    launcher = Launcher(fd, config)
-    if len(sys.argv) > 3:
-        exec(sys.argv[3], {"__name__": "egress_forwarder"})  # noqa: S102 - engine/net/forwarder.py: a relay thread
+    zygote = Zygote(fd, config)
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
-    os.dup2(null, 2)  # the host closes our stderr pipe once we are ready
+    os.dup2(null, 2)
     os.close(null)
-    launcher.serve()
+    zygote.serve()
 
 
 if __name__ == "__main__":

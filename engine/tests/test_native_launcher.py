@@ -1,6 +1,7 @@
-"""The native launcher (engine/sandbox/launcher.c): its build, its trust rules, its request parser
-and the data-tool zygote it keeps beside agent commands. The sandbox attacks of
-engine/tests/sandbox run against it too (every test there runs with both launchers)."""
+"""The native launcher (engine/sandbox/launcher.c), every sandbox's PID 1 and the only one: its
+build, its trust rules, its request parser, the egress relay it runs as a thread and the data-tool
+zygote (engine/sandbox/zygote.py) it keeps beside agent commands. The sandbox attacks of
+engine/tests/sandbox run against it too."""
 
 from __future__ import annotations
 
@@ -12,23 +13,23 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, native
 from engine.sandbox.bwrap import Launcher, encode_exec
+from engine.tests.sandbox.launcher_support import require_native_launcher, requires_cc
 from engine.tests.tools.support import requires_bwrap
 from engine.types import EngineError
 
-NATIVE = SandboxSettings(launcher="native")
-requires_cc = pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
+NATIVE = SandboxSettings()
 
 
 @pytest.fixture
 def sandbox(native_launcher_dir):
-    if not native_launcher_dir:
-        pytest.skip("no C compiler")
+    require_native_launcher(native_launcher_dir)
     sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
     yield sb
     sb.destroy()
@@ -49,7 +50,7 @@ def processes(sb) -> dict[int, str]:
 
 
 def zygote_pid(sb) -> int:
-    (pid,) = [pid for pid, args in processes(sb).items() if pid != 1 and "agentclash_launcher.py" in args]
+    (pid,) = [pid for pid, args in processes(sb).items() if pid != 1 and "agentclash_zygote.py" in args]
     return pid
 
 
@@ -96,34 +97,42 @@ def test_a_binary_is_used_only_when_it_and_its_directory_are_ours_and_not_writab
         assert native.launcher_binary(str(directory)) is None
 
 
-def test_without_a_directory_or_a_compiler_there_is_no_native_launcher(tmp_path, monkeypatch):
+def test_without_a_directory_or_a_compiler_there_is_no_native_launcher_and_the_reason_is_given(open_dir, monkeypatch, caplog):
+    fresh = os.path.join(open_dir, "fresh")
     monkeypatch.setattr(native, "DEFAULT_DIR", "")
     assert native.launcher_binary("") is None
+    with pytest.raises(native.LauncherUnavailable, match="SANDBOX_LAUNCHER_DIR"):
+        native.require_binary("")
+    with pytest.raises(native.LauncherUnavailable, match="not built"):
+        native.require_binary(fresh, build_missing=False)
     monkeypatch.setattr(native, "compiler", lambda: None)
     native._warn_once.cache_clear()
-    assert native.launcher_binary(str(tmp_path / "fresh")) is None
+    assert native.launcher_binary(fresh) is None
+    with pytest.raises(native.LauncherUnavailable, match="no C compiler"):
+        native.require_binary(fresh)
+    assert "no C compiler" in caplog.text and "sandboxes cannot start" in caplog.text
     with pytest.raises(RuntimeError, match="no C compiler"):
-        native.build(str(tmp_path / "fresh"))
+        native.build(fresh)
 
 
-def test_the_launcher_choice_follows_the_setting_and_egress(native_launcher_dir, tmp_path, monkeypatch):
-    def choose(settings: SandboxSettings, egress: str | None):
-        launcher = Launcher(SandboxConfig(), str(tmp_path), str(tmp_path), None, [], settings=settings)
+def test_pid_1_is_always_the_native_launcher_with_or_without_egress(native_launcher_dir, tmp_path, monkeypatch):
+    def choose(egress: str | None):
+        launcher = Launcher(SandboxConfig(), str(tmp_path), str(tmp_path), None, [], settings=SandboxSettings())
         launcher.egress_dir = egress
         try:
             return launcher._native_binary()
         finally:
             launcher.dispose()
 
+    for other in ("python", "auto", ""):  # the Python PID 1 was removed; there is no fallback to choose
+        with pytest.raises(ValueError, match="native"):
+            SandboxSettings(launcher=other)
     if native_launcher_dir:
-        assert choose(SandboxSettings(), None) == native.launcher_binary(native_launcher_dir)
-    assert choose(SandboxSettings(), "/egress") is None  # the egress relay is Python
-    assert choose(SandboxSettings(launcher="python"), None) is None
-    with pytest.raises(EngineError, match="egress"):
-        choose(NATIVE, "/egress")
+        assert choose(None) == choose("/egress") == native.launcher_binary(native_launcher_dir)
     monkeypatch.setattr(native, "DEFAULT_DIR", "")
-    with pytest.raises(EngineError, match="not built"):
-        choose(NATIVE, None)
+    for egress in (None, "/egress"):
+        with pytest.raises(EngineError, match="launcher is unavailable"):
+            choose(egress)
 
 
 def test_exec_requests_carry_counted_fields_and_refuse_what_execve_cannot_take():
@@ -337,12 +346,10 @@ def ids(pid: int) -> dict[str, list[str]]:
 
 @requires_bwrap
 @requires_root
-@pytest.mark.parametrize("kind", ["native", "python"])
-def test_sandboxes_drop_to_their_uid_through_the_shim_else_setpriv_else_popen(native_launcher_dir, kind, monkeypatch):
+def test_sandboxes_drop_to_their_uid_through_the_shim_else_setpriv_else_popen(native_launcher_dir, monkeypatch):
     from engine.sandbox import bwrap
 
-    if not native_launcher_dir:
-        pytest.skip("no C compiler")
+    require_native_launcher(native_launcher_dir)
     binary = native.launcher_binary(native_launcher_dir, build_missing=False)
     used: list[list[str]] = []
     real = bwrap.as_sandbox_uid
@@ -355,13 +362,13 @@ def test_sandboxes_drop_to_their_uid_through_the_shim_else_setpriv_else_popen(na
     monkeypatch.setattr(bwrap, "as_sandbox_uid", spy)
 
     def check(expected: str) -> None:
-        sb = create_sandbox(SandboxConfig(allow_shell=True), settings=SandboxSettings(launcher=kind))
+        sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
         try:
             result = sb.exec(["sh", "-c", "grep -E '^(Uid|Gid|Groups)' /proc/self/status"])
             assert result.exit_code == 0, result.stderr
             uid = str(sb._launcher.uid)
             assert result.stdout.split() == ["Uid:", *[uid] * 4, "Gid:", *[uid] * 4, "Groups:"]
-            assert (sb._launcher.native is not None) == (kind == "native")
+            assert sb._launcher.native == binary
             for pid in sandbox_processes(sb):  # bwrap and PID 1
                 assert ids(pid) == {"Uid": [uid] * 4, "Gid": [uid] * 4, "Groups": []}
                 for fd in os.listdir(f"/proc/{pid}/fd"):  # the shim's fd reached neither
@@ -385,16 +392,13 @@ def test_sandboxes_drop_to_their_uid_through_the_shim_else_setpriv_else_popen(na
     shutil.copy(binary, planted)
     os.chmod(planted, 0o777)  # anyone could have written its bytes: never run as root
     try:
-        monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: planted)
-        if kind == "python":  # (the native PID 1 would refuse it too: tested above)
-            check(bwrap.setpriv_path() or "popen")
+        assert bwrap.uid_shim_fd(NATIVE, planted) is None  # (as PID 1 it is refused too: tested below)
     finally:
         shutil.rmtree(os.path.dirname(planted), ignore_errors=True)
-    monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: None)
-    if kind == "python":
-        check(bwrap.setpriv_path() or "popen")
-        monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
-        check("popen")
+    monkeypatch.setattr(bwrap, "uid_shim_fd", lambda settings, binary=None: None)  # e.g. a noexec mount
+    check(bwrap.setpriv_path() or "popen")
+    monkeypatch.setattr(bwrap, "setpriv_path", lambda: None)
+    check("popen")
 
 
 @requires_cc
@@ -423,33 +427,25 @@ def test_the_fd_bwrap_binds_is_checked_not_the_path(open_dir):
 
 @requires_bwrap
 def test_a_binary_swapped_after_the_trust_check_never_becomes_pid_1(native_launcher_dir, open_dir, monkeypatch):
-    if not native_launcher_dir:
-        pytest.skip("no C compiler")
+    require_native_launcher(native_launcher_dir)
     planted = os.path.join(open_dir, native.binary_name())
     shutil.copy(native.launcher_binary(native_launcher_dir, build_missing=False), planted)
     os.chmod(planted, 0o777)  # anyone could have written its bytes
-    # what launcher_binary checked by path is not what the path names when bwrap binds it
-    monkeypatch.setattr(native, "launcher_binary", lambda directory, build_missing=True: planted)
+    # what require_binary checked by path is not what the path names when bwrap binds it
+    monkeypatch.setattr(native, "require_binary", lambda directory, build_missing=True: planted)
     sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
     try:
-        with pytest.raises(EngineError, match="no longer trusted"):
+        with pytest.raises(EngineError, match="no longer trusted"):  # no other PID 1 to fall back to
             sb.exec(["true"])
-    finally:
-        sb.destroy()
-    sb = create_sandbox(SandboxConfig(allow_shell=True))  # auto: the Python launcher instead
-    try:
-        assert sb.exec(["true"]).exit_code == 0
-        assert sb._launcher.native is None
+        assert sb._launcher.proc is None  # nothing was started
     finally:
         sb.destroy()
 
 
 @requires_bwrap
-@pytest.mark.parametrize("kind", ["native", "python"])
-def test_long_argument_lists_and_relative_path_entries_behave_alike_under_both_launchers(native_launcher_dir, kind):
-    if not native_launcher_dir:
-        pytest.skip("no C compiler")
-    sb = create_sandbox(SandboxConfig(allow_shell=True), settings=SandboxSettings(launcher=kind))
+def test_long_argument_lists_and_relative_path_entries_behave_as_execvp_would(native_launcher_dir):
+    require_native_launcher(native_launcher_dir)
+    sb = create_sandbox(SandboxConfig(allow_shell=True), settings=NATIVE)
     try:
         assert sb.exec(["sh", "-c", "echo $#", "sh", *["a"] * 5000]).stdout == "5000\n"  # more than 4,096 items
         sb.write_file("bin/hello", b"#!/bin/sh\necho top\n")
@@ -460,3 +456,127 @@ def test_long_argument_lists_and_relative_path_entries_behave_alike_under_both_l
         assert (result.exit_code, result.stdout) == (0, "sub\n")
     finally:
         sb.destroy()
+
+
+# ---------------------------------------------------------------------------------------- egress relay
+@pytest.fixture
+def egress_sandbox(native_launcher_dir):
+    """A sandbox whose pack has network: PID 1 runs the egress relay (127.0.0.1:3128 -> the host's
+    proxy); the test's loopback servers are reachable because both allowlists cover 127/8."""
+    require_native_launcher(native_launcher_dir)
+    cfg = SandboxConfig(allow_shell=True, allow_network=True, network_allowlist=("127.0.0.0/8",))
+    cfg.apply_operator_network("allowlist", ("127.0.0.0/8",))
+    sb = create_sandbox(cfg, settings=NATIVE)
+    yield sb
+    sb.destroy()
+
+
+@pytest.fixture
+def echo_port():
+    """A host TCP server that echoes everything, then half-closes when its client does."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def echo(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(1 << 16):
+                conn.sendall(data)
+            conn.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        server.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(30)
+            threading.Thread(target=echo, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+TUNNEL = (
+    "import hashlib, socket, sys, threading\n"
+    "size = int(sys.argv[2])\n"
+    "s = socket.create_connection(('127.0.0.1', 3128), timeout=30)\n"
+    "s.sendall(('CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n' % (sys.argv[1], sys.argv[1])).encode())\n"
+    "head = b''\n"
+    "while not head.endswith(b'\\r\\n\\r\\n'):\n"
+    "    head += s.recv(1)\n"
+    "print(head.split(b'\\r\\n')[0].decode())\n"
+    "data = bytes(range(256)) * (size // 256)\n"
+    "def send():\n"
+    "    s.sendall(data)\n"
+    "    s.shutdown(socket.SHUT_WR)\n"
+    "threading.Thread(target=send).start()\n"
+    "got = hashlib.sha256()\n"
+    "n = 0\n"
+    "while chunk := s.recv(1 << 16):\n"
+    "    got.update(chunk); n += len(chunk)\n"
+    "print(n, got.hexdigest() == hashlib.sha256(data).hexdigest())\n"
+)
+
+
+@requires_bwrap
+def test_an_egress_sandbox_runs_the_relay_as_a_thread_of_the_native_pid_1(egress_sandbox, echo_port):
+    result = egress_sandbox.exec(["python3", "-c", TUNNEL, f"127.0.0.1:{echo_port}", "4096"], timeout=60)
+    assert result.stdout.split("\n")[:2] == ["HTTP/1.1 200 Connection established", "4096 True"], result
+    rows = processes(egress_sandbox)
+    assert rows[1].startswith("/.agentclash/bin/launcher ") and "egress=3128,64,/run/agentclash-egress/proxy.sock" in rows[1]
+    assert [args for pid, args in rows.items() if pid != 1 and not args.startswith("ps ")] == []  # no Python relay process
+    threads = egress_sandbox.exec(["ls", "/proc/1/task"]).stdout.split()
+    assert len(threads) == 2  # PID 1 and its relay thread
+    # the relay's listener and connections are close-on-exec: a command inherits none of them
+    assert egress_sandbox.exec(["sh", "-c", "ls /proc/$$/fd"]).stdout.split() == ["0", "1", "2"]
+
+
+@requires_bwrap
+def test_the_relay_carries_a_large_tunnel_both_ways_and_half_closes(egress_sandbox, echo_port):
+    size = 8 * 1024 * 1024  # 128 times the relay's per-direction buffer: back pressure both ways
+    result = egress_sandbox.exec(["python3", "-c", TUNNEL, f"127.0.0.1:{echo_port}", str(size)], timeout=60)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["HTTP/1.1 200 Connection established", f"{size} True"], result.stdout
+
+
+@requires_bwrap
+def test_an_agent_cannot_kill_or_stop_the_relay(egress_sandbox, echo_port):
+    killed = egress_sandbox.exec(["sh", "-c", "kill -9 -1; kill -STOP 1; kill -9 1; echo done"])
+    assert "done" in killed.stdout
+    result = egress_sandbox.exec(["python3", "-c", TUNNEL, f"127.0.0.1:{echo_port}", "65536"], timeout=60)
+    assert result.stdout.split("\n")[:2] == ["HTTP/1.1 200 Connection established", "65536 True"], result
+
+
+@requires_bwrap
+@pytest.mark.parametrize("limit", [0, 65])
+def test_a_malformed_egress_argument_stops_the_launcher_before_it_serves(native_launcher_dir, monkeypatch, limit):
+    from engine.sandbox import bwrap
+
+    require_native_launcher(native_launcher_dir)
+    monkeypatch.setattr(bwrap, "MAX_FORWARDED_CONNECTIONS", limit)  # the relay serves 1 to 64 connections
+    cfg = SandboxConfig(allow_shell=True, allow_network=True, network_allowlist=("127.0.0.0/8",))
+    cfg.apply_operator_network("allowlist", ())
+    sb = create_sandbox(cfg, settings=NATIVE)
+    try:
+        with pytest.raises(EngineError, match="failed to start"):
+            sb.exec(["true"])
+    finally:
+        sb.destroy()
+
+
+# ---------------------------------------------------------------------------------------- the zygote
+@requires_bwrap
+def test_the_zygote_refuses_to_be_pid_1(tmp_path):
+    from engine.sandbox import bwrap, zygote
+
+    argv = [bwrap.bwrap_path() or "bwrap", "--unshare-pid", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--"]
+    proc = subprocess.run([*argv, "/usr/bin/python3", "-I", "-S", zygote.__file__, "3", "00"],
+                          capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    assert proc.returncode == 1 and "never PID 1" in proc.stderr, proc.stderr

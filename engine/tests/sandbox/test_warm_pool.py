@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, launcher, pool
+from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox, pool, zygote
 from engine.tests.tools.support import requires_bwrap
 
 WARM = SandboxSettings(warm_sandboxes=1)
@@ -189,7 +189,7 @@ def test_a_forked_child_never_uses_the_parents_spares(warm):
     assert spare.warm_ready()
 
 
-def test_settings_name_and_launcher_replies():
+def test_settings_name_and_zygote_replies():
     class Django:
         SANDBOX_WARM_POOL = 2
 
@@ -201,9 +201,9 @@ def test_settings_name_and_launcher_replies():
         {"exec_error": ['File"NotFound', 2]},
     )
     for reply in replies:
-        decoded = json.loads(launcher._reply_bytes(reply))
+        decoded = json.loads(zygote._reply_bytes(reply))
         assert decoded.keys() == reply.keys()
-    assert json.loads(launcher._reply_bytes({"exec_error": ['File"NotFound', 2]})) == {"exec_error": ["FileNotFound", 2]}
+    assert json.loads(zygote._reply_bytes({"exec_error": ['File"NotFound', 2]})) == {"exec_error": ["FileNotFound", 2]}
 
 
 @requires_bwrap

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
+from engine.scoring.documents import (
+    CaseCounts,
+    CaseScoreDocument,
+    LaneCaseRow,
+    LaneDimension,
+    LaneRanking,
+    LaneRefs,
+    LaneScorecardDocument,
+    RegressionCaseResult,
+    RunScorecardDocument,
+)
 from engine.scoring.evidence import canonical_json
+from engine.scoring.score import CaseScore
 from engine.scoring.security import security_rollup
+from engine.scoring.spec import EvaluationSpec
 
-JSON = Any
 LANE_SCHEMA = "lane-scorecard/1"
 
 
-def spec_fingerprint(evaluation_spec: dict[str, JSON]) -> str:
+def spec_fingerprint(evaluation_spec: EvaluationSpec) -> str:
     return hashlib.sha256(canonical_json(evaluation_spec).encode()).hexdigest()
 
 
@@ -27,15 +40,17 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _as_dict(score: JSON) -> dict[str, JSON]:
-    return score.as_dict() if hasattr(score, "as_dict") else dict(score)
+def _as_dict(score: CaseScore | CaseScoreDocument) -> CaseScoreDocument:
+    return score.as_dict() if isinstance(score, CaseScore) else score.copy()
 
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *, refs: dict[str, JSON] | None = None) -> dict[str, JSON]:
+def aggregate_lane(
+    evaluation_spec: EvaluationSpec, case_scores: Sequence[CaseScore | CaseScoreDocument], *, refs: LaneRefs | None = None
+) -> LaneScorecardDocument:
     """Roll case scores up into a lane scorecard.
 
     ``refs`` carries identities the engine cannot know (run_id, lane_id, pack_version_id,
@@ -43,7 +58,7 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
     """
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     cases = [_as_dict(s) for s in case_scores]
-    refs = dict(refs or {})
+    refs = refs.copy() if refs else {}
     refs.setdefault("evaluation_spec_fingerprint", spec_fingerprint(spec))
     refs.setdefault("evaluation_spec_name", spec.get("name"))
     refs.setdefault("evaluation_spec_version", spec.get("version_number"))
@@ -51,14 +66,14 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
     validity, validity_reason = _lane_validity(cases)
     passed_flags = [c.get("passed") for c in cases]
     costs = [c.get("cost_usd") for c in cases]
-    latencies = [float(c["latency_ms"]) for c in cases if c.get("latency_ms") is not None]
+    latencies = [float(latency) for c in cases if (latency := c.get("latency_ms")) is not None]
     return {
         "schema": LANE_SCHEMA,
         "refs": refs,
         "status": status,
         "failure_reason": failure_reason,
         "strategy": (spec.get("scorecard") or {}).get("strategy") or "weighted",
-        "overall_score": _mean([c["overall_score"] for c in cases if c.get("overall_score") is not None]),
+        "overall_score": _mean([score for c in cases if (score := c.get("overall_score")) is not None]),
         "passed": _lane_passed(passed_flags),
         "pass_rate": (sum(p is True for p in passed_flags) / len(cases)) if cases else None,
         "validity": validity,
@@ -69,7 +84,9 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
         "cost_complete": all(c is not None for c in costs),
         "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "mean": _mean(latencies)},
         "tokens": {
-            k: sum(int((c.get("usage") or {}).get(k) or 0) for c in cases) for k in ("input_tokens", "output_tokens", "total_tokens")
+            "input_tokens": _token_total(cases, "input_tokens"),
+            "output_tokens": _token_total(cases, "output_tokens"),
+            "total_tokens": _token_total(cases, "total_tokens"),
         },
         "cases": [_case_row(c) for c in cases],
         "regression_cases": _regression_cases(cases),
@@ -78,7 +95,11 @@ def aggregate_lane(evaluation_spec: dict[str, JSON], case_scores: list[JSON], *,
     }
 
 
-def _dimension_keys(cases: list[dict[str, JSON]]) -> list[str]:
+def _token_total(cases: list[CaseScoreDocument], key: Literal["input_tokens", "output_tokens", "total_tokens"]) -> int:
+    return sum(int(usage.get(key) or 0) for c in cases if (usage := c.get("usage")))
+
+
+def _dimension_keys(cases: list[CaseScoreDocument]) -> list[str]:
     """Every dimension key of every case, in first-seen order."""
     keys: list[str] = []
     for case in cases:
@@ -86,41 +107,41 @@ def _dimension_keys(cases: list[dict[str, JSON]]) -> list[str]:
     return keys
 
 
-def _dimension_rollup(key: str, cases: list[dict[str, JSON]]) -> dict[str, JSON]:
+def _dimension_rollup(key: str, cases: list[CaseScoreDocument]) -> LaneDimension:
     entries = [c.get("dimensions", {}).get(key) for c in cases]
-    scores = [e["score"] for e in entries if e and e.get("state") == "available" and e.get("score") is not None]
+    scores = [score for e in entries if e and e.get("state") == "available" and (score := e.get("score")) is not None]
     # Cases the dimension does not apply to are left out; it is not_applicable only if it applies to none.
     states = [s for s in (e.get("state") if e else "unavailable" for e in entries) if s != "not_applicable"]
     if entries and not states:
         state = "not_applicable"
     else:
         state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
-    first: dict[str, JSON] = next((e for e in entries if e), {})
+    first = next((e for e in entries if e), None)
     return {
         "mean": _mean(scores),
         "state": state,
         "available_count": len(scores),
         "case_count": len(cases),
         "better_direction": "higher",
-        "declared_direction": first.get("declared_direction"),
-        "source": first.get("source"),
+        "declared_direction": first.get("declared_direction") if first else None,
+        "source": first.get("source") if first else None,
         "reason": _rollup_reason(state, cases, key),
     }
 
 
-def _rollup_reason(state: str, cases: list[dict[str, JSON]], key: str) -> str:
+def _rollup_reason(state: str, cases: list[CaseScoreDocument], key: str) -> str:
     """Why a lane dimension is not available: the first case that lacks it, and its reason."""
     if state in ("available", "not_applicable"):
         return ""
     for case in cases:
         entry = (case.get("dimensions") or {}).get(key)
         if not entry or entry.get("state") not in ("available", "not_applicable"):
-            reason = (entry or {}).get("reason") or "not scored"
+            reason = (entry.get("reason") if entry else None) or "not scored"
             return f"case {case.get('case_key')!r}: {reason}"
     return ""
 
 
-def _lane_validity(cases: list[dict[str, JSON]]) -> tuple[str, str]:
+def _lane_validity(cases: list[CaseScoreDocument]) -> tuple[str, str]:
     """The worst case validity, naming the first case that has it."""
     if not cases:
         return "invalid", "no cases were scored"
@@ -131,7 +152,7 @@ def _lane_validity(cases: list[dict[str, JSON]]) -> tuple[str, str]:
     return "valid", ""
 
 
-def _lane_status(cases: list[dict[str, JSON]], refs: dict[str, JSON]) -> tuple[str, str | None]:
+def _lane_status(cases: list[CaseScoreDocument], refs: LaneRefs) -> tuple[str, str | None]:
     failed_runs = [c for c in cases if c.get("run_status") in ("failed", "cancelled")]
     status = refs.get("status") or ("failed" if cases and len(failed_runs) == len(cases) else "completed")
     failure_reason = refs.get("failure_reason") or next((c.get("stop_reason") for c in failed_runs), None)
@@ -147,7 +168,7 @@ def _lane_passed(passed_flags: list[bool | None]) -> bool | None:
     return None if any(p is None for p in passed_flags) else True
 
 
-def _case_counts(cases: list[dict[str, JSON]], passed_flags: list[bool | None]) -> dict[str, int]:
+def _case_counts(cases: list[CaseScoreDocument], passed_flags: list[bool | None]) -> CaseCounts:
     return {
         "total": len(cases),
         "passed": sum(p is True for p in passed_flags),
@@ -159,7 +180,7 @@ def _case_counts(cases: list[dict[str, JSON]], passed_flags: list[bool | None]) 
     }
 
 
-def _case_row(case: dict[str, JSON]) -> dict[str, JSON]:
+def _case_row(case: CaseScoreDocument) -> LaneCaseRow:
     return {
         "case_key": case.get("case_key"),
         "overall_score": case.get("overall_score"),
@@ -173,8 +194,8 @@ def _case_row(case: dict[str, JSON]) -> dict[str, JSON]:
     }
 
 
-def _regression_cases(cases: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
-    regression_cases = []
+def _regression_cases(cases: list[CaseScoreDocument]) -> list[RegressionCaseResult]:
+    regression_cases: list[RegressionCaseResult] = []
     for case in cases:
         for detail in case.get("validator_details", []):
             tag = detail.get("regression")
@@ -184,12 +205,18 @@ def _regression_cases(cases: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
     return regression_cases
 
 
-def _dimension_mean(card: dict[str, JSON], key: str) -> float:
-    value: float | None = ((card.get("dimensions") or {}).get(key) or {}).get("mean")
+def _mean_of(card: LaneScorecardDocument, key: str) -> float | None:
+    """The lane's mean of one dimension, None when it has none."""
+    dimension = (card.get("dimensions") or {}).get(key)
+    return dimension.get("mean") if dimension else None
+
+
+def _dimension_mean(card: LaneScorecardDocument, key: str) -> float:
+    value = _mean_of(card, key)
     return value if value is not None else -1.0
 
 
-def _rank_key(card: dict[str, JSON]) -> tuple[float, float, float, float]:
+def _rank_key(card: LaneScorecardDocument) -> tuple[float, float, float, float]:
     score = card.get("overall_score")
     pass_rate = card.get("pass_rate")
     return (
@@ -200,14 +227,14 @@ def _rank_key(card: dict[str, JSON]) -> tuple[float, float, float, float]:
     )
 
 
-def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
+def rank_lanes(lane_scorecards: Mapping[str, LaneScorecardDocument]) -> RunScorecardDocument:
     """Rank lanes by overall score; ties broken by correctness, then reliability, then pass rate.
 
     Lanes still equal on all four share a rank (dense "1224" competition ranking); if the top
     rank is shared, or no lane has an overall score, there is no winner. A single lane wins trivially.
     """
     ordered = sorted(lane_scorecards.items(), key=lambda item: (tuple(-v for v in _rank_key(item[1])), str(item[0])))
-    ranking: list[dict[str, JSON]] = []
+    ranking: list[LaneRanking] = []
     previous_key: tuple[float, float, float, float] | None = None
     rank = 0
     for position, (lane_id, card) in enumerate(ordered, 1):
@@ -220,7 +247,7 @@ def rank_lanes(lane_scorecards: dict[str, dict[str, JSON]]) -> dict[str, JSON]:
     return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason, "dimension_deltas_winner_vs_runner_up": deltas}
 
 
-def _ranking_row(lane_id: str, rank: int, card: dict[str, JSON]) -> dict[str, JSON]:
+def _ranking_row(lane_id: str, rank: int, card: LaneScorecardDocument) -> LaneRanking:
     return {
         "lane_id": lane_id,
         "rank": rank,
@@ -228,12 +255,12 @@ def _ranking_row(lane_id: str, rank: int, card: dict[str, JSON]) -> dict[str, JS
         "pass_rate": card.get("pass_rate"),
         "passed": card.get("passed"),
         "validity": card.get("validity"),
-        "correctness": ((card.get("dimensions") or {}).get("correctness") or {}).get("mean"),
-        "reliability": ((card.get("dimensions") or {}).get("reliability") or {}).get("mean"),
+        "correctness": _mean_of(card, "correctness"),
+        "reliability": _mean_of(card, "reliability"),
     }
 
 
-def _winner(ranking: list[dict[str, JSON]]) -> tuple[str | None, str]:
+def _winner(ranking: list[LaneRanking]) -> tuple[str | None, str]:
     """The winning lane (or None) and why."""
     if not ranking:
         return None, "no lanes"
@@ -247,11 +274,10 @@ def _winner(ranking: list[dict[str, JSON]]) -> tuple[str | None, str]:
     return top[0]["lane_id"], "highest overall score"
 
 
-def _winner_deltas(first: dict[str, JSON], second: dict[str, JSON]) -> dict[str, float | None]:
+def _winner_deltas(first: LaneScorecardDocument, second: LaneScorecardDocument) -> dict[str, float | None]:
     """Per dimension, the first lane's mean minus the second's (None when either has none)."""
     deltas: dict[str, float | None] = {}
     for key in sorted(set(first.get("dimensions", {})) | set(second.get("dimensions", {}))):
-        a = (first.get("dimensions", {}).get(key) or {}).get("mean")
-        b = (second.get("dimensions", {}).get(key) or {}).get("mean")
+        a, b = _mean_of(first, key), _mean_of(second, key)
         deltas[key] = None if a is None or b is None else a - b
     return deltas

@@ -9,12 +9,24 @@ copied; see docs/comparisons.md.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, TypeGuard
+from collections.abc import Mapping
+from typing import Literal, TypeGuard, cast
 
+from engine.scoring.documents import (
+    CaseDivergence,
+    ComparisonSummary,
+    DimensionDelta,
+    FailureDivergence,
+    LaneDimension,
+    LaneRefs,
+    LaneScorecardDocument,
+    MetricDelta,
+    SecurityComparison,
+    Sides,
+)
 from engine.scoring.evidence import canonical_json
 from engine.scoring.security import new_findings
 
-JSON = Any
 SCHEMA_VERSION = "2026-05-05"
 REASON_CODES = (
     "participant_count_mismatch",
@@ -32,22 +44,29 @@ REASON_CODES = (
     # agents did not face the same task (docs/runs.md, "Race context").
     "race_context_mismatch",
 )
-REF_CHECKS = (
+REF_CHECKS: tuple[tuple[Literal["pack_version_id", "input_set_id", "evaluation_spec_fingerprint"], str], ...] = (
     ("pack_version_id", "challenge_pack_version_mismatch"),
     ("input_set_id", "challenge_input_set_mismatch"),
     ("evaluation_spec_fingerprint", "evaluation_spec_mismatch"),
 )
 
 
-def fingerprint(baseline: JSON, candidate: JSON) -> str:
+# What build_comparison and not_comparable take: a lane scorecard, or whatever a caller has in its
+# place (None, a stand-in with only ``refs``); anything that is not a lane scorecard is not comparable.
+Card = Mapping[str, object] | None
+
+
+def fingerprint(baseline: Card, candidate: Card) -> str:
     return hashlib.sha256(canonical_json({"baseline": baseline, "candidate": candidate}).encode()).hexdigest()
 
 
-def _refs(card: JSON) -> dict[str, JSON]:
-    return dict(card.get("refs") or {}) if isinstance(card, dict) else {}
+def _refs(card: Card) -> LaneRefs:
+    refs = card.get("refs") if isinstance(card, dict) else None
+    # A lane scorecard's refs (aggregate_lane), or those of a caller's stand-in card.
+    return cast(LaneRefs, dict(refs)) if isinstance(refs, dict) and refs else {}
 
 
-def not_comparable(reason_code: str, reason: str, baseline: JSON = None, candidate: JSON = None) -> dict[str, JSON]:
+def not_comparable(reason_code: str, reason: str, baseline: Card = None, candidate: Card = None) -> ComparisonSummary:
     """A non-comparable summary; the Django side uses this for run/agent resolution failures."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -69,16 +88,16 @@ def not_comparable(reason_code: str, reason: str, baseline: JSON = None, candida
     }
 
 
-def _is_scorecard(card: JSON) -> TypeGuard[dict[str, JSON]]:
+def _is_scorecard(card: Card) -> TypeGuard[LaneScorecardDocument]:
     return isinstance(card, dict) and isinstance(card.get("dimensions"), dict) and "cases" in card
 
 
-def _coverage(card: dict[str, JSON]) -> set[str]:
+def _coverage(card: LaneScorecardDocument) -> set[str]:
     return {str(c.get("case_key")) for c in card.get("cases") or []}
 
 
-def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], missing: list[str]) -> dict[str, JSON]:
-    out = {}
+def _dimension_deltas(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument, missing: list[str]) -> dict[str, DimensionDelta]:
+    out: dict[str, DimensionDelta] = {}
     b_dims, c_dims = baseline.get("dimensions") or {}, candidate.get("dimensions") or {}
     for key in sorted(set(b_dims) | set(c_dims)):
         b, c = b_dims.get(key), c_dims.get(key)
@@ -96,16 +115,17 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
             state = "unavailable"
         else:
             state = "available"
-        # Both are numbers whenever state is "available" (checked above).
-        b_value: Any = (b or {}).get("mean")
-        c_value: Any = (c or {}).get("mean")
+        b_value = b.get("mean") if b else None
+        c_value = c.get("mean") if c else None
+        either = c or b
         out[key] = {
             "baseline_value": b_value,
             "candidate_value": c_value,
-            "delta": c_value - b_value if state == "available" else None,
+            # Both are numbers whenever state is "available" (checked above).
+            "delta": c_value - b_value if state == "available" and c_value is not None and b_value is not None else None,
             "better_direction": "higher",
-            "declared_direction": (c or b or {}).get("declared_direction"),
-            "source": (c or b or {}).get("source"),
+            "declared_direction": either.get("declared_direction") if either else None,
+            "source": either.get("source") if either else None,
             "state": state,
         }
         if state not in ("available", "not_applicable"):
@@ -114,7 +134,7 @@ def _dimension_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON], mis
     return out
 
 
-def _why_unavailable(baseline: dict[str, JSON] | None, candidate: dict[str, JSON] | None) -> str:
+def _why_unavailable(baseline: LaneDimension | None, candidate: LaneDimension | None) -> str:
     """Which side lacks the dimension and why (the lane rollup's reason), for gate messages."""
     parts = []
     for side, entry in (("candidate", candidate), ("baseline", baseline)):
@@ -125,32 +145,30 @@ def _why_unavailable(baseline: dict[str, JSON] | None, candidate: dict[str, JSON
     return "; ".join(parts)
 
 
-def _metric_deltas(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+def _metric_deltas(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument) -> dict[str, MetricDelta]:
     """Raw, un-normalised numbers for people to read; gates use dimension deltas only."""
 
-    def pick(card: dict[str, JSON]) -> dict[str, JSON]:
+    def pick(card: LaneScorecardDocument) -> dict[str, tuple[float | None, str]]:
+        latency, tokens = card.get("latency_ms"), card.get("tokens")
         return {
             "overall_score": (card.get("overall_score"), "higher"),
             "pass_rate": (card.get("pass_rate"), "higher"),
             "cost_usd": (card.get("cost_usd"), "lower"),
-            "latency_p50_ms": ((card.get("latency_ms") or {}).get("p50"), "lower"),
-            "latency_p95_ms": ((card.get("latency_ms") or {}).get("p95"), "lower"),
-            "total_tokens": ((card.get("tokens") or {}).get("total_tokens"), "lower"),
+            "latency_p50_ms": (latency.get("p50") if latency else None, "lower"),
+            "latency_p95_ms": (latency.get("p95") if latency else None, "lower"),
+            "total_tokens": (tokens.get("total_tokens") if tokens else None, "lower"),
         }
 
     b, c = pick(baseline), pick(candidate)
-    return {
-        key: {
-            "baseline": b[key][0],
-            "candidate": c[key][0],
-            "better_direction": b[key][1],
-            "delta": None if b[key][0] is None or c[key][0] is None else c[key][0] - b[key][0],
-        }
-        for key in b
-    }
+    out: dict[str, MetricDelta] = {}
+    for key, (b_value, direction) in b.items():
+        c_value = c[key][0]
+        delta = None if b_value is None or c_value is None else c_value - b_value
+        out[key] = {"baseline": b_value, "candidate": c_value, "better_direction": direction, "delta": delta}
+    return out
 
 
-def _case_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+def _case_divergence(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument) -> CaseDivergence:
     b_cases = {str(c.get("case_key")): c for c in baseline.get("cases") or []}
     c_cases = {str(c.get("case_key")): c for c in candidate.get("cases") or []}
     shared = sorted(set(b_cases) & set(c_cases))
@@ -167,7 +185,7 @@ def _case_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> d
     }
 
 
-def _failure_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> dict[str, JSON]:
+def _failure_divergence(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument) -> FailureDivergence:
     b_failed, c_failed = baseline.get("status") == "failed", candidate.get("status") == "failed"
     b_reason, c_reason = baseline.get("failure_reason"), candidate.get("failure_reason")
     b_replay = (baseline.get("replay_summary") or {}).get("terminal_status")
@@ -182,7 +200,7 @@ def _failure_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON]) -
     }
 
 
-def _replay_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON], missing: list[str]) -> JSON:
+def _replay_divergence(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument, missing: list[str]) -> dict[str, int] | None:
     b, c = baseline.get("replay_summary"), candidate.get("replay_summary")
     if b is None and c is None:
         return None  # lane scorecards carry no replay summaries by default; nothing to compare
@@ -193,19 +211,19 @@ def _replay_divergence(baseline: dict[str, JSON], candidate: dict[str, JSON], mi
     return {key: (c_counts.get(key) or 0) - (b_counts.get(key) or 0) for key in sorted(set(b_counts) | set(c_counts))}
 
 
-def _security(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> JSON:
+def _security(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument) -> SecurityComparison | None:
     """Security packs: each side's finding counts and the candidate's findings the baseline lacks."""
     b, c = baseline.get("security"), candidate.get("security")
     if not isinstance(b, dict) and not isinstance(c, dict):
         return None
     return {
-        "baseline": {"counts": (b or {}).get("counts"), "blocked_cases": (b or {}).get("blocked_cases")},
-        "candidate": {"counts": (c or {}).get("counts"), "blocked_cases": (c or {}).get("blocked_cases")},
+        "baseline": {"counts": b.get("counts") if b else None, "blocked_cases": b.get("blocked_cases") if b else None},
+        "candidate": {"counts": c.get("counts") if c else None, "blocked_cases": c.get("blocked_cases") if c else None},
         "new_findings": new_findings(b, c),
     }
 
 
-def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON] | None) -> dict[str, JSON]:
+def build_comparison(baseline: Card, candidate: Card) -> ComparisonSummary:
     """Compare two lane scorecards from ``aggregate_lane`` (optionally with extra ``refs``)."""
     if not _is_scorecard(baseline) or not _is_scorecard(candidate):
         side = "baseline" if not _is_scorecard(baseline) else "candidate"
@@ -223,7 +241,7 @@ def build_comparison(baseline: dict[str, JSON] | None, candidate: dict[str, JSON
     missing: list[str] = []
     warnings: list[str] = []
     deltas = _dimension_deltas(baseline, candidate, missing)
-    scorecard_pass = {"baseline": baseline.get("passed"), "candidate": candidate.get("passed")}
+    scorecard_pass: Sides[bool | None] = {"baseline": baseline.get("passed"), "candidate": candidate.get("passed")}
     for side, value in scorecard_pass.items():
         if value is None:
             missing.append(f"scorecard_pass.{side}")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from engine.scoring import signals
+from engine.scoring.documents import BehavioralSignalResult, CaseDimension, JudgeResult
 from engine.scoring.metrics import MetricContext, MetricResult, MetricUnavailable
-from engine.scoring.validators.base import record_dict
+from engine.scoring.spec import DimensionDeclaration, EvaluationSpec, Normalization
 
-JSON = Any
 LEGACY = {
     "correctness": ("validators", "higher"),
     "reliability": ("reliability", "higher"),
@@ -29,7 +28,7 @@ class DimensionSpec:
     validators: list[str] = dataclasses.field(default_factory=list)
     metric: str | None = None
     better_direction: str = "higher"
-    normalization: dict[str, JSON] | None = None
+    normalization: Normalization | None = None
     weight: float = 1.0
     judge_key: str | None = None
     gate: bool = False
@@ -50,21 +49,33 @@ class DimensionScore:
     better_direction: str = "higher"  # after normalisation every score is higher-is-better
     raw_value: float | None = None
 
-    def as_dict(self) -> dict[str, JSON]:
-        return record_dict(self)
+    def as_dict(self) -> CaseDimension:
+        return {
+            "key": self.key,
+            "source": self.source,
+            "state": self.state,
+            "score": self.score,
+            "reason": self.reason,
+            "weight": self.weight,
+            "gate": self.gate,
+            "pass_threshold": self.pass_threshold,
+            "declared_direction": self.declared_direction,
+            "better_direction": self.better_direction,
+            "raw_value": self.raw_value,
+        }
 
 
-def _number(value: JSON) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def expand(evaluation_spec: dict[str, JSON]) -> list[DimensionSpec]:
+def expand(evaluation_spec: EvaluationSpec) -> list[DimensionSpec]:
     scorecard = evaluation_spec.get("scorecard") or {}
     legacy_norm = scorecard.get("normalization") or {}
     limits = evaluation_spec.get("runtime_limits") or {}
     out: list[DimensionSpec] = []
     for raw in scorecard.get("dimensions") or []:
-        decl: dict[str, JSON] = {"key": raw} if isinstance(raw, str) else (raw if isinstance(raw, dict) else {})
+        decl: DimensionDeclaration = {"key": raw} if isinstance(raw, str) else (raw if isinstance(raw, dict) else {})
         key = str(decl.get("key") or "")
         source = decl.get("source") or LEGACY.get(key, ("", ""))[0]
         direction = decl.get("better_direction") or (
@@ -72,11 +83,11 @@ def expand(evaluation_spec: dict[str, JSON]) -> list[DimensionSpec]:
         )
         normalization = decl.get("normalization")
         if normalization is None and source == "latency":
-            legacy = legacy_norm.get("latency") or {}
-            normalization = {"target": legacy.get("target_ms"), "max": legacy.get("max_ms", limits.get("max_duration_ms"))}
+            latency = legacy_norm.get("latency") or {}
+            normalization = {"target": latency.get("target_ms"), "max": latency.get("max_ms", limits.get("max_duration_ms"))}
         if normalization is None and source == "cost":
-            legacy = legacy_norm.get("cost") or {}
-            normalization = {"target": legacy.get("target_usd"), "max": legacy.get("max_usd", limits.get("max_cost_usd"))}
+            cost = legacy_norm.get("cost") or {}
+            normalization = {"target": cost.get("target_usd"), "max": cost.get("max_usd", limits.get("max_cost_usd"))}
         weight = _number(decl.get("weight"))
         out.append(
             DimensionSpec(
@@ -103,7 +114,7 @@ class NotApplicable(Exception):
     """The dimension does not apply to this case (a judge of a mismatch that never happened)."""
 
 
-def normalise(value: float, direction: str, normalization: dict[str, JSON] | None) -> float:
+def normalise(value: float, direction: str, normalization: Normalization | None) -> float:
     target = _number((normalization or {}).get("target"))
     limit = _number((normalization or {}).get("max"))
     if target is None or limit is None:
@@ -127,21 +138,23 @@ def normalise(value: float, direction: str, normalization: dict[str, JSON] | Non
 class DimensionInputs:
     ctx: MetricContext
     metrics: list[MetricResult]
-    judge_results: dict[str, dict[str, JSON]]
+    judge_results: dict[str, JudgeResult]
     human_preferences: dict[str, float]
 
 
-def behavioral_score(evaluation_spec: dict[str, JSON], inputs: DimensionInputs) -> tuple[float, list[dict[str, JSON]]]:
+def behavioral_score(evaluation_spec: EvaluationSpec, inputs: DimensionInputs) -> tuple[float, list[BehavioralSignalResult]]:
     block = evaluation_spec.get("behavioral") or {}
     declared = block.get("signals") if isinstance(block, dict) else None
     if not declared:
         raise DimensionError("evaluation_spec.behavioral.signals is required for a behavioral dimension")
-    details, total, weights, vetoed = [], 0.0, 0.0, False
+    details: list[BehavioralSignalResult] = []
+    total, weights, vetoed = 0.0, 0.0, False
     for signal in declared:
         key = signal.get("key")
-        if key not in signals.SIGNALS:
+        fn = signals.SIGNALS.get(key) if isinstance(key, str) else None
+        if key is None or fn is None:
             raise DimensionError(f"behavioral signal {key!r} is not supported")
-        score = signals.SIGNALS[key](inputs.ctx.extracted)
+        score = fn(inputs.ctx.extracted)
         weight = _number(signal.get("weight")) or 1.0
         threshold = _number(signal.get("pass_threshold"))
         passed = None if not signal.get("gate") else score >= (threshold or 0.0)
@@ -176,12 +189,12 @@ def _validators_score(dim: DimensionSpec, inputs: DimensionInputs) -> tuple[floa
 _Scored = tuple[float, str, float | None]
 
 
-def _score_validators(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_validators(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     score, reason = _validators_score(dim, inputs)
     return score, reason, None
 
 
-def _score_reliability(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_reliability(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     # Computed from evidence even when the two metrics are not declared (see docs/scoring.md).
     extracted = inputs.ctx.extracted
     if bool(extracted.completed) and extracted.failure_count == 0:
@@ -189,13 +202,13 @@ def _score_reliability(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inp
     return 0.0, f"completed={str(bool(extracted.completed)).lower()}, failures={extracted.failure_count}", None
 
 
-def _score_latency_or_cost(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_latency_or_cost(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     raw = inputs.ctx.latency_ms() if dim.source == "latency" else inputs.ctx.cost_usd()
     score = normalise(raw, dim.better_direction, dim.normalization)
     return score, f"{dim.source} {raw:g}{' ms' if dim.source == 'latency' else ' USD'}", raw
 
 
-def _score_metric(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_metric(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     metric = next((m for m in inputs.metrics if m.key == dim.metric), None)
     if metric is None:
         raise DimensionError(f"unknown metric {dim.metric!r}")
@@ -207,29 +220,30 @@ def _score_metric(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: 
     return normalise(raw, dim.better_direction, dim.normalization), f"{metric.key} = {raw:g}", raw
 
 
-def _score_behavioral(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_behavioral(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     score, details = behavioral_score(evaluation_spec, inputs)
     return score, ", ".join(f"{d['key']}={d['score']:.2f}" for d in details), None
 
 
-def _score_llm_judge(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_llm_judge(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     judge = inputs.judge_results.get(dim.judge_key or "")
     if judge is None:
         raise MetricUnavailable(f"judge {dim.judge_key!r} has no result")
     if judge.get("state") == "not_applicable":
         raise NotApplicable(f"judge {dim.judge_key!r} {judge.get('reason', 'does not apply')}")
-    if judge.get("normalized_score") is None:
+    score = judge.get("normalized_score")
+    if score is None:
         raise MetricUnavailable(f"judge {dim.judge_key!r} has no score: {judge.get('reason', '')}")
-    return float(judge["normalized_score"]), f"judge {dim.judge_key} ({judge.get('confidence')})", None
+    return float(score), f"judge {dim.judge_key} ({judge.get('confidence')})", None
 
 
-def _score_human_preference(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
+def _score_human_preference(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> _Scored:
     if dim.key not in inputs.human_preferences:
         raise MetricUnavailable("no human preference recorded")
     return float(inputs.human_preferences[dim.key]), "human preference", None
 
 
-_SOURCES: dict[str, Callable[[dict[str, JSON], DimensionSpec, DimensionInputs], _Scored]] = {
+_SOURCES: dict[str, Callable[[EvaluationSpec, DimensionSpec, DimensionInputs], _Scored]] = {
     "validators": _score_validators,
     "reliability": _score_reliability,
     "latency": _score_latency_or_cost,
@@ -241,7 +255,7 @@ _SOURCES: dict[str, Callable[[dict[str, JSON], DimensionSpec, DimensionInputs], 
 }
 
 
-def score_dimension(evaluation_spec: dict[str, JSON], dim: DimensionSpec, inputs: DimensionInputs) -> DimensionScore:
+def score_dimension(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs: DimensionInputs) -> DimensionScore:
     result = DimensionScore(
         key=dim.key,
         source=dim.source,

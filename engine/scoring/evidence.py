@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,8 +37,7 @@ from engine.events import (
     TURN_USER_MESSAGE,
     TURN_USER_SIMULATED,
 )
-
-JSON = Any
+from engine.types import JSON
 
 
 @dataclasses.dataclass
@@ -62,9 +61,11 @@ class CaseEvidence:
     evidence_tier: str = "native"  # engine/scoring/tiers.py: native | structured_trace | black_box
 
     @classmethod
-    def from_dict(cls, data: dict[str, JSON]) -> CaseEvidence:
+    def from_dict(cls, data: Mapping[str, object]) -> CaseEvidence:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        # As given: scoring reads every field defensively (docs/scoring.md, CaseEvidence).
+        fields: dict[str, Any] = {k: v for k, v in data.items() if k in names}
+        return cls(**fields)
 
 
 @dataclasses.dataclass
@@ -120,7 +121,7 @@ class Extracted:
     captured_files: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
     directory_listings: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
     code_executions: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
-    verification_event_ids: dict[str, str] = dataclasses.field(default_factory=dict)
+    verification_event_ids: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
     @property
     def latency_ms(self) -> float | None:
@@ -158,6 +159,11 @@ def ordered_events(events: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
     return [e for _, e in sorted(enumerate(e for e in events if isinstance(e, dict)), key=sort_key)]
 
 
+def optional_text(value: JSON) -> str | None:
+    """An identifier or label as text: strings and None as they are, anything else stringified."""
+    return value if value is None or isinstance(value, str) else str(value)
+
+
 def loose_string(value: JSON) -> str | None:
     if isinstance(value, str):
         return value
@@ -171,7 +177,7 @@ def loose_string(value: JSON) -> str | None:
     return None
 
 
-def canonical_json(value: JSON) -> str:
+def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -213,7 +219,7 @@ def extract(evidence: CaseEvidence) -> Extracted:
             etype=str(raw.get("event_type") or ""),
             payload=_as_dict(raw.get("payload")),
             at=parse_time(raw.get("occurred_at")),
-            event_id=raw.get("event_id"),
+            event_id=optional_text(raw.get("event_id")),
         )
         handler = _HANDLERS.get(event.etype)
         if handler is not None:
@@ -227,7 +233,7 @@ class _Event:
     etype: str
     payload: dict[str, JSON]
     at: datetime | None
-    event_id: JSON
+    event_id: str | None
 
 
 @dataclasses.dataclass(slots=True)
@@ -277,8 +283,9 @@ def _run_completed(scan: _Scan, event: _Event) -> None:
     out, payload = scan.out, event.payload
     out.terminal_at = event.at
     out.completed = True
-    if isinstance(payload.get("final_output"), str):
-        out.final_output = payload["final_output"]
+    final_output = payload.get("final_output")
+    if isinstance(final_output, str):
+        out.final_output = final_output
         out.final_output_event_id = out.final_output_event_id or event.event_id
     out.input_tokens = _int(payload.get("input_tokens")) or out.input_tokens
     out.output_tokens = _int(payload.get("output_tokens")) or out.output_tokens
@@ -307,7 +314,7 @@ def _tool_call(scan: _Scan, event: _Event) -> None:
             arguments=arguments,
             arguments_key=canonical_json(arguments),
             failed=failed,
-            failure_origin=payload.get("failure_origin"),
+            failure_origin=optional_text(payload.get("failure_origin")),
             error=_tool_error(result.get("content")),
             event_id=event.event_id,
         )
@@ -352,21 +359,21 @@ def _race_standings(scan: _Scan, event: _Event) -> None:
 
 def _file_captured(scan: _Scan, event: _Event) -> None:
     key = event.payload.get("key")
-    if key:
+    if isinstance(key, str) and key:
         scan.out.captured_files.setdefault(key, event.payload)
         scan.out.verification_event_ids.setdefault("file:" + key, event.event_id)
 
 
 def _directory_listed(scan: _Scan, event: _Event) -> None:
     key = event.payload.get("key")
-    if key:
+    if isinstance(key, str) and key:
         scan.out.directory_listings.setdefault(key, event.payload)
         scan.out.verification_event_ids.setdefault("file:" + key, event.event_id)
 
 
 def _code_executed(scan: _Scan, event: _Event) -> None:
     key = event.payload.get("validator_key")
-    if key:
+    if isinstance(key, str) and key:
         scan.out.code_executions.setdefault(key, event.payload)
         scan.out.verification_event_ids.setdefault("code:" + key, event.event_id)
 
@@ -378,8 +385,8 @@ def _turn(scan: _Scan, event: _Event) -> None:
         Turn(
             role="assistant" if event.etype == TURN_ASSISTANT_MESSAGE else "user",
             content=loose_string(payload) or loose_string(payload.get("message")) or "",
-            actor=payload.get("actor"),
-            phase=payload.get("phase_id") or payload.get("phase"),
+            actor=optional_text(payload.get("actor")),
+            phase=optional_text(payload.get("phase_id") or payload.get("phase")),
             mismatch=bool(payload.get("mismatch")),
             event_id=event.event_id,
             turn_index=index if isinstance(index, int) and not isinstance(index, bool) else None,

@@ -11,18 +11,37 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Literal, TypedDict, TypeGuard, cast
 
 import yaml
 
+from engine.scoring.documents import (
+    ComparisonSummary,
+    DimensionDelta,
+    DimensionThresholds,
+    GateDimensionResult,
+    GatePolicy,
+    GateResultDocument,
+    RegressionCaseResult,
+    RegressionGateRules,
+    Thresholds,
+    TriggeredCondition,
+)
 from engine.scoring.evidence import canonical_json
 from engine.scoring.pricing import WHAT_TO_DO
 from engine.scoring.security import describe
+from engine.types import JSON
 
-JSON = Any
 VERDICTS = ("pass", "warn", "fail", "insufficient_evidence")
-BOOLEAN_FIELDS = (
+_Flag = Literal[
+    "require_comparable",
+    "require_evidence_quality",
+    "fail_on_candidate_failure",
+    "fail_on_both_failed_differently",
+    "require_scorecard_pass",
+]
+BOOLEAN_FIELDS: tuple[_Flag, ...] = (
     "require_comparable",
     "require_evidence_quality",
     "fail_on_candidate_failure",
@@ -51,7 +70,7 @@ REGRESSION_FIELDS = {
     "max_warning_regression_failures",
     "suite_ids",
 }
-DEFAULT_POLICY: dict[str, JSON] = {
+DEFAULT_POLICY: GatePolicy = {
     "policy_key": "default",
     "policy_version": 2,
     "require_comparable": True,
@@ -78,7 +97,7 @@ ADVICE = {
 }
 
 
-def _number(value: JSON, field: str) -> float:
+def _number(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{field} must be a number")
     if value < 0:
@@ -86,7 +105,7 @@ def _number(value: JSON, field: str) -> float:
     return float(value)
 
 
-def _thresholds(thresholds: JSON, field: str) -> dict[str, float]:
+def _thresholds(thresholds: object, field: str) -> Thresholds:
     if not isinstance(thresholds, dict):
         raise ValueError(f"{field} must be a mapping with warn_delta and/or fail_delta")
     extra = sorted(set(thresholds) - {"warn_delta", "fail_delta"})
@@ -94,88 +113,89 @@ def _thresholds(thresholds: JSON, field: str) -> dict[str, float]:
         raise ValueError(f"{field}.{extra[0]}: unknown threshold field")
     if "warn_delta" not in thresholds and "fail_delta" not in thresholds:
         raise ValueError(f"{field} must set warn_delta or fail_delta")
-    entry = {
-        name: _number(thresholds[name], f"{field}.{name}") for name in ("warn_delta", "fail_delta") if thresholds.get(name) is not None
-    }
+    entry: Thresholds = {}
+    warn, fail = thresholds.get("warn_delta"), thresholds.get("fail_delta")
+    if warn is not None:
+        entry["warn_delta"] = _number(warn, f"{field}.warn_delta")
+    if fail is not None:
+        entry["fail_delta"] = _number(fail, f"{field}.fail_delta")
     if "warn_delta" in entry and "fail_delta" in entry and entry["warn_delta"] > entry["fail_delta"]:
         raise ValueError(f"{field}.warn_delta must be less than or equal to fail_delta")
     return entry
 
 
-def _non_negative_int(value: JSON) -> bool:
+def _non_negative_int(value: object) -> TypeGuard[int]:
     return not isinstance(value, bool) and isinstance(value, int) and value >= 0
 
 
-def _policy_identity(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_identity(policy: Mapping[str, object]) -> tuple[str, int]:
     key = policy.get("policy_key", "custom")
     if not isinstance(key, str) or not key.strip():
         raise ValueError("policy_key must be a non-empty string")
     version = policy.get("policy_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version <= 0:
         raise ValueError("policy_version must be an integer greater than 0")
-    out["policy_key"], out["policy_version"] = key.strip().lower(), version
+    return key.strip().lower(), version
 
 
-def _policy_booleans(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
-    for field in BOOLEAN_FIELDS:
-        value = policy.get(field, False)
-        if not isinstance(value, bool):
-            raise ValueError(f"{field} must be true or false")
-        if value or field != "require_scorecard_pass":  # omitted when false keeps fingerprints stable
-            out[field] = value
+def _policy_flag(policy: Mapping[str, object], field: _Flag) -> bool:
+    value = policy.get(field, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{field} must be true or false")
+    return value
 
 
-def _policy_dimensions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_dimensions(policy: Mapping[str, object]) -> dict[str, Thresholds]:
     dimensions = policy.get("dimensions") or {}
     if not isinstance(dimensions, dict):
         raise ValueError("dimensions must be a mapping of dimension key to thresholds")
-    out["dimensions"] = {str(k).strip().lower(): _thresholds(v, f"dimensions.{k}") for k, v in dimensions.items()}
+    return {str(k).strip().lower(): _thresholds(v, f"dimensions.{k}") for k, v in dimensions.items()}
 
 
-def _policy_dimension_defaults(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_dimension_defaults(policy: Mapping[str, object]) -> dict[str, Thresholds] | None:
     defaults = policy.get("dimension_defaults")
     if defaults is None:
-        return
+        return None
     if not isinstance(defaults, dict):
         raise ValueError("dimension_defaults must be a mapping of dimension source (or *) to thresholds")
     unknown_sources = sorted(str(k) for k in defaults if k not in (*DIMENSION_SOURCES, "*"))
     if unknown_sources:
         raise ValueError(f"dimension_defaults.{unknown_sources[0]}: not a dimension source ({', '.join(DIMENSION_SOURCES)}) or *")
-    out["dimension_defaults"] = {str(k): _thresholds(v, f"dimension_defaults.{k}") for k, v in defaults.items()}
+    return {str(k): _thresholds(v, f"dimension_defaults.{k}") for k, v in defaults.items()}
 
 
-def _policy_max_case_regressions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_max_case_regressions(policy: Mapping[str, object]) -> int | None:
     limit = policy.get("max_case_regressions")
     if limit is None:
-        return
+        return None
     if not _non_negative_int(limit):
         raise ValueError("max_case_regressions must be an integer >= 0")
-    out["max_case_regressions"] = limit
+    return limit
 
 
-def _policy_required_dimensions(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_required_dimensions(policy: Mapping[str, object], dimensions: dict[str, Thresholds]) -> str | list[str]:
     required = policy.get("required_dimensions")
     if required is None:
-        required = DECLARED if policy.get("dimension_defaults") is not None else sorted(out["dimensions"])
+        required = DECLARED if policy.get("dimension_defaults") is not None else sorted(dimensions)
     if isinstance(required, str) and required.strip().lower() == DECLARED:
-        out["required_dimensions"] = DECLARED
-    elif isinstance(required, list) and all(isinstance(r, str) and r.strip() for r in required):
-        out["required_dimensions"] = [r.strip().lower() for r in required]
-    else:
-        raise ValueError(f"required_dimensions must be a list of dimension keys or {DECLARED!r}")
+        return DECLARED
+    if isinstance(required, list) and all(isinstance(r, str) and r.strip() for r in required):
+        return [r.strip().lower() for r in required]
+    raise ValueError(f"required_dimensions must be a list of dimension keys or {DECLARED!r}")
 
 
-def _policy_regression_rules(policy: dict[str, JSON], out: dict[str, JSON]) -> None:
+def _policy_regression_rules(policy: Mapping[str, object]) -> RegressionGateRules | None:
     rules = policy.get("regression_gate_rules")
     if rules is None:
-        return
+        return None
     if not isinstance(rules, dict):
         raise ValueError("regression_gate_rules must be a mapping")
     extra = sorted(set(rules) - REGRESSION_FIELDS)
     if extra:
         raise ValueError(f"regression_gate_rules.{extra[0]}: unknown rule")
-    for flag in ("no_blocking_regression_failure", "no_new_blocking_failure_vs_baseline"):
-        if not isinstance(rules.get(flag, False), bool):
+    blocking, new_blocking = rules.get("no_blocking_regression_failure", False), rules.get("no_new_blocking_failure_vs_baseline", False)
+    for flag, value in (("no_blocking_regression_failure", blocking), ("no_new_blocking_failure_vs_baseline", new_blocking)):
+        if not isinstance(value, bool):
             raise ValueError(f"regression_gate_rules.{flag} must be true or false")
     limit = rules.get("max_warning_regression_failures")
     if limit is not None and not _non_negative_int(limit):
@@ -183,22 +203,20 @@ def _policy_regression_rules(policy: dict[str, JSON], out: dict[str, JSON]) -> N
     suites = rules.get("suite_ids")
     if suites is not None and not isinstance(suites, list):
         raise ValueError("regression_gate_rules.suite_ids must be a list")
-    out["regression_gate_rules"] = dict(rules)
+    # The rules as given: only the keys the policy sets.
+    out: RegressionGateRules = {}
+    if "no_blocking_regression_failure" in rules:
+        out["no_blocking_regression_failure"] = bool(blocking)
+    if "no_new_blocking_failure_vs_baseline" in rules:
+        out["no_new_blocking_failure_vs_baseline"] = bool(new_blocking)
+    if "max_warning_regression_failures" in rules:
+        out["max_warning_regression_failures"] = limit
+    if "suite_ids" in rules:
+        out["suite_ids"] = suites
+    return out
 
 
-# One function per policy rule group, applied in order (later groups read earlier output).
-_POLICY_RULES: tuple[Callable[[dict[str, JSON], dict[str, JSON]], None], ...] = (
-    _policy_identity,
-    _policy_booleans,
-    _policy_dimensions,
-    _policy_dimension_defaults,
-    _policy_max_case_regressions,
-    _policy_required_dimensions,
-    _policy_regression_rules,
-)
-
-
-def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
+def normalize_policy(policy: Mapping[str, object] | None) -> GatePolicy:
     """Validate a policy and fill defaults. ``None`` or ``{}`` becomes DEFAULT_POLICY."""
     if not policy:
         return copy.deepcopy(DEFAULT_POLICY)
@@ -207,13 +225,36 @@ def normalize_policy(policy: dict[str, JSON] | None) -> dict[str, JSON]:
     unknown = sorted(set(policy) - POLICY_FIELDS)
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown policy field")
-    out: dict[str, JSON] = {}
-    for rule in _POLICY_RULES:
-        rule(policy, out)
+    # Each rule group in turn (a policy with several mistakes is refused for the first).
+    key, version = _policy_identity(policy)
+    flags = {field: _policy_flag(policy, field) for field in BOOLEAN_FIELDS}
+    dimensions = _policy_dimensions(policy)
+    defaults = _policy_dimension_defaults(policy)
+    limit = _policy_max_case_regressions(policy)
+    required = _policy_required_dimensions(policy, dimensions)
+    rules = _policy_regression_rules(policy)
+    out: GatePolicy = {
+        "policy_key": key,
+        "policy_version": version,
+        "require_comparable": flags["require_comparable"],
+        "require_evidence_quality": flags["require_evidence_quality"],
+        "fail_on_candidate_failure": flags["fail_on_candidate_failure"],
+        "fail_on_both_failed_differently": flags["fail_on_both_failed_differently"],
+        "dimensions": dimensions,
+        "required_dimensions": required,
+    }
+    if flags["require_scorecard_pass"]:  # omitted when false keeps fingerprints stable
+        out["require_scorecard_pass"] = True
+    if defaults is not None:
+        out["dimension_defaults"] = defaults
+    if limit is not None:
+        out["max_case_regressions"] = limit
+    if rules is not None:
+        out["regression_gate_rules"] = rules
     return out
 
 
-def parse_policy(text: str) -> dict[str, JSON]:
+def parse_policy(text: str) -> GatePolicy:
     """Parse a policy from JSON or YAML text and validate it (ValueError names the field)."""
     try:
         data = json.loads(text)
@@ -229,7 +270,7 @@ def parse_policy(text: str) -> dict[str, JSON]:
     return normalize_policy(data)
 
 
-def policy_fingerprint(policy: dict[str, JSON]) -> str:
+def policy_fingerprint(policy: GatePolicy) -> str:
     return hashlib.sha256(canonical_json(policy).encode()).hexdigest()
 
 
@@ -237,11 +278,11 @@ def _result(
     verdict: str,
     reason_code: str,
     summary: str,
-    policy: dict[str, JSON],
-    comparison: dict[str, JSON],
-    dimension_results: dict[str, JSON],
-    triggered: list[dict[str, JSON]],
-) -> dict[str, JSON]:
+    policy: GatePolicy,
+    comparison: ComparisonSummary,
+    dimension_results: dict[str, GateDimensionResult],
+    triggered: list[TriggeredCondition],
+) -> GateResultDocument:
     return {
         "verdict": verdict,
         "reason_code": reason_code,
@@ -255,10 +296,15 @@ def _result(
     }
 
 
-def _regression_cases(entries: JSON, suites: list[str] | None) -> dict[str, dict[str, JSON]] | None:
+class _RegressionCase(TypedDict):
+    severity: str
+    failed: bool
+
+
+def _regression_cases(entries: list[RegressionCaseResult] | None, suites: list[JSON] | None) -> dict[str, _RegressionCase] | None:
     if not entries:
         return None
-    cases: dict[str, dict[str, JSON]] = {}
+    cases: dict[str, _RegressionCase] = {}
     for entry in entries:
         if suites and str(entry.get("suite_id")) not in {str(s) for s in suites}:
             continue
@@ -267,10 +313,10 @@ def _regression_cases(entries: JSON, suites: list[str] | None) -> dict[str, dict
     return cases
 
 
-def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> tuple[str, str, list[dict[str, JSON]], list[str]]:
-    regression = comparison.get("regression") or {}
+def _regression_verdict(comparison: ComparisonSummary, rules: RegressionGateRules) -> tuple[str, str, list[TriggeredCondition], list[str]]:
+    regression = comparison.get("regression")
     suites = rules.get("suite_ids") or None
-    candidate = _regression_cases(regression.get("candidate"), suites)
+    candidate = _regression_cases(regression.get("candidate") if regression else None, suites)
     if candidate is None:
         return (
             "insufficient_evidence",
@@ -278,13 +324,15 @@ def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> 
             [{"condition": "regression_evidence_missing", "outcome": "insufficient_evidence"}],
             [],
         )
-    triggered, warnings, verdict, reason = [], [], "pass", ""
+    triggered: list[TriggeredCondition] = []
+    warnings: list[str] = []
+    verdict, reason = "pass", ""
     blocking_failed = sorted(k for k, c in candidate.items() if c["severity"] == "blocking" and c["failed"])
     if rules.get("no_blocking_regression_failure") and blocking_failed:
         triggered.append({"condition": "no_blocking_regression_failure", "outcome": "fail", "cases": blocking_failed})
         verdict, reason = "fail", "regression_blocking_failure"
     if rules.get("no_new_blocking_failure_vs_baseline"):
-        baseline = _regression_cases(regression.get("baseline"), suites)
+        baseline = _regression_cases(regression.get("baseline") if regression else None, suites)
         if baseline is None:
             warnings.append("baseline regression evidence missing; no_new_blocking_failure_vs_baseline skipped")
         else:
@@ -301,7 +349,7 @@ def _regression_verdict(comparison: dict[str, JSON], rules: dict[str, JSON]) -> 
     return verdict, reason, triggered, warnings
 
 
-def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy: dict[str, JSON]) -> dict[str, JSON]:
+def _merge_regression(base: GateResultDocument, comparison: ComparisonSummary, policy: GatePolicy) -> GateResultDocument:
     rules = policy.get("regression_gate_rules")
     if not rules:
         return base
@@ -312,11 +360,11 @@ def _merge_regression(base: dict[str, JSON], comparison: dict[str, JSON], policy
     if current == "insufficient_evidence":
         return base
     if verdict == "insufficient_evidence" and current != "fail":
-        base.update(verdict=verdict, reason_code=reason, summary="candidate regression evidence is missing")
+        base.update({"verdict": verdict, "reason_code": reason, "summary": "candidate regression evidence is missing"})
     elif verdict == "fail":
-        base.update(verdict="fail", reason_code=reason, summary=f"regression rule failed: {_regression_text(reason, triggered)}")
+        base.update({"verdict": "fail", "reason_code": reason, "summary": f"regression rule failed: {_regression_text(reason, triggered)}"})
     elif verdict == "warn" and current == "pass":
-        base.update(verdict="warn", reason_code=reason, summary=f"regression rule warned: {_regression_text(reason, triggered)}")
+        base.update({"verdict": "warn", "reason_code": reason, "summary": f"regression rule warned: {_regression_text(reason, triggered)}"})
     return base
 
 
@@ -330,7 +378,7 @@ _REGRESSION_TEXT = {
 }
 
 
-def _regression_text(reason: str, triggered: list[dict[str, JSON]]) -> str:
+def _regression_text(reason: str, triggered: list[TriggeredCondition]) -> str:
     """``regression_blocking_failure: 1 blocking regression case(s) fail (regression/4/case-1)``."""
     condition, text = _REGRESSION_TEXT.get(reason, (reason, reason))
     cases = next((t.get("cases") or [] for t in triggered if t.get("condition") == condition), [])
@@ -341,9 +389,10 @@ def _regression_text(reason: str, triggered: list[dict[str, JSON]]) -> str:
 SECURITY_REGRESSION = "security_regression"
 
 
-def security_regression(comparison: dict[str, JSON]) -> str:
+def security_regression(comparison: ComparisonSummary) -> str:
     """Why the candidate regressed on security (its findings the baseline lacks), or ''."""
-    new = (comparison.get("security") or {}).get("new_findings") or [] if comparison.get("status") == "comparable" else []
+    security = comparison.get("security") if comparison.get("status") == "comparable" else None
+    new = (security.get("new_findings") if security else None) or []
     if not new:
         return ""
     shown = "; ".join(f"{describe(f)} (case {f.get('case_key')})" for f in new[:3])
@@ -355,37 +404,42 @@ _CONDITION_TEXT = {
     "candidate_failed_baseline_succeeded": "the candidate failed where the baseline succeeded",
     "both_failed_differently": "both sides failed, for different reasons",
 }
+_LIMITS: tuple[tuple[str, Literal["fail_delta", "warn_delta"], str], ...] = (
+    ("threshold_fail_", "fail_delta", "fails"),
+    ("threshold_warn_", "warn_delta", "warns"),
+)
 
 
-def _describe(condition: str, dims: dict[str, JSON], regressed: list[str] | None = None, allowed: int = 0) -> str:
+def _describe(condition: str, dims: dict[str, GateDimensionResult], regressed: list[str] | None = None, allowed: int = 0) -> str:
     """A sentence a reviewer can read, e.g. "correctness dropped by 0.667 (fails at 0.05)"."""
-    for prefix, limit, verb in (("threshold_fail_", "fail_delta", "fails"), ("threshold_warn_", "warn_delta", "warns")):
+    for prefix, limit, verb in _LIMITS:
         if condition.startswith(prefix):
             key = condition.removeprefix(prefix)
-            dim = dims.get(key) or {}
-            if isinstance(dim.get("worsening"), (int, float)):
-                return f"{key} dropped by {dim['worsening']:.3f} ({verb} at {dim.get(limit)})"
+            dim = dims.get(key)
+            worsening = dim.get("worsening") if dim else None
+            if dim and isinstance(worsening, (int, float)):
+                return f"{key} dropped by {worsening:.3f} ({verb} at {dim.get(limit)})"
     if condition == "case_regression" and regressed:
         shown = ", ".join(regressed[:5]) + (f" and {len(regressed) - 5} more" if len(regressed) > 5 else "")
         return f"{len(regressed)} case(s) passed in the baseline and fail in the candidate ({shown}; {allowed} allowed)"
     return _CONDITION_TEXT.get(condition, condition)
 
 
-def _source(key: str, entry: JSON) -> str:
+def _source(key: str, entry: Mapping[str, object] | None) -> str:
     source = entry.get("source") if isinstance(entry, dict) else None
     return str(source or LEGACY_SOURCES.get(key) or "")
 
 
-def required_dimensions(policy: dict[str, JSON], deltas: dict[str, JSON]) -> list[str]:
+def required_dimensions(policy: GatePolicy, deltas: Mapping[str, object]) -> list[str]:
     """The policy's required dimensions; ``declared`` means every dimension of the comparison."""
     required = policy.get("required_dimensions") or []
     return sorted(deltas) if required == DECLARED else list(required)
 
 
-def dimension_thresholds(policy: dict[str, JSON], deltas: dict[str, JSON]) -> dict[str, dict[str, JSON]]:
+def dimension_thresholds(policy: GatePolicy, deltas: Mapping[str, DimensionDelta]) -> dict[str, DimensionThresholds]:
     """Per dimension, its thresholds: the policy's own for that key, else ``dimension_defaults`` for
     the dimension's source, else its ``*`` entry (only for dimensions the comparison has)."""
-    out: dict[str, dict[str, JSON]] = {k: {**v, "thresholds_from": "policy"} for k, v in (policy.get("dimensions") or {}).items()}
+    out: dict[str, DimensionThresholds] = {k: {**v, "thresholds_from": "policy"} for k, v in (policy.get("dimensions") or {}).items()}
     defaults = policy.get("dimension_defaults") or {}
     for key, entry in deltas.items():
         if key in out or not defaults:
@@ -398,7 +452,7 @@ def dimension_thresholds(policy: dict[str, JSON], deltas: dict[str, JSON]) -> di
     return out
 
 
-def _gap(key: str, entry: JSON) -> str:
+def _gap(key: str, entry: Mapping[str, object] | None) -> str:
     """Why a dimension has no usable delta and what to do about it, in one sentence."""
     entry = entry if isinstance(entry, dict) else {}
     reason = str(entry.get("reason") or "")
@@ -407,7 +461,7 @@ def _gap(key: str, entry: JSON) -> str:
     return f"{text} — {advice}" if advice and advice not in reason else text
 
 
-def _first_gap(deltas: dict[str, JSON], side: str) -> str:
+def _first_gap(deltas: dict[str, DimensionDelta], side: str) -> str:
     """The first dimension the side lacks, explained (for a degraded or invalid scorecard)."""
     for key, entry in sorted(deltas.items()):
         if (
@@ -421,38 +475,43 @@ def _first_gap(deltas: dict[str, JSON], side: str) -> str:
 
 # A gate rule that decides on its own: (verdict, reason_code, summary), or None to go on.
 _Stop = tuple[str, str, str] | None
-_Precondition = Callable[[dict[str, JSON], dict[str, JSON], dict[str, JSON], dict[str, JSON]], _Stop]
+_Deltas = dict[str, DimensionDelta]
+_Dims = dict[str, GateDimensionResult]
+_Precondition = Callable[[GatePolicy, ComparisonSummary, _Deltas, _Dims], _Stop]
+# What a required dimension the scorecards do not declare reads as.
+_UNDECLARED: Mapping[str, str] = {"state": "missing", "reason": "the scorecards do not declare it"}
 
 
-def _rule_comparable(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+def _rule_comparable(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """1. comparability."""
     if policy.get("require_comparable") and comparison.get("status") != "comparable":
         return "insufficient_evidence", "comparison_not_comparable", f"comparison is not comparable ({comparison.get('reason_code')})"
     return None
 
 
-def _rule_security(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+def _rule_security(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """1b. security packs: a finding the baseline lacks fails the candidate, whatever else the
     evidence says (docs/security-evaluation.md); a leak is not less of a leak for a missing price."""
     regression = security_regression(comparison)
     return ("fail", SECURITY_REGRESSION, regression) if regression else None
 
 
-def _rule_validity(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+def _rule_validity(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """2. scorecard validity, candidate first."""
-    validity = comparison.get("scorecard_validity") or {}
-    validity_reasons = comparison.get("scorecard_validity_reason") or {}
+    validity, validity_reasons = comparison.get("scorecard_validity"), comparison.get("scorecard_validity_reason")
     for side in ("candidate", "baseline"):
-        if validity.get(side) in ("invalid", "degraded"):
-            why = _first_gap(deltas, side) or validity_reasons.get(side) or ""
-            summary = f"the {side} scorecard is {validity[side]}" + (f": {why}" if why else "")
-            return "insufficient_evidence", f"{side}_scorecard_{validity[side]}", summary
+        state = validity.get(side) if validity else None
+        if state in ("invalid", "degraded"):
+            why = _first_gap(deltas, side) or (validity_reasons.get(side) if validity_reasons else None) or ""
+            summary = f"the {side} scorecard is {state}" + (f": {why}" if why else "")
+            return "insufficient_evidence", f"{side}_scorecard_{state}", summary
     return None
 
 
-def _rule_evidence_quality(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+def _rule_evidence_quality(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """3. evidence quality."""
-    missing = (comparison.get("evidence_quality") or {}).get("missing_fields") or []
+    quality = comparison.get("evidence_quality")
+    missing = (quality.get("missing_fields") if quality else None) or []
     if not (policy.get("require_evidence_quality") and missing):
         return None
     prefix = "dimension_deltas."
@@ -461,27 +520,27 @@ def _rule_evidence_quality(policy: dict[str, JSON], comparison: dict[str, JSON],
     return "insufficient_evidence", "comparison_evidence_missing", "missing evidence: " + "; ".join(gaps + others)
 
 
-def _rule_required_dimensions(
-    policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]
-) -> _Stop:
+def _rule_required_dimensions(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """4. required dimensions."""
     for key in required_dimensions(policy, deltas):
-        state = (deltas[key] or {}).get("state", "unavailable") if key in deltas else "missing"
+        entry = deltas.get(key)
+        state = "missing" if key not in deltas else entry.get("state", "unavailable") if entry else "unavailable"
         if state == "not_applicable":  # applies to neither lane (e.g. no mismatch to recover from)
             dims[key] = {"state": state, "outcome": "not_applicable"}
             continue
         if state != "available":
             dims[key] = {"state": state, "outcome": "unavailable"}
-            gap = _gap(key, deltas.get(key) or {"state": "missing", "reason": "the scorecards do not declare it"})
+            gap = _gap(key, entry or _UNDECLARED)
             return "insufficient_evidence", "required_dimension_unavailable", f"required dimension {gap}"
     return None
 
 
-def _rule_scorecard_pass(policy: dict[str, JSON], comparison: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> _Stop:
+def _rule_scorecard_pass(policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, dims: _Dims) -> _Stop:
     """5. scorecard pass."""
     if not policy.get("require_scorecard_pass"):
         return None
-    candidate_pass = (comparison.get("scorecard_pass") or {}).get("candidate")
+    passes = comparison.get("scorecard_pass")
+    candidate_pass = passes.get("candidate") if passes else None
     if candidate_pass is None:
         return "insufficient_evidence", "scorecard_pass_unknown", "candidate pass/fail is unknown"
     if candidate_pass is False:
@@ -500,13 +559,13 @@ _PRECONDITIONS: tuple[_Precondition, ...] = (
 )
 
 
-def _case_fails(policy: dict[str, JSON], comparison: dict[str, JSON], regressed: list[str]) -> list[str]:
+def _case_fails(policy: GatePolicy, comparison: ComparisonSummary, regressed: list[str]) -> list[str]:
     """6a. failure divergence and case regressions."""
     fails = []
-    divergence = comparison.get("failure_divergence") or {}
-    if policy.get("fail_on_candidate_failure") and divergence.get("candidate_failed_baseline_succeeded"):
+    divergence = comparison.get("failure_divergence")
+    if policy.get("fail_on_candidate_failure") and divergence and divergence.get("candidate_failed_baseline_succeeded"):
         fails.append("candidate_failed_baseline_succeeded")
-    if policy.get("fail_on_both_failed_differently") and divergence.get("both_failed_differently"):
+    if policy.get("fail_on_both_failed_differently") and divergence and divergence.get("both_failed_differently"):
         fails.append("both_failed_differently")
     limit = policy.get("max_case_regressions")
     if limit is not None and len(regressed) > limit:
@@ -514,17 +573,29 @@ def _case_fails(policy: dict[str, JSON], comparison: dict[str, JSON], regressed:
     return fails
 
 
-def _threshold_outcomes(policy: dict[str, JSON], deltas: dict[str, JSON], dims: dict[str, JSON]) -> tuple[list[str], list[str]]:
+def _with_thresholds(result: GateDimensionResult, thresholds: DimensionThresholds) -> GateDimensionResult:
+    """``{**result, **thresholds}``."""
+    if "warn_delta" in thresholds:
+        result["warn_delta"] = thresholds["warn_delta"]
+    if "fail_delta" in thresholds:
+        result["fail_delta"] = thresholds["fail_delta"]
+    result["thresholds_from"] = thresholds["thresholds_from"]
+    return result
+
+
+def _threshold_outcomes(policy: GatePolicy, deltas: _Deltas, dims: _Dims) -> tuple[list[str], list[str]]:
     """6b. per-dimension thresholds: (fail conditions, warn conditions); fills ``dims``."""
     fails, warns = [], []
     for key, thresholds in sorted(dimension_thresholds(policy, deltas).items()):
-        entry = deltas.get(key) or {}
-        if entry.get("state") != "available" or entry.get("delta") is None:
-            outcome = "not_applicable" if entry.get("state") == "not_applicable" else "unavailable"
-            dims[key] = {"state": entry.get("state", "missing"), "outcome": outcome, **thresholds}
+        entry = deltas.get(key)
+        state = entry.get("state", "missing") if entry else "missing"
+        delta = entry.get("delta") if entry else None
+        if not entry or state != "available" or delta is None:
+            outcome = "not_applicable" if state == "not_applicable" else "unavailable"
+            dims[key] = _with_thresholds({"state": state, "outcome": outcome}, thresholds)
             continue
         # Deltas are higher-is-better after normalisation; "lower" is honoured for raw inputs.
-        worsening = -entry["delta"] if entry.get("better_direction", "higher") == "higher" else entry["delta"]
+        worsening = -delta if entry.get("better_direction", "higher") == "higher" else delta
         outcome = "pass"
         if "fail_delta" in thresholds and worsening >= thresholds["fail_delta"]:
             outcome = "fail"
@@ -532,38 +603,46 @@ def _threshold_outcomes(policy: dict[str, JSON], deltas: dict[str, JSON], dims: 
         elif "warn_delta" in thresholds and worsening >= thresholds["warn_delta"]:
             outcome = "warn"
             warns.append(f"threshold_warn_{key}")
-        dims[key] = {"state": "available", "delta": entry["delta"], "worsening": worsening, "outcome": outcome, **thresholds}
+        dims[key] = _with_thresholds({"state": "available", "delta": delta, "worsening": worsening, "outcome": outcome}, thresholds)
     return fails, warns
 
 
-def evaluate_gate(comparison: dict[str, JSON], policy: dict[str, JSON] | None = None) -> dict[str, JSON]:
-    """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy."""
-    policy = normalize_policy(policy)
-    comparison = comparison if isinstance(comparison, dict) else {}
+def evaluate_gate(comparison: ComparisonSummary, policy: Mapping[str, object] | None = None) -> GateResultDocument:
+    """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy.
+
+    ``policy`` is a policy as written (or already normalised): it is normalised here."""
+    normalized = normalize_policy(policy)
+    if not isinstance(comparison, dict):  # a stored summary that is not an object has nothing to read
+        comparison = cast(ComparisonSummary, {})
     deltas = comparison.get("dimension_deltas") or {}
-    dims: dict[str, JSON] = {}
-    triggered: list[dict[str, JSON]] = []
+    dims: _Dims = {}
+    triggered: list[TriggeredCondition] = []
     for rule in _PRECONDITIONS:
-        stop = rule(policy, comparison, deltas, dims)
+        stop = rule(normalized, comparison, deltas, dims)
         if stop is not None:
             verdict, code, summary = stop
             if verdict != "pass":
                 triggered.append({"condition": code, "outcome": verdict})
-            return _merge_regression(_result(verdict, code, summary, policy, comparison, dims, triggered), comparison, policy)
+            return _merge_regression(_result(verdict, code, summary, normalized, comparison, dims, triggered), comparison, normalized)
     # 6. collect fail and warn reasons
-    regressed = [str(k) for k in (comparison.get("case_divergence") or {}).get("passed_to_failed") or []]
-    threshold_fails, warns = _threshold_outcomes(policy, deltas, dims)
-    fails = _case_fails(policy, comparison, regressed) + threshold_fails
-    triggered += [{"condition": c, "outcome": "fail", **({"cases": regressed} if c == "case_regression" else {})} for c in fails]
+    divergence = comparison.get("case_divergence")
+    regressed = [str(k) for k in (divergence.get("passed_to_failed") if divergence else None) or []]
+    threshold_fails, warns = _threshold_outcomes(normalized, deltas, dims)
+    fails = _case_fails(normalized, comparison, regressed) + threshold_fails
+    for condition in fails:
+        failed: TriggeredCondition = {"condition": condition, "outcome": "fail"}
+        if condition == "case_regression":
+            failed["cases"] = regressed
+        triggered.append(failed)
     triggered += [{"condition": c, "outcome": "warn"} for c in warns]
     # 7. verdict
     if fails:
-        limit = policy.get("max_case_regressions") or 0
+        limit = normalized.get("max_case_regressions") or 0
         summary = "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit) for c in sorted(fails))
-        base = _result("fail", sorted(fails)[0], summary, policy, comparison, dims, triggered)
+        base = _result("fail", sorted(fails)[0], summary, normalized, comparison, dims, triggered)
     elif warns:
         summary = "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns))
-        base = _result("warn", sorted(warns)[0], summary, policy, comparison, dims, triggered)
+        base = _result("warn", sorted(warns)[0], summary, normalized, comparison, dims, triggered)
     else:
-        base = _result("pass", "within_thresholds", "every dimension is within its thresholds", policy, comparison, dims, triggered)
-    return _merge_regression(base, comparison, policy)
+        base = _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)
+    return _merge_regression(base, comparison, normalized)

@@ -20,16 +20,16 @@ import random
 import re
 import statistics
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from engine.scoring.documents import JudgeCall, JudgeResult
 from engine.scoring.evidence import CaseEvidence, Extracted, extract
 from engine.scoring.pricing import find_price, price
 from engine.scoring.references import resolve
-from engine.types import Message, ModelResponse
+from engine.scoring.spec import EvaluationSpec, JudgeDeclaration
+from engine.types import JSON, Message, ModelResponse
 
-JSON = Any
 JudgeFn = Callable[[str, list[Message]], ModelResponse]
 NO_JUDGE = "no judge configured"
 CONFIDENCE_WORDS = ("low", "medium", "high")
@@ -96,12 +96,13 @@ def parse_json_reply(text: str) -> JSON:
     match = FENCE.match(text or "")
     body = match.group(1) if match else text or ""
     try:
-        return json.loads(body)
+        parsed: JSON = json.loads(body)
     except ValueError:
         start, end = body.find("{"), body.rfind("}")
         if start < 0 or end <= start:
             raise ValueError("response contains no JSON object") from None
-        return json.loads(body[start : end + 1])
+        parsed = json.loads(body[start : end + 1])
+    return parsed
 
 
 @dataclasses.dataclass
@@ -115,7 +116,7 @@ class JudgeBudget:
     usd_used: float = 0.0
 
     @classmethod
-    def from_spec(cls, evaluation_spec: dict[str, JSON]) -> JudgeBudget:
+    def from_spec(cls, evaluation_spec: EvaluationSpec) -> JudgeBudget:
         limits = (evaluation_spec.get("scorecard") or {}).get("judge_limits") or {}
 
         def positive(name: str) -> float | None:
@@ -135,14 +136,14 @@ class JudgeBudget:
 
 @dataclasses.dataclass
 class JudgeRunner:
-    evaluation_spec: dict[str, JSON]
+    evaluation_spec: EvaluationSpec
     judge: JudgeFn | None
     budget: JudgeBudget
     secret_values: list[str]
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     # -- helpers ----------------------------------------------------------------------
-    def samples(self, decl: dict[str, JSON]) -> int:
+    def samples(self, decl: JudgeDeclaration) -> int:
         samples = decl.get("samples") or DEFAULT_SAMPLES
         samples = max(1, min(MAX_SAMPLES, int(samples)))
         if self.budget.max_samples_per_judge:
@@ -150,19 +151,19 @@ class JudgeRunner:
         return samples
 
     @staticmethod
-    def models(decl: dict[str, JSON]) -> list[str]:
+    def models(decl: JudgeDeclaration) -> list[str]:
         models = decl.get("models") or ([decl["model"]] if decl.get("model") else [])
         return [str(m) for m in models if m]
 
     @staticmethod
-    def scale(decl: dict[str, JSON]) -> tuple[float, float]:
+    def scale(decl: JudgeDeclaration) -> tuple[float, float]:
         scale = decl.get("score_scale") or {}
         lo, hi = scale.get("min", 1), scale.get("max", 5)
         return (float(lo), float(hi)) if float(lo) < float(hi) else (1.0, 5.0)
 
-    def call(self, decl: dict[str, JSON], model: str, sample: int, prompt: str) -> tuple[dict[str, JSON], JSON]:
+    def call(self, decl: JudgeDeclaration, model: str, sample: int, prompt: str) -> tuple[JudgeCall, dict[str, JSON] | None]:
         target = judge_target(self.judge, model)
-        record: dict[str, JSON] = {
+        record: JudgeCall = {
             "model": model,
             # Who is called, as the caller resolved it; the response's provider overrides it below.
             "provider_key": target.provider_key if target else None,
@@ -210,19 +211,21 @@ class JudgeRunner:
             parsed = parse_json_reply(text)
             if not isinstance(parsed, dict):
                 raise ValueError("response JSON is not an object")
-            if isinstance(decl.get("output_schema"), dict):
-                error = next(Draft202012Validator(decl["output_schema"]).iter_errors(parsed), None)
+            schema = decl.get("output_schema")
+            if isinstance(schema, dict):
+                error = next(Draft202012Validator(schema).iter_errors(parsed), None)
                 if error is not None:
                     raise ValueError(f"response does not match output_schema: {error.message}")
         except ValueError as exc:
             record["error"] = f"unparseable judge response: {exc}"
             return record, None
-        if parsed.get("confidence") in CONFIDENCE_WORDS:
-            record["confidence"] = parsed["confidence"]
+        confidence = parsed.get("confidence")
+        if isinstance(confidence, str) and confidence in CONFIDENCE_WORDS:
+            record["confidence"] = confidence
         return record, parsed
 
     # -- prompts ----------------------------------------------------------------------
-    def prompt(self, decl: dict[str, JSON], body: list[str]) -> str:
+    def prompt(self, decl: JudgeDeclaration, body: list[str]) -> str:
         mode = decl.get("mode")
         if mode == "assertion":
             shape = '{"pass": true|false, "confidence": "low"|"medium"|"high", "reasoning": "<short explanation>"}'
@@ -238,7 +241,7 @@ class JudgeRunner:
         lines.append("Rules:\n" + "\n".join(f"- {c}" for c in clauses))
         return "\n\n".join(lines)
 
-    def instruction(self, decl: dict[str, JSON]) -> list[str]:
+    def instruction(self, decl: JudgeDeclaration) -> list[str]:
         mode = decl.get("mode")
         lo, hi = self.scale(decl)
         scale = f"Score scale: {lo:g} (worst) to {hi:g} (best)."
@@ -249,7 +252,7 @@ class JudgeRunner:
         return [f"Rubric:\n{decl.get('rubric', '')}", scale]
 
     # -- scoring ----------------------------------------------------------------------
-    def sample_score(self, decl: dict[str, JSON], parsed: dict[str, JSON]) -> float:
+    def sample_score(self, decl: JudgeDeclaration, parsed: dict[str, JSON]) -> float:
         if decl.get("mode") == "assertion":
             verdict = parsed.get("pass")
             if not isinstance(verdict, bool):
@@ -269,9 +272,7 @@ class JudgeRunner:
         lo, hi = self.scale(decl)
         return (min(hi, max(lo, float(score))) - lo) / (hi - lo)
 
-    def finish(
-        self, decl: dict[str, JSON], calls: list[dict[str, JSON]], per_model: dict[str, list[float]], warnings: list[str]
-    ) -> dict[str, JSON]:
+    def finish(self, decl: JudgeDeclaration, calls: list[JudgeCall], per_model: dict[str, list[float]], warnings: list[str]) -> JudgeResult:
         mode = str(decl.get("mode"))
         models = self.models(decl)
         model_scores: dict[str, float] = {}
@@ -283,7 +284,7 @@ class JudgeRunner:
             else:
                 model_scores[model] = float(statistics.median(scores))
         all_scores = [s for scores in per_model.values() for s in scores]
-        result: dict[str, JSON] = {
+        result: JudgeResult = {
             "judge_key": decl.get("key"),
             "mode": mode,
             "state": "unavailable",
@@ -328,12 +329,17 @@ class JudgeRunner:
         else:
             confidence = "high" if spread == 0 else "medium"
         result.update(
-            state="available", normalized_score=score, confidence=confidence, reason=f"{aggregation} of {len(model_scores)} model(s)"
+            {
+                "state": "available",
+                "normalized_score": score,
+                "confidence": confidence,
+                "reason": f"{aggregation} of {len(model_scores)} model(s)",
+            }
         )
         result["payload"]["aggregated_score"] = score
         return result
 
-    def run_single(self, decl: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted) -> dict[str, JSON]:
+    def run_single(self, decl: JudgeDeclaration, evidence: CaseEvidence, extracted: Extracted) -> JudgeResult:
         entries, missing, not_applicable = [], [], []
         for ref in decl.get("context_from") or []:
             resolved = resolve(ref, evidence, extracted)
@@ -356,7 +362,7 @@ class JudgeRunner:
             return self.finish(decl, [], {}, []) | {"state": "not_applicable", "reason": "not applicable: " + "; ".join(not_applicable)}
         body = self.instruction(decl) + ["Evaluation context:\n\n" + "\n\n".join(entries)]
         prompt = self.prompt(decl, body)
-        calls: list[dict[str, JSON]] = []
+        calls: list[JudgeCall] = []
         per_model: dict[str, list[float]] = {}
         for model in self.models(decl):
             per_model[model] = []
@@ -364,8 +370,9 @@ class JudgeRunner:
                 record, parsed = self.call(decl, model, sample, prompt)
                 if parsed is not None:
                     try:
-                        record["score"] = self.sample_score(decl, parsed)
-                        per_model[model].append(record["score"])
+                        score = self.sample_score(decl, parsed)
+                        record["score"] = score
+                        per_model[model].append(score)
                     except ValueError as exc:
                         record["error"] = f"unparseable judge response: {exc}"
                 calls.append(record)
@@ -373,19 +380,19 @@ class JudgeRunner:
 
 
 def run_judges(
-    evaluation_spec: dict[str, JSON],
+    evaluation_spec: EvaluationSpec,
     evidence: CaseEvidence,
     extracted: Extracted | None,
     judge: JudgeFn | None,
     *,
     secret_values: Iterable[str] = (),
-    precomputed: dict[str, dict[str, JSON]] | None = None,
-) -> tuple[list[dict[str, JSON]], list[str]]:
+    precomputed: dict[str, JudgeResult] | None = None,
+) -> tuple[list[JudgeResult], list[str]]:
     """Run every non-n_wise judge in key order. n_wise results come from ``precomputed``."""
     extracted = extracted or extract(evidence)
     runner = JudgeRunner(evaluation_spec, judge, JudgeBudget.from_spec(evaluation_spec), list(secret_values))
     precomputed = precomputed or {}
-    results = []
+    results: list[JudgeResult] = []
     decls = [d for d in evaluation_spec.get("llm_judges") or [] if isinstance(d, dict)]
     for decl in sorted(decls, key=lambda d: str(d.get("key"))):
         key = str(decl.get("key"))
@@ -425,14 +432,14 @@ def fnv64a(*parts: str) -> int:
 
 
 def run_nwise_judge(
-    evaluation_spec: dict[str, JSON],
+    evaluation_spec: EvaluationSpec,
     judge_key: str,
     candidates: list[tuple[str, CaseEvidence]],
     judge: JudgeFn | None,
     *,
     run_id: str = "",
     secret_values: Iterable[str] = (),
-) -> dict[str, dict[str, JSON]]:
+) -> dict[str, JudgeResult]:
     """Rank candidates (one per lane, lane order) and return a judge result per candidate id."""
     decl = next((d for d in evaluation_spec.get("llm_judges") or [] if d.get("key") == judge_key), None)
     runner = JudgeRunner(evaluation_spec, judge, JudgeBudget.from_spec(evaluation_spec), list(secret_values))
@@ -452,7 +459,7 @@ def run_nwise_judge(
             entries.append(f"{ref}:\n{resolved.value}")
         contexts[cid] = "\n\n".join(entries)
     per_candidate: dict[str, dict[str, list[float]]] = {cid: {} for cid in ids}
-    calls: list[dict[str, JSON]] = []
+    calls: list[JudgeCall] = []
     n = len(ids)
     for model in runner.models(decl):
         for sample in range(runner.samples(decl)):
@@ -471,9 +478,10 @@ def run_nwise_judge(
             if parsed is not None and (not isinstance(ranking, list) or sorted(map(str, ranking)) != sorted(ids)):
                 record["error"] = "ranking must list each candidate exactly once"
                 ranking = None
-            if ranking is not None:
-                record["score"] = {str(cid): (n - 1 - pos) / (n - 1) for pos, cid in enumerate(ranking)}
-                for cid, score in record["score"].items():
+            if isinstance(ranking, list):  # else None
+                scores = {str(cid): (n - 1 - pos) / (n - 1) for pos, cid in enumerate(ranking)}
+                record["score"] = scores
+                for cid, score in scores.items():
                     per_candidate[cid].setdefault(model, []).append(score)
             calls.append(record)
     return {cid: runner.finish(decl, calls, per_candidate[cid], list(runner.warnings)) for cid in ids}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from engine.scoring import signals
+from engine.scoring.documents import MetricDetail
 from engine.scoring.evidence import CaseEvidence, Extracted
 from engine.scoring.pricing import CostResult, model_cost
+from engine.scoring.spec import EvaluationSpec, MetricDeclaration, ModelPrice
 from engine.scoring.validators import ValidatorResult
-from engine.scoring.validators.base import record_dict
-
-JSON = Any
+from engine.scoring.validators.base import copied
+from engine.types import JSON
 
 
 class MetricUnavailable(Exception):
@@ -21,11 +21,11 @@ class MetricUnavailable(Exception):
 
 @dataclasses.dataclass
 class MetricContext:
-    spec: dict[str, JSON]
+    spec: EvaluationSpec
     evidence: CaseEvidence
     extracted: Extracted
     validators: list[ValidatorResult]
-    workspace_prices: list[dict[str, JSON]] = dataclasses.field(default_factory=list)  # operator price rows
+    workspace_prices: list[ModelPrice] = dataclasses.field(default_factory=list)  # operator price rows
 
     def latency_ms(self) -> float:
         latency = self.extracted.latency_ms
@@ -58,8 +58,19 @@ class MetricResult:
     text_value: str | None = None
     reason: str = ""
 
-    def as_dict(self) -> dict[str, JSON]:
-        return record_dict(self)
+    def as_dict(self) -> MetricDetail:
+        return {
+            "key": self.key,
+            "type": self.type,
+            "collector": self.collector,
+            "unit": self.unit,
+            "state": self.state,
+            "value": copied(self.value),
+            "numeric_value": self.numeric_value,
+            "boolean_value": self.boolean_value,
+            "text_value": self.text_value,
+            "reason": self.reason,
+        }
 
 
 def _ttft(ctx: MetricContext) -> float:
@@ -101,7 +112,7 @@ COLLECTORS: dict[str, Callable[[MetricContext], JSON]] = {
 }
 
 
-def collect(declaration: dict[str, JSON], ctx: MetricContext) -> MetricResult:
+def collect(declaration: MetricDeclaration, ctx: MetricContext) -> MetricResult:
     declaration = declaration if isinstance(declaration, dict) else {}
     collector = str(declaration.get("collector") or "")
     result = MetricResult(

@@ -20,9 +20,10 @@ import re
 from datetime import datetime
 from typing import Any
 
+from engine.scoring.documents import ModelCost
 from engine.scoring.evidence import Extracted
+from engine.scoring.spec import EvaluationSpec, ModelPrice
 
-JSON = Any
 DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 FREE_PROVIDERS = frozenset({"scripted"})
 SOURCE_PACK = "pack"
@@ -47,7 +48,7 @@ WHAT_TO_DO = "add a pricing row to the pack's evaluation_spec.pricing or a works
 class CostResult:
     cost_usd: float | None
     reason: str = ""
-    per_model: list[dict[str, JSON]] = dataclasses.field(default_factory=list)
+    per_model: list[ModelCost] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,13 +57,13 @@ class Priced:
     source: str
 
 
-def _rows(evaluation_spec: dict[str, JSON]) -> list[dict[str, JSON]]:
+def _rows(evaluation_spec: EvaluationSpec) -> list[ModelPrice]:
     pricing = evaluation_spec.get("pricing") or {}
     rows = pricing.get("models") if isinstance(pricing, dict) else None
     return [r for r in rows or [] if isinstance(r, dict)]
 
 
-def _find_row(rows: list[dict[str, JSON]], provider_key: str, model_id: str) -> dict[str, JSON] | None:
+def _find_row(rows: list[ModelPrice], provider_key: str, model_id: str) -> ModelPrice | None:
     for candidate in dict.fromkeys([model_id, DATE_SUFFIX.sub("", model_id)]):
         for row in rows:
             if row.get("provider_model_id") == candidate and (
@@ -72,12 +73,12 @@ def _find_row(rows: list[dict[str, JSON]], provider_key: str, model_id: str) -> 
     return None
 
 
-def find_price(evaluation_spec: dict[str, JSON], provider_key: str, model_id: str) -> dict[str, JSON] | None:
+def find_price(evaluation_spec: EvaluationSpec, provider_key: str, model_id: str) -> ModelPrice | None:
     """The spec's pricing row for a model; the id is also tried without a trailing -YYYY-MM-DD."""
     return _find_row(_rows(evaluation_spec), provider_key, model_id)
 
 
-def price(row: dict[str, JSON], input_tokens: int, output_tokens: int) -> float:
+def price(row: ModelPrice, input_tokens: int, output_tokens: int) -> float:
     return input_tokens / 1e6 * float(row.get("input_cost_per_million_tokens") or 0) + output_tokens / 1e6 * float(
         row.get("output_cost_per_million_tokens") or 0
     )
@@ -138,8 +139,8 @@ def library_price(provider_key: str, model_id: str, input_tokens: int, output_to
 
 
 def price_usage(
-    spec_rows: list[dict[str, JSON]],
-    workspace_rows: list[dict[str, JSON]],
+    spec_rows: list[ModelPrice],
+    workspace_rows: list[ModelPrice],
     provider_key: str,
     model_id: str,
     input_tokens: int,
@@ -166,11 +167,11 @@ def _unpriced(provider_key: str, model_id: str) -> str:
 
 
 def model_cost(
-    evaluation_spec: dict[str, JSON],
+    evaluation_spec: EvaluationSpec,
     extracted: Extracted,
-    fallback_model: JSON = None,
+    fallback_model: str | dict[str, str] | None = None,
     *,
-    workspace_prices: list[dict[str, JSON]] | None = None,
+    workspace_prices: list[ModelPrice] | None = None,
 ) -> CostResult:
     """The case's model cost: per observed model with usage, else the run totals of its one model."""
     spec_rows, workspace_rows = _rows(evaluation_spec), [r for r in workspace_prices or [] if isinstance(r, dict)]
@@ -188,9 +189,10 @@ def model_cost(
         priced = price_usage(spec_rows, workspace_rows, provider, model_id, extracted.input_tokens, extracted.output_tokens, at=at)
         if priced is None:
             return CostResult(None, _unpriced(provider, model_id))
-        entry = {"provider_key": provider, "provider_model_id": model_id, "cost_usd": priced.cost_usd, "source": priced.source}
+        entry: ModelCost = {"provider_key": provider, "provider_model_id": model_id, "cost_usd": priced.cost_usd, "source": priced.source}
         return CostResult(priced.cost_usd, "", [entry])
-    total, per_model = 0.0, []
+    total = 0.0
+    per_model: list[ModelCost] = []
     for usage in with_usage:
         priced = price_usage(
             spec_rows, workspace_rows, usage.provider_key, usage.provider_model_id, usage.input_tokens, usage.output_tokens, at=at

@@ -13,11 +13,11 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TypeGuard
 
 from engine.scoring.evidence import CaseEvidence, Extracted, Turn, canonical_json, loose_string
+from engine.types import JSON
 
-JSON = Any
 MAX_INDIRECTION_HOPS = 8
 
 
@@ -93,7 +93,7 @@ def _entries(container: JSON) -> dict[str, JSON]:
     return {}
 
 
-def _is_item(value: JSON) -> bool:
+def _is_item(value: JSON) -> TypeGuard[dict[str, JSON]]:
     return isinstance(value, dict) and "key" in value and bool({"value", "source", "artifact_key", "path", "kind"} & value.keys())
 
 

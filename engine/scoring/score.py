@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from engine.scoring import dimensions as dims_mod
 from engine.scoring import signals
+from engine.scoring.documents import (
+    BehavioralSignalResult,
+    CaseScoreDocument,
+    CostDetail,
+    JudgeResult,
+    SecurityReport,
+    ValidatorSummary,
+)
 from engine.scoring.evidence import CaseEvidence, Extracted, extract, ordered_events
 from engine.scoring.judges import JudgeFn, run_judges
 from engine.scoring.metrics import MetricContext, MetricResult, collect_all
 from engine.scoring.security import SecurityPolicy, security_report
+from engine.scoring.spec import EvaluationSpec, ModelPrice
 from engine.scoring.strategies import CaseFacts, overall
 from engine.scoring.validators import ValidatorResult, run_validator
 
-JSON = Any
+
+def _not_priced() -> CostDetail:
+    return {"state": "unavailable", "reason": "", "per_model": []}
 
 
 @dataclasses.dataclass
@@ -32,8 +42,8 @@ class CaseScore:
     validators: list[ValidatorResult]
     metrics: list[MetricResult]
     dimensions: list[dims_mod.DimensionScore]
-    behavioral_signals: list[dict[str, JSON]]
-    judge_results: list[dict[str, JSON]]
+    behavioral_signals: list[BehavioralSignalResult]
+    judge_results: list[JudgeResult]
     warnings: list[str]
     cost_usd: float | None = None
     latency_ms: float | None = None
@@ -41,10 +51,10 @@ class CaseScore:
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
-    cost_detail: dict[str, JSON] = dataclasses.field(default_factory=dict)  # {state, reason, per_model[{…, source}]}
-    security: dict[str, JSON] | None = None  # security packs: engine.scoring.security.security_report
+    cost_detail: CostDetail = dataclasses.field(default_factory=_not_priced)
+    security: SecurityReport | None = None  # security packs: engine.scoring.security.security_report
 
-    def as_dict(self) -> dict[str, JSON]:
+    def as_dict(self) -> CaseScoreDocument:
         validators = [v.as_dict() for v in self.validators]
         metrics = [m.as_dict() for m in self.metrics]
         return {
@@ -68,14 +78,14 @@ class CaseScore:
             "llm_judge_details": list(self.judge_results),
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "total_tokens": self.total_tokens},
             "cost_usd": self.cost_usd,
-            "cost_detail": dict(self.cost_detail),
+            "cost_detail": self.cost_detail.copy(),
             "latency_ms": self.latency_ms,
             "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None else None},
             "security": self.security,
         }
 
 
-def _validator_summary(results: list[ValidatorResult]) -> dict[str, int]:
+def _validator_summary(results: list[ValidatorResult]) -> ValidatorSummary:
     return {
         "total": len(results),
         "available": sum(r.state == "available" for r in results),
@@ -100,14 +110,14 @@ def _validity(validators: list[ValidatorResult], metrics: list[MetricResult], di
 
 
 def score_case(
-    evaluation_spec: dict[str, JSON],
-    evidence: CaseEvidence | dict[str, JSON],
+    evaluation_spec: EvaluationSpec,
+    evidence: CaseEvidence | Mapping[str, object],
     *,
     judge: JudgeFn | None = None,
     secret_values: Iterable[str] = (),
-    judge_results: dict[str, dict[str, JSON]] | None = None,
+    judge_results: dict[str, JudgeResult] | None = None,
     human_preferences: dict[str, float] | None = None,
-    fallback_pricing: list[dict[str, JSON]] | None = None,
+    fallback_pricing: list[ModelPrice] | None = None,
     security: SecurityPolicy | None = None,
 ) -> CaseScore:
     """Score one case. Never raises for bad packs or evidence; problems become states and warnings.
@@ -121,7 +131,7 @@ def score_case(
     whatever the strategy (docs/security-evaluation.md).
     """
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
-    if isinstance(evidence, dict):
+    if not isinstance(evidence, CaseEvidence):
         evidence = CaseEvidence.from_dict(evidence)
     warnings: list[str] = []
     extracted = extract(evidence)
@@ -129,7 +139,7 @@ def score_case(
     ctx = MetricContext(spec, evidence, extracted, validators, list(fallback_pricing or []))
     metrics = collect_all(ctx)
 
-    judges: list[dict[str, JSON]] = []
+    judges: list[JudgeResult] = []
     if spec.get("judge_mode") in ("llm_judge", "hybrid") or spec.get("llm_judges"):
         judges, judge_warnings = run_judges(spec, evidence, extracted, judge, secret_values=secret_values, precomputed=judge_results)
         warnings += judge_warnings
@@ -143,7 +153,7 @@ def score_case(
     if not dimension_scores:
         warnings.append("scorecard declares no dimensions")
 
-    behavioral = []
+    behavioral: list[BehavioralSignalResult] = []
     block = spec.get("behavioral") or {}
     for signal in (block.get("signals") if isinstance(block, dict) else None) or []:
         fn = signals.SIGNALS.get(str(signal.get("key"))) if isinstance(signal, dict) else None
@@ -208,7 +218,7 @@ def score_case(
     )
 
 
-def _security_report(policy: SecurityPolicy | None, evidence: CaseEvidence, extracted: Extracted) -> dict[str, JSON] | None:
+def _security_report(policy: SecurityPolicy | None, evidence: CaseEvidence, extracted: Extracted) -> SecurityReport | None:
     if policy is None:
         return None
     return security_report(

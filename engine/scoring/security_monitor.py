@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from engine.events import SECURITY_FINDING, SOURCE_SECURITY, EventEmitter
+from engine.scoring.documents import as_json
 from engine.scoring.security import WORKSPACE, Finding, Scanner, SecurityPolicy
 from engine.types import EngineError, Event, EventSink, FileEntry
 
@@ -54,7 +55,7 @@ class SecurityMonitor:
 
     def _record(self, found: list[Finding]) -> None:
         for finding in found:
-            self._emitter.emit(SECURITY_FINDING, finding.as_dict())
+            self._emitter.emit(SECURITY_FINDING, as_json(finding.as_dict()))
 
     def scan_workspace(self, sandbox: WorkspaceReader, *, staged: Mapping[str, bytes] | None = None) -> list[Finding]:
         """Leaks in files the agent left under /workspace: every file except the staged context,

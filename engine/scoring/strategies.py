@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from engine.scoring.dimensions import DimensionScore
-
-JSON = Any
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ never a fail the agent could not have avoided.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 NATIVE = "native"
 STRUCTURED_TRACE = "structured_trace"
@@ -32,7 +32,7 @@ _NEEDS_WORKSPACE = frozenset(
 _NEEDS_TRACE = frozenset({"tool_call_assertion"})
 
 
-def tier_gap(declaration: dict[str, Any], tier: str) -> str | None:
+def tier_gap(declaration: Mapping[str, object], tier: str) -> str | None:
     """Why a validator can't be judged on evidence of this tier, or None when it can."""
     provides = _PROVIDES.get(tier, _PROVIDES[NATIVE])
     kind = str(declaration.get("type") or "")

@@ -10,14 +10,13 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from typing import Any
 
 from engine.events import GRADER_CODE_EXECUTED, GRADER_DIRECTORY_LISTED, GRADER_FILE_CAPTURED
 from engine.scoring.references import stringify
+from engine.scoring.spec import EvaluationSpec, PostExecutionCheck, ValidatorDeclaration
 from engine.scoring.validators.code import DEFAULT_TIMEOUT_MS, parse_test_counts
-from engine.types import Sandbox
+from engine.types import JSON, Sandbox
 
-JSON = Any
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 MAX_TOTAL_BYTES = 10 * 1024 * 1024
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}")
@@ -31,7 +30,8 @@ def template_context(case: dict[str, JSON] | None) -> dict[str, str]:
     if isinstance(payload, dict):
         context.update({str(k): stringify(v) for k, v in payload.items()})
     inputs = case.get("inputs")
-    items = inputs.items() if isinstance(inputs, dict) else ((i.get("key"), i.get("value")) for i in inputs or [] if isinstance(i, dict))
+    listed = inputs if isinstance(inputs, list) else []
+    items = inputs.items() if isinstance(inputs, dict) else ((i.get("key"), i.get("value")) for i in listed if isinstance(i, dict))
     for key, value in items:
         if key and value is not None:
             context.setdefault(str(key), stringify(value))
@@ -49,17 +49,27 @@ def working_directory(path: str) -> str:
     return parent
 
 
-def _code_execution(validator: dict[str, JSON], check: dict[str, JSON], sandbox: Sandbox, context: dict[str, str]) -> dict[str, JSON]:
+def _seconds(milliseconds: JSON) -> float:
+    """``float(milliseconds) / 1000``; like ``float``, raises for what is not a number or numeric text."""
+    if isinstance(milliseconds, (int, float, str)):
+        return float(milliseconds) / 1000
+    raise TypeError(f"timeout_ms must be a number, not {type(milliseconds).__name__}")
+
+
+def _code_execution(
+    validator: ValidatorDeclaration, check: PostExecutionCheck, sandbox: Sandbox, context: dict[str, str]
+) -> dict[str, JSON]:
     config = validator.get("config")
     if not isinstance(config, dict):
         config = {}
     timeout_ms = config.get("timeout_ms") or DEFAULT_TIMEOUT_MS
     command = render(str(config.get("test_command") or ""), context)
+    cwd = working_directory(str(check.get("path") or ""))
     result: dict[str, JSON] = {
         "validator_key": validator.get("key"),
         "check_key": check.get("key"),
         "command": command,
-        "cwd": working_directory(str(check.get("path") or "")),
+        "cwd": cwd,
         "timeout_ms": timeout_ms,
         "exit_code": None,
         "stdout": "",
@@ -74,22 +84,23 @@ def _code_execution(validator: dict[str, JSON], check: dict[str, JSON], sandbox:
         return result
     started = time.monotonic()
     try:
-        outcome = sandbox.exec(["sh", "-lc", command], cwd=result["cwd"], timeout=float(timeout_ms) / 1000)
+        outcome = sandbox.exec(["sh", "-lc", command], cwd=cwd, timeout=_seconds(timeout_ms))
     except Exception as exc:  # noqa: BLE001 — scoring never raises
         result["execution_error"] = f"{type(exc).__name__}: {exc}"
         return result
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 3)
+    counts = parse_test_counts(outcome.stdout, outcome.stderr)
     result.update(
         exit_code=outcome.exit_code,
         stdout=outcome.stdout[:OUTPUT_LIMIT],
         stderr=outcome.stderr[:OUTPUT_LIMIT],
         timed_out=bool(outcome.timed_out),
-        test_counts=parse_test_counts(outcome.stdout, outcome.stderr),
+        test_counts=None if counts is None else {**counts},
     )
     return result
 
 
-def _capture(check: dict[str, JSON], sandbox: Sandbox, budget: list[int]) -> dict[str, JSON]:
+def _capture(check: PostExecutionCheck, sandbox: Sandbox, budget: list[int]) -> dict[str, JSON]:
     path = str(check.get("path") or "")
     limit = check.get("max_size_bytes") or DEFAULT_MAX_FILE_BYTES
     result: dict[str, JSON] = {
@@ -114,7 +125,7 @@ def _capture(check: dict[str, JSON], sandbox: Sandbox, budget: list[int]) -> dic
     return result
 
 
-def _listing(check: dict[str, JSON], sandbox: Sandbox) -> dict[str, JSON]:
+def _listing(check: PostExecutionCheck, sandbox: Sandbox) -> dict[str, JSON]:
     root = posixpath.normpath(str(check.get("path") or "/workspace"))
     result: dict[str, JSON] = {
         "key": check.get("key"),
@@ -146,12 +157,16 @@ def _listing(check: dict[str, JSON], sandbox: Sandbox) -> dict[str, JSON]:
     return result
 
 
-def run_post_execution(evaluation_spec: dict[str, JSON], sandbox: Sandbox, case: dict[str, JSON] | None) -> dict[str, JSON]:
+def run_post_execution(evaluation_spec: EvaluationSpec, sandbox: Sandbox, case: dict[str, JSON] | None) -> dict[str, JSON]:
     """Run code-execution validators and post-execution checks; return results plus events."""
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     checks = {str(c.get("key")): c for c in spec.get("post_execution_checks") or [] if isinstance(c, dict)}
     context = template_context(case)
-    out: dict[str, JSON] = {"captured_files": {}, "directory_listings": {}, "code_executions": {}, "events": []}
+    captured: dict[str, JSON] = {}
+    listings: dict[str, JSON] = {}
+    executions: dict[str, JSON] = {}
+    events: list[JSON] = []
+    out: dict[str, JSON] = {"captured_files": captured, "directory_listings": listings, "code_executions": executions, "events": events}
     for validator in spec.get("validators") or []:
         if not isinstance(validator, dict) or validator.get("type") != "code_execution":
             continue
@@ -160,16 +175,16 @@ def run_post_execution(evaluation_spec: dict[str, JSON], sandbox: Sandbox, case:
         if check is None or check.get("type") != "file_capture":
             continue
         result = _code_execution(validator, check, sandbox, context)
-        out["code_executions"][str(validator.get("key"))] = result
-        out["events"].append({"event_type": GRADER_CODE_EXECUTED, "payload": result})
+        executions[str(validator.get("key"))] = result
+        events.append({"event_type": GRADER_CODE_EXECUTED, "payload": result})
     budget = [MAX_TOTAL_BYTES]
     for key, check in checks.items():
         if check.get("type") == "file_capture":
             result = _capture(check, sandbox, budget)
-            out["captured_files"][key] = result
-            out["events"].append({"event_type": GRADER_FILE_CAPTURED, "payload": result})
+            captured[key] = result
+            events.append({"event_type": GRADER_FILE_CAPTURED, "payload": result})
         elif check.get("type") == "directory_listing":
             result = _listing(check, sandbox)
-            out["directory_listings"][key] = result["entries"]
-            out["events"].append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
+            listings[key] = result["entries"]
+            events.append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
     return out

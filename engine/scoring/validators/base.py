@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
+from engine.scoring.documents import RegressionTag, ValidatorDetail
 from engine.scoring.evidence import CaseEvidence, Extracted
 from engine.scoring.references import Resolved, resolve
+from engine.scoring.spec import ValidatorDeclaration
 from engine.scoring.tiers import tier_gap
+from engine.types import JSON
 
-JSON = Any
 DISPLAY_LIMIT = 4000
 
 OUTCOME_CLASSES = ("pass", "fail", "unavailable", "infra_error", "pack_error", "evaluator_error")
@@ -43,15 +44,11 @@ class InfraError(Exception):
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def record_dict(record: Any) -> dict[str, JSON]:
-    """``dataclasses.asdict`` of a flat scoring record (fields hold JSON values, no dataclasses),
-    copying only the values that are containers: the same dict, without asdict's walk of every
+def copied(value: JSON) -> JSON:
+    """``value`` for a document: a container is deep-copied, a scalar kept. A scoring record's
+    ``as_dict`` copies only its container fields, without ``dataclasses.asdict``'s walk of every
     scalar (a case's score document builds a few dozen of these)."""
-    return {
-        field.name: value if isinstance(value, _SCALARS) else copy.deepcopy(value)
-        for field in dataclasses.fields(record)
-        for value in (getattr(record, field.name),)
-    }
+    return value if isinstance(value, _SCALARS) else copy.deepcopy(value)
 
 
 @dataclasses.dataclass
@@ -78,14 +75,28 @@ class ValidatorResult:
     expected: JSON = None
     actual: JSON = None
     evidence_event_id: str | None = None
-    regression: dict[str, JSON] | None = None
+    regression: RegressionTag | None = None
 
-    def as_dict(self) -> dict[str, JSON]:
-        return record_dict(self)
+    def as_dict(self) -> ValidatorDetail:
+        return {
+            "key": self.key,
+            "type": self.type,
+            "verdict": self.verdict,
+            "state": self.state,
+            "outcome_class": self.outcome_class,
+            "normalized_score": self.normalized_score,
+            "reason": self.reason,
+            "target": self.target,
+            "expected_from": self.expected_from,
+            "expected": copied(self.expected),
+            "actual": copied(self.actual),
+            "evidence_event_id": self.evidence_event_id,
+            "regression": copy.deepcopy(self.regression),
+        }
 
 
 class ValidatorCall:
-    def __init__(self, declaration: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted):
+    def __init__(self, declaration: ValidatorDeclaration, evidence: CaseEvidence, extracted: Extracted):
         self.declaration = declaration
         self.key = str(declaration.get("key") or "")
         self.type = str(declaration.get("type") or "")
@@ -145,7 +156,7 @@ def _display(value: JSON) -> JSON:
     return value
 
 
-def _regression(declaration: dict[str, JSON]) -> dict[str, JSON] | None:
+def _regression(declaration: ValidatorDeclaration) -> RegressionTag | None:
     case_id = declaration.get("regression_case_id")
     if not case_id:
         return None
@@ -156,7 +167,7 @@ def _regression(declaration: dict[str, JSON]) -> dict[str, JSON] | None:
     }
 
 
-def run_validator(declaration: dict[str, JSON], evidence: CaseEvidence, extracted: Extracted) -> ValidatorResult:
+def run_validator(declaration: ValidatorDeclaration, evidence: CaseEvidence, extracted: Extracted) -> ValidatorResult:
     call = ValidatorCall(declaration if isinstance(declaration, dict) else {}, evidence, extracted)
     result = ValidatorResult(
         key=call.key,

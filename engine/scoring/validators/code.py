@@ -16,8 +16,8 @@ from engine.scoring.validators.base import (
     register,
     strict_keys,
 )
+from engine.types import JSON
 
-JSON = Any
 DEFAULT_TIMEOUT_MS = 30_000
 SCORING_MODES = ("fraction_passed", "all_or_nothing", "pass_at_k")
 _COUNT = re.compile(r"(\d+)\s+(passed|failed|errors?|total)\b", re.IGNORECASE)
@@ -93,7 +93,8 @@ def parse_test_counts(stdout: str, stderr: str = "") -> dict[str, int] | None:
 
 def check_config(config: dict[str, JSON]) -> tuple[str, float, float]:
     strict_keys(config, {"test_command", "timeout_ms", "scoring", "pass_threshold"})
-    if not isinstance(config.get("test_command"), str) or not config["test_command"].strip():
+    command = config.get("test_command")
+    if not isinstance(command, str) or not command.strip():
         raise PackError("config.test_command is required")
     scoring = config.get("scoring") or "fraction_passed"
     if scoring not in SCORING_MODES:
@@ -103,6 +104,13 @@ def check_config(config: dict[str, JSON]) -> tuple[str, float, float]:
     timeout_ms = config_float(config, "timeout_ms", DEFAULT_TIMEOUT_MS, lo=1e-9, hi=float("inf"))
     threshold = config_float(config, "pass_threshold", 1.0, lo=0.0, hi=1.0)
     return scoring, threshold, timeout_ms
+
+
+def _recorded_counts(value: JSON) -> dict[str, int] | None:
+    """The test counts a code execution result recorded (``parse_test_counts``'s, so numbers)."""
+    if not isinstance(value, dict):
+        return None
+    return {key: count for key, count in value.items() if isinstance(count, int) and not isinstance(count, bool)}
 
 
 @register("code_execution")
@@ -118,7 +126,9 @@ def code_execution(call: ValidatorCall) -> Outcome:
     summary = {k: result.get(k) for k in ("exit_code", "timed_out", "test_counts")}
     if result.get("timed_out"):
         return Outcome(False, 0.0, "test command timed out", threshold, summary)
-    counts = result.get("test_counts") or parse_test_counts(str(result.get("stdout") or ""), str(result.get("stderr") or ""))
+    counts = _recorded_counts(result.get("test_counts")) or parse_test_counts(
+        str(result.get("stdout") or ""), str(result.get("stderr") or "")
+    )
     exit_code = result.get("exit_code")
     if counts and counts.get("total"):
         if scoring == "all_or_nothing":
@@ -129,5 +139,5 @@ def code_execution(call: ValidatorCall) -> Outcome:
     else:
         score = 1.0 if exit_code == 0 else 0.0
         reason = f"exit code {exit_code} (no test counts found)"
-    summary["test_counts"] = counts
+    summary["test_counts"] = None if counts is None else {**counts}
     return Outcome(score >= threshold, score, reason, threshold, summary)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable
-from typing import Any
 
 from engine.scoring.validators.base import (
     Outcome,
@@ -20,8 +19,8 @@ from engine.scoring.validators.base import (
 )
 from engine.scoring.validators.structured import deep_equal, lookup, parse_path, schema_outcome, schema_validator
 from engine.scoring.validators.text import compile_regex
+from engine.types import JSON
 
-JSON = Any
 CONDITIONS = ("exists", "not_exists", "contains", "not_contains", "regex_match", "json_path_match", "equals")
 
 
@@ -107,13 +106,14 @@ def _listing(call: ValidatorCall) -> tuple[set[str], set[str], list[str]]:
     files: set[str] = set()
     dirs: set[str] = set()
     listed: list[str] = []
-    for entry in listing.get("entries") or []:
-        entry = entry if isinstance(entry, dict) else {"path": entry}
-        path = entry.get("path")
+    entries = listing.get("entries")
+    for item in entries if isinstance(entries, list) else []:
+        entry = item if isinstance(item, dict) else {"path": item}
+        path, relative_path = entry.get("path"), entry.get("relative_path")
         if not isinstance(path, str):
             continue
         absolute = path if path.startswith("/") else posixpath.join(root, path)
-        relative = entry.get("relative_path") or posixpath.relpath(absolute, root)
+        relative = relative_path if isinstance(relative_path, str) and relative_path else posixpath.relpath(absolute, root)
         listed.append(absolute)
         (dirs if entry.get("type") == "directory" else files).update({absolute, relative})
         parent = posixpath.dirname(relative)
@@ -128,13 +128,19 @@ def directory_structure(call: ValidatorCall) -> Outcome:
     strict_keys(call.config, {"required_files", "forbidden_files", "required_directories"})
     files, dirs, listed = _listing(call)
 
+    def paths(name: str) -> list[str]:
+        value = call.config.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+            raise PackError(f"config.{name} must be a list of paths")
+        return [p for p in value if isinstance(p, str)]
+
     def norm(p: str) -> str:
         return posixpath.normpath(p)
 
-    problems = [f"missing file {f}" for f in call.config.get("required_files") or [] if norm(f) not in files]
-    problems += [f"forbidden file {f}" for f in call.config.get("forbidden_files") or [] if norm(f) in files]
-    problems += [f"missing directory {d}" for d in call.config.get("required_directories") or [] if norm(d) not in dirs]
-    return binary(not problems, "; ".join(problems) or "directory structure matches", call.config, listed)
+    problems = [f"missing file {f}" for f in paths("required_files") if norm(f) not in files]
+    problems += [f"forbidden file {f}" for f in paths("forbidden_files") if norm(f) in files]
+    problems += [f"missing directory {d}" for d in paths("required_directories") if norm(d) not in dirs]
+    return binary(not problems, "; ".join(problems) or "directory structure matches", call.config, [*listed])
 
 
 def _string_value(value: JSON, what: str = "a string") -> str:

@@ -18,8 +18,7 @@ import re2
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from engine.scoring.validators.base import PackError
-
-JSON = Any
+from engine.types import JSON
 
 
 @functools.lru_cache(maxsize=512)
@@ -41,9 +40,10 @@ def check_schema_patterns(schema: JSON) -> None:
         return
     if not isinstance(schema, dict):
         return
-    patterns = list(schema["patternProperties"]) if isinstance(schema.get("patternProperties"), dict) else []
-    if isinstance(schema.get("pattern"), str):
-        patterns.append(schema["pattern"])
+    pattern_properties, own = schema.get("patternProperties"), schema.get("pattern")
+    patterns = list(pattern_properties) if isinstance(pattern_properties, dict) else []
+    if isinstance(own, str):
+        patterns.append(own)
     for pattern in patterns:
         try:
             _compiled(pattern)
@@ -58,13 +58,19 @@ def check_schema_patterns(schema: JSON) -> None:
             check_schema_patterns(value)
 
 
-def _pattern(validator: Any, pattern: str, instance: JSON, schema: JSON) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not _search(pattern, instance):
+# jsonschema keyword functions: (validator, the keyword's value, the instance, the schema). Draft 2020-12's
+# "string" and "object" types are exactly ``str`` and ``dict``.
+
+
+def _pattern(validator: Any, pattern: str, instance: JSON, schema: dict[str, JSON]) -> Iterator[ValidationError]:
+    if isinstance(instance, str) and not _search(pattern, instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, pattern_properties: JSON, instance: JSON, schema: JSON) -> Iterator[ValidationError]:
-    if not validator.is_type(instance, "object"):
+def _pattern_properties(
+    validator: Any, pattern_properties: dict[str, JSON], instance: JSON, schema: dict[str, JSON]
+) -> Iterator[ValidationError]:
+    if not isinstance(instance, dict):
         return
     for pattern, subschema in pattern_properties.items():
         for key, value in instance.items():
@@ -72,11 +78,12 @@ def _pattern_properties(validator: Any, pattern_properties: JSON, instance: JSON
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, extra_schema: JSON, instance: JSON, schema: JSON) -> Iterator[ValidationError]:
-    if not validator.is_type(instance, "object"):
+def _additional_properties(validator: Any, extra_schema: JSON, instance: JSON, schema: dict[str, JSON]) -> Iterator[ValidationError]:
+    if not isinstance(instance, dict):
         return
-    properties = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}))
+    declared, pattern_properties = schema.get("properties"), schema.get("patternProperties")
+    properties = declared if isinstance(declared, dict) else {}
+    patterns = list(pattern_properties) if isinstance(pattern_properties, dict) else []
     extras = [k for k in instance if k not in properties and not any(_search(p, k) for p in patterns)]
     if validator.is_type(extra_schema, "object"):
         for extra in extras:

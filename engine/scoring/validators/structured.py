@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TypeGuard
 
 import jsonschema
 from jsonschema import Draft202012Validator
@@ -13,8 +13,8 @@ from jsonschema.protocols import Validator
 from engine.scoring.references import stringify
 from engine.scoring.validators.base import EvaluatorError, Outcome, PackError, ValidatorCall, binary, register
 from engine.scoring.validators.schema_regex import Re2Draft202012Validator, check_schema_patterns
+from engine.types import JSON
 
-JSON = Any
 SUPPORTED_DRAFTS = {
     "https://json-schema.org/draft/2020-12/schema",
     "http://json-schema.org/draft-07/schema",
@@ -107,7 +107,7 @@ def lookup(document: JSON, segments: list[str | int]) -> tuple[bool, JSON]:
     return True, current
 
 
-def is_number(value: JSON) -> bool:
+def is_number(value: JSON) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

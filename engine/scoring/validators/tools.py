@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any
 
 from engine.scoring.evidence import canonical_json
 from engine.scoring.validators.base import Outcome, PackError, ValidatorCall, binary, register, strict_keys
 from engine.scoring.validators.structured import deep_equal
+from engine.types import JSON
 
-JSON = Any
 ALLOWED = {"tool_name", "must_call", "count", "min_count", "max_count", "arguments_contain", "ordered_tools", "order_mode"}
 
 
@@ -68,13 +67,16 @@ def _check_counts(count: int | None, min_count: int | None, max_count: int | Non
         raise PackError("config.min_count must be less than or equal to max_count")
 
 
-def _check_order(ordered: JSON, order_mode: JSON) -> None:
+def _check_order(ordered: JSON, order_mode: JSON) -> tuple[list[str] | None, str | None]:
+    """``ordered_tools`` and ``order_mode``, checked."""
     if order_mode is not None and order_mode not in ("subsequence", "exact"):
         raise PackError('config.order_mode must be "subsequence" or "exact"')
     if order_mode is not None and not ordered:
         raise PackError("config.ordered_tools is required when order_mode is set")
     if ordered is not None and (not isinstance(ordered, list) or any(not isinstance(t, str) or not t for t in ordered)):
         raise PackError("config.ordered_tools entries must be non-empty tool names")
+    names = [t for t in ordered if isinstance(t, str)] if isinstance(ordered, list) else None
+    return names, order_mode if isinstance(order_mode, str) else None
 
 
 def _parse_spec(call: ValidatorCall) -> _Spec:
@@ -89,8 +91,7 @@ def _parse_spec(call: ValidatorCall) -> _Spec:
     arguments = config.get("arguments_contain")
     if arguments is not None and not isinstance(arguments, dict):
         raise PackError("config.arguments_contain must be a JSON object")
-    ordered, order_mode = config.get("ordered_tools"), config.get("order_mode")
-    _check_order(ordered, order_mode)
+    ordered, order_mode = _check_order(config.get("ordered_tools"), config.get("order_mode"))
     spec = _Spec(config.get("tool_name"), config.get("must_call"), arguments, count, min_count, max_count, ordered, order_mode)
     if not any([spec.tool_name, spec.must_call is not None, spec.has_count, arguments is not None, ordered]):
         raise PackError("config must declare at least one tool call assertion")
@@ -148,5 +149,5 @@ def tool_call_assertion(call: ValidatorCall) -> Outcome:
     what = f"{spec.tool_name or 'any tool'}" + (f" with arguments ⊇ {canonical_json(spec.arguments)}" if spec.arguments else "")
     names = [t.tool_name for t in successful]
     failures = _presence_failures(spec, n, what) + _count_failures(spec, n, what) + _order_failures(spec, names)
-    actual = {"matching_calls": n, "successful_tools": names, "tool_counts": dict(Counter(names))}
+    actual: dict[str, JSON] = {"matching_calls": n, "successful_tools": [*names], "tool_counts": {**Counter(names)}}
     return binary(not failures, "; ".join(failures) or f"tool call assertions hold ({n} matching call(s))", call.config, actual)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from engine.scoring import CaseEvidence
 from engine.scoring.evidence import extract
+from engine.scoring.spec import EvaluationSpec, ValidatorDeclaration
 from engine.scoring.validators import run_validator
-from engine.types import ExecResult, FileEntry, ModelResponse, Usage
+from engine.types import JSON, ExecResult, FileEntry, ModelResponse, Usage
 
-JSON = Any
 T0 = "2026-01-01T00:00:00+00:00"
 
 
@@ -31,7 +31,7 @@ class Events:
         return self
 
     def tool(self, name: str, arguments: JSON = None, *, failed: bool = False, origin: str | None = None, ms: int = 0) -> Events:
-        payload = {
+        payload: dict[str, JSON] = {
             "tool_name": name,
             "arguments": json.dumps(arguments or {}),
             "result": {"content": json.dumps({"error": "boom"}) if failed else "ok", "is_error": failed},
@@ -77,7 +77,7 @@ def run_events(
     return events
 
 
-def evidence(final_output: str | None = "42", **kwargs: JSON) -> CaseEvidence:
+def evidence(final_output: str | None = "42", **kwargs: Any) -> CaseEvidence:
     events = kwargs.pop("events", None)
     if events is None:
         events = run_events(final_output or "").items
@@ -101,11 +101,11 @@ def validate(
     vtype: str,
     actual: str | None = "42",
     expected: str | None = "literal:42",
-    config: JSON = None,
+    config: Any = None,
     target: str = "final_output",
-    **evidence_kwargs: JSON,
+    **evidence_kwargs: Any,
 ):
-    declaration: dict[str, JSON] = {"key": "v", "type": vtype, "target": target}
+    declaration: ValidatorDeclaration = {"key": "v", "type": vtype, "target": target}
     if expected is not None:
         declaration["expected_from"] = expected
     if config is not None:
@@ -114,29 +114,33 @@ def validate(
     return run_validator(declaration, ev, extract(ev))
 
 
-def spec(validators: list[dict[str, JSON]] | None = None, dimensions: list[JSON] | None = None, **extra: JSON) -> dict[str, JSON]:
+def spec(validators: list[Any] | None = None, dimensions: list[Any] | None = None, **extra: Any) -> EvaluationSpec:
+    """An evaluation spec; its parts may be anything (tests of malformed specs), hence the cast."""
     scorecard = extra.pop("scorecard", {})
-    return {
-        "name": "test-spec",
-        "version_number": 1,
-        "judge_mode": extra.pop("judge_mode", "deterministic"),
-        "validators": validators
-        if validators is not None
-        else [{"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}],
-        "metrics": extra.pop("metrics", [{"key": "completed", "type": "boolean", "collector": "run_completed_successfully"}]),
-        "pricing": {
-            "models": [
-                {
-                    "provider_key": "openai",
-                    "provider_model_id": "gpt-4o",
-                    "input_cost_per_million_tokens": 2.5,
-                    "output_cost_per_million_tokens": 10,
-                }
-            ]
+    return cast(
+        EvaluationSpec,
+        {
+            "name": "test-spec",
+            "version_number": 1,
+            "judge_mode": extra.pop("judge_mode", "deterministic"),
+            "validators": validators
+            if validators is not None
+            else [{"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}],
+            "metrics": extra.pop("metrics", [{"key": "completed", "type": "boolean", "collector": "run_completed_successfully"}]),
+            "pricing": {
+                "models": [
+                    {
+                        "provider_key": "openai",
+                        "provider_model_id": "gpt-4o",
+                        "input_cost_per_million_tokens": 2.5,
+                        "output_cost_per_million_tokens": 10,
+                    }
+                ]
+            },
+            "scorecard": {"dimensions": dimensions if dimensions is not None else ["correctness"], **scorecard},
+            **extra,
         },
-        "scorecard": {"dimensions": dimensions if dimensions is not None else ["correctness"], **scorecard},
-        **extra,
-    }
+    )
 
 
 class FakeSandbox:

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from engine.scoring import aggregate_lane, rank_lanes, score_case
+from engine.scoring.documents import LaneRefs, LaneScorecardDocument
 from engine.tests.scoring.helpers import evidence, run_events, spec
 
 SPEC = spec(dimensions=["correctness", "reliability"], scorecard={"pass_threshold": 0.7})
 
 
-def lane(outputs: list[str], *, failed: frozenset[int] = frozenset(), **refs: Any) -> dict[str, Any]:
+def lane(outputs: list[str], *, failed: frozenset[int] = frozenset(), **refs: Any) -> LaneScorecardDocument:
     scores = []
     for i, out in enumerate(outputs):
         ev = evidence(
@@ -20,7 +21,7 @@ def lane(outputs: list[str], *, failed: frozenset[int] = frozenset(), **refs: An
             status="failed" if i in failed else "completed",
         )
         scores.append(score_case(SPEC, ev))
-    return aggregate_lane(SPEC, scores, refs=refs or None)
+    return aggregate_lane(SPEC, scores, refs=cast(LaneRefs, refs) if refs else None)
 
 
 def test_lane_scorecard_rolls_up_cases() -> None:
@@ -67,8 +68,8 @@ def test_ties_share_a_rank_and_have_no_winner() -> None:
 
 
 def test_tie_on_score_is_broken_by_correctness() -> None:
-    a = {"overall_score": 0.8, "dimensions": {"correctness": {"mean": 0.9}}, "pass_rate": 1.0}
-    b = {"overall_score": 0.8, "dimensions": {"correctness": {"mean": 0.7}}, "pass_rate": 1.0}
+    a: Any = {"overall_score": 0.8, "dimensions": {"correctness": {"mean": 0.9}}, "pass_rate": 1.0}  # partial scorecards
+    b: Any = {"overall_score": 0.8, "dimensions": {"correctness": {"mean": 0.7}}, "pass_rate": 1.0}
     assert rank_lanes({"a": a, "b": b})["winner_lane_id"] == "a"
 
 
@@ -77,11 +78,11 @@ def test_single_lane_wins_trivially_and_no_lanes_has_no_winner() -> None:
     assert rank_lanes({})["winner_lane_id"] is None
 
 
-def case_score(key: str, **fields: Any) -> dict[str, Any]:
+def case_score(key: str, **fields: Any) -> Any:  # a partial CaseScoreDocument: what aggregate_lane reads
     return {"case_key": key, "run_status": "completed", "passed": True, "validity": "valid", "overall_score": 1.0, **fields}
 
 
-def dim(score: float | None, state: str = "available", **extra: Any) -> dict[str, Any]:
+def dim(score: float | None, state: str = "available", **extra: Any) -> Any:
     return {"score": score, "state": state, **extra}
 
 
@@ -114,7 +115,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
             warnings=["w1"],
         ),
     ]
-    card = aggregate_lane({"name": "s", "version_number": 2, "scorecard": {"strategy": "binary"}}, cases, refs={"run_id": "r"})
+    card: Any = aggregate_lane({"name": "s", "version_number": 2, "scorecard": {"strategy": "binary"}}, cases, refs={"run_id": "r"})
     refs = card.pop("refs")
     assert refs["run_id"] == "r" and refs["evaluation_spec_name"] == "s" and refs["evaluation_spec_version"] == 2
     assert len(refs["evaluation_spec_fingerprint"]) == 64
@@ -237,7 +238,7 @@ def test_a_lane_passes_only_when_every_case_passed(flags: list[bool | None], pas
     ],
 )
 def test_a_lanes_status_comes_from_its_runs_unless_given(
-    run_statuses: list[str], refs: dict[str, Any] | None, status: str, reason: str | None
+    run_statuses: list[str], refs: LaneRefs | None, status: str, reason: str | None
 ) -> None:
     cases = [case_score(str(i), run_status=s, stop_reason="boom" if s != "completed" else None) for i, s in enumerate(run_statuses)]
     card = aggregate_lane({}, cases, refs=refs)
@@ -250,11 +251,13 @@ def test_a_dimension_missing_from_a_case_is_unavailable_for_the_lane() -> None:
 
 
 def test_ranking_reports_why_there_is_no_winner_and_the_deltas() -> None:
-    scored = {"overall_score": 0.9, "dimensions": {"correctness": {"mean": 0.8}}, "pass_rate": 1.0}
-    runner_up = {"overall_score": 0.5, "dimensions": {"correctness": {"mean": 0.6}, "latency": {"mean": 0.1}}}
+    scored: Any = {"overall_score": 0.9, "dimensions": {"correctness": {"mean": 0.8}}, "pass_rate": 1.0}  # partial scorecards
+    runner_up: Any = {"overall_score": 0.5, "dimensions": {"correctness": {"mean": 0.6}, "latency": {"mean": 0.1}}}
     result = rank_lanes({"a": runner_up, "b": scored})
     assert (result["winner_lane_id"], result["winner_reason"]) == ("b", "highest overall score")
     assert result["dimension_deltas_winner_vs_runner_up"] == {"correctness": pytest.approx(0.2), "latency": None}
-    unscored = rank_lanes({"a": {}, "b": {}})
+    empty: Any = {}
+    unscored = rank_lanes({"a": empty, "b": empty})
     assert (unscored["winner_lane_id"], unscored["winner_reason"]) == (None, "no lane has an overall score")
-    assert rank_lanes({"a": scored, "b": dict(scored)})["winner_reason"] == "tie for first place"
+    twin: Any = dict(scored)
+    assert rank_lanes({"a": scored, "b": twin})["winner_reason"] == "tie for first place"

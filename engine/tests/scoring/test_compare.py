@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import cast
+
 from engine.scoring import aggregate_lane, score_case
 from engine.scoring.compare import build_comparison, not_comparable
+from engine.scoring.documents import LaneRefs, LaneScorecardDocument
 from engine.tests.scoring.helpers import evidence, run_events, spec
 
 SPEC = spec(
@@ -14,7 +17,7 @@ SPEC = spec(
 )
 
 
-def lane(outputs: dict[str, str], *, latency_ms: int = 2000, failed: bool = False, s=SPEC, **refs) -> dict:
+def lane(outputs: dict[str, str], *, latency_ms: int = 2000, failed: bool = False, s=SPEC, **refs) -> LaneScorecardDocument:
     scores = [
         score_case(
             s,
@@ -27,7 +30,7 @@ def lane(outputs: dict[str, str], *, latency_ms: int = 2000, failed: bool = Fals
         )
         for key, out in outputs.items()
     ]
-    return aggregate_lane(s, scores, refs={"pack_version_id": "pv1", "input_set_id": "is1", **refs})
+    return aggregate_lane(s, scores, refs=cast(LaneRefs, {"pack_version_id": "pv1", "input_set_id": "is1", **refs}))
 
 
 def test_identical_lanes_are_comparable_with_zero_deltas():

@@ -10,7 +10,7 @@ from engine.scoring.compare import build_comparison
 from engine.scoring.gates import DEFAULT_POLICY, dimension_thresholds, evaluate_gate, parse_policy, policy_fingerprint
 
 
-def delta(value: float = 0.0, *, source: str = "validators", state: str = "available", reason: str = "") -> dict:
+def delta(value: float = 0.0, *, source: str = "validators", state: str = "available", reason: str = "") -> Any:
     entry: dict[str, Any] = {"baseline_value": 0.9, "candidate_value": 0.9 + value, "delta": value if state == "available" else None}
     entry.update(better_direction="higher", source=source, state=state)
     if reason:
@@ -18,7 +18,7 @@ def delta(value: float = 0.0, *, source: str = "validators", state: str = "avail
     return entry
 
 
-def comparison(deltas: dict, **overrides) -> dict:
+def comparison(deltas: dict, **overrides) -> Any:  # a partial ComparisonSummary: what the rules read
     missing = [f"dimension_deltas.{k}" for k, d in deltas.items() if d["state"] not in ("available", "not_applicable")]
     base = {
         "status": "comparable",

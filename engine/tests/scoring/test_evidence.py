@@ -20,15 +20,14 @@ from engine.scoring.evidence import (
     parse_time,
 )
 from engine.tests.scoring.helpers import Events, at
-
-JSON = Any
+from engine.types import JSON
 
 
 def when(ms: int) -> datetime:
     return datetime.fromisoformat(at(ms))
 
 
-def extracted(events: Events, **evidence: JSON) -> Extracted:
+def extracted(events: Events, **evidence: Any) -> Extracted:
     return extract(CaseEvidence(case_key="c", events=events.items, **evidence))
 
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from engine.scoring.gates import BOOLEAN_FIELDS, DEFAULT_POLICY, evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
 
 
-def comparison(**overrides) -> dict:
+def comparison(**overrides) -> Any:  # a partial ComparisonSummary: what the rules read
     deltas = {
         k: {"baseline_value": 0.9, "candidate_value": 0.9, "delta": 0.0, "better_direction": "higher", "state": "available"}
         for k in ("correctness", "reliability", "latency", "cost")
@@ -26,7 +27,7 @@ def comparison(**overrides) -> dict:
     return base
 
 
-def with_delta(key: str, delta: float, state: str = "available") -> dict:
+def with_delta(key: str, delta: float, state: str = "available") -> Any:
     c = comparison()
     c["dimension_deltas"][key].update(delta=delta, state=state)
     return c
@@ -105,7 +106,7 @@ def test_pass_result_carries_policy_snapshot_and_fingerprint():
     assert "require_scorecard_pass" not in result["policy"]
 
 
-def regression_comparison(candidate, baseline=None) -> dict:
+def regression_comparison(candidate, baseline=None) -> Any:
     return comparison(regression={"candidate": candidate, "baseline": baseline})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.scoring.documents import GateResultDocument
 from engine.scoring.gates import evaluate_gate
 
 from .test_gates import comparison
@@ -21,7 +22,7 @@ def entry(case_id: int, *, failed: bool, severity: str = "blocking", suite_id: i
     return {"regression_case_id": case_id, "suite_id": suite_id, "severity": severity, "failed": failed}
 
 
-def gate(candidate, baseline=None, **rules) -> dict:
+def gate(candidate, baseline=None, **rules) -> GateResultDocument:
     return evaluate_gate(comparison(regression={"candidate": candidate, "baseline": baseline}), policy(**rules))
 
 

@@ -9,6 +9,7 @@ from engine.scoring.aggregate import aggregate_lane
 from engine.scoring.compare import build_comparison
 from engine.scoring.evidence import CaseEvidence
 from engine.scoring.judges import JudgeNotConfigured, JudgeTarget
+from engine.scoring.spec import EvaluationSpec
 from engine.tests.scoring.helpers import FakeJudge, evidence, spec
 from engine.types import ModelResponse, ProviderError
 
@@ -61,7 +62,7 @@ def conversation(mismatch: bool) -> CaseEvidence:
     return CaseEvidence(case_key="c", final_output=turns[-1][1], events=turn_events(*turns))
 
 
-def hybrid_spec() -> dict:
+def hybrid_spec() -> EvaluationSpec:
     return spec(
         judge_mode="hybrid",
         llm_judges=[ASSERTION],

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import pytest
 
 from engine.scoring import score_case
+from engine.scoring.documents import CaseScoreDocument, JudgeResult
 from engine.scoring.judges import parse_json_reply, run_nwise_judge
 from engine.tests.scoring.helpers import FakeJudge, evidence, spec
 
@@ -21,7 +23,7 @@ def rubric(**extra) -> dict:
     }
 
 
-def judged(judges, fake, *, dims=None, **kwargs) -> dict:
+def judged(judges, fake, *, dims=None, **kwargs) -> CaseScoreDocument:
     dims = dims or [{"key": "q", "source": "llm_judge", "judge_key": judges[0]["key"]}]
     s = spec(dimensions=dims, judge_mode="hybrid", llm_judges=judges, **kwargs)
     return score_case(s, evidence("42"), judge=fake, secret_values=kwargs.pop("secrets", ["sk-SECRET"])).as_dict()
@@ -201,7 +203,7 @@ def test_n_wise_rejects_incomplete_rankings_and_needs_two_candidates():
 def test_precomputed_judge_results_feed_dimensions():
     decl = {"key": "rank", "mode": "n_wise", "model": "gpt-4o", "prompt": "x", "context_from": ["final_output"]}
     s = spec(dimensions=[{"key": "r", "source": "llm_judge", "judge_key": "rank"}], judge_mode="llm_judge", llm_judges=[decl])
-    result = score_case(s, evidence("42"), judge_results={"rank": {"judge_key": "rank", "normalized_score": 0.5}})
+    result = score_case(s, evidence("42"), judge_results={"rank": cast(JudgeResult, {"judge_key": "rank", "normalized_score": 0.5})})
     assert result.as_dict()["dimensions"]["r"]["score"] == 0.5
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from engine.scoring import score_case
+from engine.scoring.spec import ModelPrice
 from engine.tests.scoring.helpers import Events, evidence, run_events, spec
 
 COLLECTORS = [
@@ -118,7 +119,7 @@ def test_fallback_pricing_prices_models_the_spec_does_not_list():
 
     ev = evidence("42", events=run_events(model="claude-x").items)
     s = spec(metrics=[{"key": "c", "type": "numeric", "collector": "run_model_cost_usd"}])
-    rows = [
+    rows: list[ModelPrice] = [
         {"provider_key": "openai", "provider_model_id": "claude-x", "input_cost_per_million_tokens": 1, "output_cost_per_million_tokens": 1}
     ]
     metric = score(s, ev, fallback_pricing=rows).as_dict()["metric_details"][0]

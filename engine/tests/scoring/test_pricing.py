@@ -10,6 +10,7 @@ from engine.scoring import score_case
 from engine.scoring.evidence import extract
 from engine.scoring.pricing import library_price, library_source, model_cost
 from engine.tests.scoring.helpers import Events, evidence, run_events, spec
+from engine.types import JSON
 
 COST_DIMENSION = {"key": "cost", "source": "cost", "better_direction": "lower", "normalization": {"target": 0.001, "max": 1.0}}
 GPT_4O = 1000 / 1e6 * 2.5 + 500 / 1e6 * 10  # the library's (and the spec helper's) gpt-4o price for the helper's usage
@@ -21,7 +22,9 @@ def unpriced_spec(**extra):
 
 def events_for(provider: str, model: str, input_tokens: int = 1000, output_tokens: int = 500) -> list:
     events = run_events(model=model, input_tokens=input_tokens, output_tokens=output_tokens)
-    events.items[2]["payload"]["provider_key"] = provider
+    payload = events.items[2]["payload"]
+    assert isinstance(payload, dict)
+    payload["provider_key"] = provider
     return events.items
 
 
@@ -85,7 +88,7 @@ def test_a_workspace_row_without_provider_prices_the_model_on_any_provider():
 def test_every_model_of_a_case_is_priced_from_its_own_source():
     events = Events().add("system.run.started", {}, 0)
     for provider, model in (("scripted", "helper"), ("openai", "gpt-4o")):
-        usage = {"input_tokens": 1000, "output_tokens": 500}
+        usage: dict[str, JSON] = {"input_tokens": 1000, "output_tokens": 500}
         events.add("model.call.completed", {"provider_key": provider, "provider_model_id": model, "usage": usage}, 10)
     events.add("system.run.completed", {"final_output": "42"}, 20)
     result = model_cost({}, extract(evidence(events=events.items)))

@@ -6,6 +6,7 @@ from engine.scoring import CaseEvidence
 from engine.scoring.evidence import extract
 from engine.scoring.references import resolve, stringify
 from engine.tests.scoring.helpers import Events, evidence
+from engine.types import JSON
 
 CASE = {
     "payload": {"order": {"id": "ORD-1", "lines": [{"sku": "A"}]}, "flag": True},
@@ -28,7 +29,8 @@ def ref(name: str, **kwargs):
 
 
 def test_values_are_stringified_like_go():
-    assert [stringify(v) for v in ("s", True, None, 3, 2.0, 86.4, {"b": 1, "a": [1]})] == [
+    values: list[JSON] = ["s", True, None, 3, 2.0, 86.4, {"b": 1, "a": [1]}]
+    assert [stringify(v) for v in values] == [
         "s",
         "true",
         "null",

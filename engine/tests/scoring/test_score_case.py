@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from engine.scoring import CaseEvidence, score_case
+from engine.scoring.spec import ValidatorDeclaration
 from engine.tests.scoring.helpers import evidence, spec
+from engine.types import JSON
 
-BROKEN = {"key": "re", "type": "regex_match", "target": "final_output", "expected_from": "literal:("}
-MISSING = {"key": "f", "type": "contains", "target": "file:nope", "expected_from": "literal:x"}
+BROKEN: ValidatorDeclaration = {"key": "re", "type": "regex_match", "target": "final_output", "expected_from": "literal:("}
+MISSING: ValidatorDeclaration = {"key": "f", "type": "contains", "target": "file:nope", "expected_from": "literal:x"}
 
 
 def test_a_clean_case_is_valid_complete_and_passed():
@@ -33,11 +36,12 @@ def test_an_unknown_collector_makes_the_case_invalid():
 
 
 def test_scoring_accepts_evidence_as_a_plain_dict():
-    ev = {"case_key": "c", "final_output": "42", "status": "completed", "unknown_field": 1}
+    ev: dict[str, JSON] = {"case_key": "c", "final_output": "42", "status": "completed", "unknown_field": 1}
     assert score_case(spec(), ev).as_dict()["passed"] is True
 
 
 def test_garbage_specs_never_raise():
+    bad: Any  # malformed on purpose
     for bad in (
         {},
         {"validators": [None, 3, {"type": None}]},

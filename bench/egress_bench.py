@@ -31,8 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from engine.net.guard import EgressPolicy
 from engine.net.proxy import EgressProxy
-from engine.sandbox import SandboxConfig, create_sandbox
+from engine.sandbox import SandboxConfig, create_sandbox, native
 
+LAUNCHER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "launcher")  # make setup builds it there
 N = 300
 PRIVATE = ["127.0.0.0/8"]
 
@@ -104,6 +105,7 @@ def ttfb_proxy(path: str, port: int) -> float:
 
 
 def main() -> int:
+    native.DEFAULT_DIR = LAUNCHER_DIR  # the default SandboxSettings() has no launcher dir (as sandbox_bench.py)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_port

@@ -29,9 +29,11 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.sandbox import SandboxConfig, create_sandbox
+from engine.sandbox import SandboxConfig, create_sandbox, native
 from engine.tools import build_toolset
 from engine.types import ToolCall
+
+LAUNCHER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "launcher")  # make setup builds it there
 
 
 def per_call(fn: Callable[[], object], n: int, blocks: int = 5) -> float:
@@ -46,6 +48,7 @@ def per_call(fn: Callable[[], object], n: int, blocks: int = 5) -> float:
 
 
 def main() -> int:
+    native.DEFAULT_DIR = LAUNCHER_DIR  # the default SandboxSettings() has no launcher dir (as sandbox_bench.py)
     manifest = {"tool_policy": {"allowed_tool_kinds": [], "allow_shell": True}}
     sandbox = create_sandbox(SandboxConfig.from_manifest(manifest))
     try:

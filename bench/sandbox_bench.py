@@ -18,18 +18,15 @@ Rows (issue 16, item 2; docs/engine-safety.md "Warm sandboxes and the persistent
   start per call.
 - data tool round trip: ``search_files`` (a fork of the launcher running the toolhost). Baseline:
   a cold start per call.
-- launcher start: the sandbox's ``python3 -I -S`` importing what the launcher imports, outside
-  bwrap. Baseline: the modules of the launcher before issue 16 (``json``, ``socket``, ``signal``,
-  ``ctypes``, ``array``…). New: the C modules it imports now (``_socket``, ``_signal``,
-  ``_ctypes``, ``marshal``…).
+- zygote start: ``python3 -I -S`` importing what the data tools' zygote (``zygote.py``) imports,
+  outside bwrap. Baseline: the modules of the Python launcher before issue 16 (``json``,
+  ``socket``, ``signal``, ``ctypes``, ``array``…). New: the C modules it imports now (``_socket``,
+  ``_signal``, ``_ctypes``, ``marshal``…).
 - destroy: ``sandbox.destroy()`` (kill, cgroup, tmpfs, directory), reported.
-- CPU per launcher start: user + system time of the two import rows' interpreters (mean). A
-  warm sandbox costs the same CPU as a cold one, only off the case's path.
-
-- native launcher rows (``SANDBOX_LAUNCHER``, docs/engine-safety.md "The native launcher"): a
-  cold sandbox's first command, its CPU (bwrap + PID 1, children of this process, and this
-  process's own share), the steady ``exec`` round trip and a cold data tool, each with the Python
-  launcher as baseline and the native one (``launcher.c``) as new.      target: < 5 ms
+- CPU per zygote start: user + system time of the two import rows' interpreters (mean).
+- PID 1 start (docs/engine-safety.md "The native launcher"): wall and CPU of a minimal bwrap
+  running the native launcher (``launcher.c``, exiting at its argument check). Baseline: the same
+  bwrap running ``true``; the difference is what PID 1's start costs.
 
 Run: .venv/bin/python bench/sandbox_bench.py [--n 20] [--launcher-dir var/launcher]  (needs bubblewrap; root for the cgroup
 and tmpfs workspace). The machine may be shared: compare rows of the same run.
@@ -57,8 +54,6 @@ from engine.types import ToolCall
 MANIFEST = {"tool_policy": {"allowed_tool_kinds": [], "allow_shell": True}}
 COLD = SandboxSettings(warm_sandboxes=0)
 WARM = SandboxSettings(warm_sandboxes=1)
-PYTHON = SandboxSettings(launcher="python")
-NATIVE = SandboxSettings(launcher="native")  # native.DEFAULT_DIR is set from --launcher-dir
 
 
 def ms(samples: list[float]) -> tuple[float, float]:
@@ -141,29 +136,10 @@ def persistent(n: int) -> dict[str, list[float]]:
         sandbox.destroy()
 
 
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def cgroup_cpu(sandbox: LocalSandbox) -> float:
-    """CPU of everything inside the sandbox so far (PID 1 and its children), from its cgroup; -1
-    without one. bwrap's own process is outside it, and PID 1 is never reaped by this process, so
-    ``RUSAGE_CHILDREN`` cannot see it."""
-    if sandbox.cgroup is None:
-        return -1.0
-    try:
-        with open(os.path.join(sandbox.cgroup.memory, "cpu.stat"), encoding="ascii") as fh:
-            stats = dict(line.split() for line in fh)
-        return int(stats["usage_usec"]) / 1e6
-    except (OSError, KeyError, ValueError):
-        return -1.0
-
-
 def pid1_start(n: int, binary: str) -> dict[str, tuple[list[float], list[float]]]:
-    """Wall and CPU (bwrap and everything it reaps) of a minimal bwrap running ``true``, the Python
-    launcher's interpreter + imports, and the native launcher's start (it exits at its argument
-    check, after ``prctl``). The difference to ``true`` is what PID 1's start costs."""
+    """Wall and CPU (bwrap and everything it reaps) of a minimal bwrap running ``true`` and the
+    native launcher's start (it exits at its argument check, after ``prctl``). The difference to
+    ``true`` is what PID 1's start costs."""
     bwrap = bwrap_path() or "bwrap"
     base = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr"]
     for name in ("bin", "lib", "lib64", "sbin"):
@@ -175,7 +151,6 @@ def pid1_start(n: int, binary: str) -> dict[str, tuple[list[float], list[float]]
     python = SandboxSettings().python
     commands = {
         "true": ["/usr/bin/true"],
-        "python": [python, "-I", "-S", "-c", NEW_IMPORTS],
         "native": ["/launcher", "-1", "0", python, "/none", "00"],
     }
     out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in commands}
@@ -187,57 +162,6 @@ def pid1_start(n: int, binary: str) -> dict[str, tuple[list[float], list[float]]
             )
             out[name][0].append(wall)
             out[name][1].append(children_cpu() - before)
-    return out
-
-
-def launcher_rows(n: int) -> dict[str, tuple[list[float], list[float]]]:
-    """(python, native) samples per row: cold first command, its CPU, exec round trip, cold data tool."""
-    out: dict[str, tuple[list[float], list[float]]] = {}
-    first: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}
-    inside: dict[str, list[float]] = {}
-    steady: dict[str, list[float]] = {}
-    tool: dict[str, list[float]] = {}
-    after_exec: dict[str, list[float]] = {}
-    for _ in range(n):
-        for name, settings in (("python", PYTHON), ("native", NATIVE)):
-            before, before_self = children_cpu(), self_cpu()
-            start = time.perf_counter()
-            sandbox = new_sandbox(settings)
-            sandbox.exec(["true"])
-            first.setdefault(name, []).append(time.perf_counter() - start)
-            inside.setdefault(name, []).append(cgroup_cpu(sandbox))
-            sandbox.destroy()
-            cpu.setdefault(name, []).append(children_cpu() - before + self_cpu() - before_self)
-    for name, settings in (("python", PYTHON), ("native", NATIVE)):
-        sandbox = new_sandbox(settings)
-        try:
-            sandbox.write_file("data.txt", b"x" * 1024)
-            toolset = build_toolset(MANIFEST, sandbox=sandbox, secrets={})
-            search = ToolCall(id="s", name="search_files", arguments='{"pattern": "*.txt"}')
-            sandbox.exec(["true"])
-            steady[name] = [timed(functools.partial(sandbox.exec, ["true"])) for _ in range(n * 5)]
-            toolset.execute(search)
-            after_exec[name] = []
-            for _ in range(n * 2):
-                sandbox.exec(["true"])  # an agent command: the native launcher pings its zygote next
-                after_exec[name].append(timed(functools.partial(toolset.execute, search)))
-        finally:
-            sandbox.destroy()
-        for _ in range(n):
-            start = time.perf_counter()
-            sandbox = new_sandbox(settings)
-            sandbox.write_file("data.txt", b"x" * 1024)
-            cold_tool(sandbox)
-            tool.setdefault(name, []).append(time.perf_counter() - start)
-            sandbox.destroy()
-    out["cold first command"] = (first["python"], first["native"])
-    out["CPU: worker + bwrap"] = (cpu["python"], cpu["native"])
-    if all(inside[name] and min(inside[name]) >= 0 for name in inside):
-        out["CPU: inside (cgroup)"] = (inside["python"], inside["native"])
-    out["exec true round trip"] = (steady["python"], steady["native"])
-    out["search_files, cold sandbox"] = (tool["python"], tool["native"])
-    out["search_files after an exec"] = (after_exec["python"], after_exec["native"])
     return out
 
 
@@ -286,9 +210,8 @@ def main() -> int:
         return 1
     native.DEFAULT_DIR = args.launcher_dir
     if native.launcher_binary(args.launcher_dir) is None:
-        print("the native launcher cannot be built here: nothing to compare")
+        print("the native launcher cannot be built here: no sandbox can start")
         return 1
-    launchers = launcher_rows(n)
     starts = pid1_start(n * 2, native.launcher_binary(args.launcher_dir) or "")
     destroys: list[float] = []
     cold_first = cold_per_call(n, lambda s: s.exec(["true"]), destroys)
@@ -307,16 +230,12 @@ def main() -> int:
     row("read_file round trip (host)", None, steady["read_file"], "target < 1 ms")
     row("cat round trip", cold_read, steady["cat"])
     row("search_files round trip", cold_search, steady["search_files"])
-    row("launcher python + imports", old_imports, new_imports)
-    print(f"CPU per launcher start (mean): {mean_ms(old_cpu):.1f} ms before, {mean_ms(new_cpu):.1f} ms now")
+    row("zygote python + imports", old_imports, new_imports)
+    print(f"CPU per zygote start (mean): {mean_ms(old_cpu):.1f} ms before, {mean_ms(new_cpu):.1f} ms now")
     row("destroy", None, destroys)
-    print(f"\n{'python -> native launcher':<30} {'py p50':>8} {'py p95':>8} {'nat p50':>8} {'nat p95':>8} {'ratio':>7}")
-    for label, (base, new) in launchers.items():
-        row(label, base, new, "target < 5 ms" if label == "cold first command" else "")
-    row("bwrap + PID 1 start: wall", starts["python"][0], starts["native"][0])
-    row("bwrap + PID 1 start: CPU", starts["python"][1], starts["native"][1])
-    row("bwrap + true (reference)", None, starts["true"][0])
-    print(f"{'bwrap + true: CPU (reference)':<30} {'':>17} {ms(starts['true'][1])[0]:8.2f}")
+    print(f"\n{'PID 1 start (bwrap)':<30} {'true p50':>8} {'true p95':>8} {'nat p50':>8} {'nat p95':>8} {'ratio':>7}")
+    row("bwrap + native PID 1: wall", starts["true"][0], starts["native"][0])
+    row("bwrap + native PID 1: CPU", starts["true"][1], starts["native"][1])
     print(f"pool: {pool.POOL.stats}")
     return 0
 

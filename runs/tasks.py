@@ -8,6 +8,7 @@ attempts and only for the retryable classes of spec runtime.md §4.3.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from celery import shared_task
@@ -15,10 +16,11 @@ from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import connections
 
-from engine.sandbox import SandboxSettings, close_warm_sandboxes, reap_stale_sandboxes
+from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+log = logging.getLogger(__name__)
 CHAIN_SECONDS = 0.5  # a chain of cases (RUNS_CASE_CHAIN) starts no new case after this long: other lanes wait at most this
 
 
@@ -92,6 +94,21 @@ def run_reap() -> None:
 def sandboxes_reap_stale(**_: object) -> None:
     """A starting worker removes the sandboxes (workspace, mounts, cgroups) of dead workers on this host."""
     reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+
+
+@worker_ready.connect
+def sandbox_launcher_check(**_: object) -> None:
+    """A starting worker says at once when no sandbox can start here (no trusted native launcher,
+    docs/engine-safety.md "The native launcher"); it keeps running: its other tasks need none."""
+    try:
+        native.require_binary(str(settings.SANDBOX_LAUNCHER_DIR))  # builds a missing one, as first use would
+    except native.LauncherUnavailable as exc:
+        log.error(
+            "native sandbox launcher unavailable (%s): cases with sandboxed tools will fail on this worker; "
+            "install a C compiler (e.g. apt-get install gcc libc6-dev) and run make setup (SANDBOX_LAUNCHER_DIR=%s)",
+            exc,
+            settings.SANDBOX_LAUNCHER_DIR,
+        )
 
 
 @worker_process_shutdown.connect

@@ -102,3 +102,24 @@ def test_the_readme_lists_every_variable_the_settings_read():
     assert {"DJANGO_SECRET_KEY", "RUNS_HEARTBEAT_SECONDS"} <= read
     assert read - table == set(), "add these to the README's configuration table"
     assert table - read == set(), "the README lists variables no setting reads"
+
+
+@pytest.mark.parametrize("module", ["agentclash.settings.local", "agentclash.settings.production"])
+def test_the_python_sandbox_launcher_is_refused_in_every_environment(tmp_path, module):
+    result = _python(f"import {module}", tmp_path, **{**PRODUCTION, "DJANGO_SETTINGS_MODULE": module, "SANDBOX_LAUNCHER": "python"})
+    assert result.returncode == 1
+    assert 'ImproperlyConfigured: SANDBOX_LAUNCHER must be "native"' in result.stderr
+
+
+@pytest.mark.parametrize("value", ["auto", " AUTO ", "native"])
+def test_the_auto_sandbox_launcher_means_the_native_one(tmp_path, value):
+    result = _python("import agentclash.settings.local as s; print(s.SANDBOX_LAUNCHER)", tmp_path, SANDBOX_LAUNCHER=value)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["native"]
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_sandbox_launcher_dir_is_refused(tmp_path, value):
+    result = _python("import agentclash.settings.local", tmp_path, SANDBOX_LAUNCHER_DIR=value)
+    assert result.returncode == 1
+    assert "ImproperlyConfigured: SANDBOX_LAUNCHER_DIR must name the native launcher's directory" in result.stderr

@@ -3,7 +3,8 @@
 A sandbox has its own network namespace with only ``lo``. When its pack allows network, the
 sandbox directory gets a Unix socket served by an :class:`EgressProxy` (threads in the worker
 process, living as long as the sandbox); the socket's directory is bound into the sandbox and an
-in-sandbox relay (:mod:`engine.net.forwarder`) exposes it as ``127.0.0.1:3128``, which
+in-sandbox relay (a thread of the native launcher, the sandbox's PID 1; its port and connection
+cap are in :mod:`engine.net.forwarder`) exposes it as ``127.0.0.1:3128``, which
 ``HTTP_PROXY``/``HTTPS_PROXY`` point at. Raw TCP to anything else has no route.
 
 For every connection the proxy reads one bounded request head (CONNECT ``host:port`` or an

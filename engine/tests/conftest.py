@@ -1,5 +1,6 @@
 """The engine's tests start sandboxes with the native launcher (``engine/sandbox/launcher.c``),
-built once per session; ``engine/tests/sandbox`` runs every test with both launchers."""
+the only sandbox PID 1, built once per session into a temporary directory; without a C compiler
+there is none, and ``engine/tests/sandbox`` skips (fails under REQUIRE_SERVICES=1)."""
 
 from __future__ import annotations
 

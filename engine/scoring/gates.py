@@ -206,9 +206,9 @@ def _policy_regression_rules(policy: Mapping[str, object]) -> RegressionGateRule
     # The rules as given: only the keys the policy sets.
     out: RegressionGateRules = {}
     if "no_blocking_regression_failure" in rules:
-        out["no_blocking_regression_failure"] = bool(blocking)
+        out["no_blocking_regression_failure"] = blocking
     if "no_new_blocking_failure_vs_baseline" in rules:
-        out["no_new_blocking_failure_vs_baseline"] = bool(new_blocking)
+        out["no_new_blocking_failure_vs_baseline"] = new_blocking
     if "max_warning_regression_failures" in rules:
         out["max_warning_regression_failures"] = limit
     if "suite_ids" in rules:

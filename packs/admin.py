@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from core.admin import ReadOnlyAdmin
+from core.admin import ReadOnlyAdmin, ServiceAdmin, ServiceModelForm
 from packs import services
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
@@ -27,7 +27,7 @@ def _warning_text(warning: dict[str, Any]) -> str:
     return "Warning: " + _error_text({"field": warning.get("path") or "", "message": warning["message"], "line": warning.get("line")})
 
 
-class PackVersionUploadForm(forms.ModelForm):
+class PackVersionUploadForm(ServiceModelForm):
     """Add form: a workspace and a YAML file; clean() validates and checks conflicts."""
 
     workspace_choice = forms.ModelChoiceField(queryset=Workspace.objects.all(), label="Workspace")
@@ -55,7 +55,7 @@ class PackVersionUploadForm(forms.ModelForm):
         except UnicodeDecodeError:
             self.add_error("yaml_file", "The file is not UTF-8 text.")
             return data
-        try:
+        try:  # the service's check, here so every line-numbered error lands next to the file
             services.pack_check(workspace=workspace, source=source)
         except services.PackInvalid as exc:
             self.add_error("yaml_file", [_error_text(e) for e in exc.errors])
@@ -96,7 +96,7 @@ class InputSetInline(admin.TabularInline):
 
 
 @admin.register(PackVersion)
-class PackVersionAdmin(admin.ModelAdmin):
+class PackVersionAdmin(ServiceAdmin):
     list_display = ["pack", "number", "workspace", "execution_mode", "lifecycle_status", "published_at", "published_by"]
     list_filter = ["lifecycle_status", "execution_mode", "workspace"]
     search_fields = ["pack__name", "pack__slug", "manifest_checksum"]
@@ -142,44 +142,36 @@ class PackVersionAdmin(admin.ModelAdmin):
             kwargs["fields"] = []
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[Any]:
         if obj is None:
-            return ("workspace_choice", "yaml_file")
-        return tuple(self.fields)
+            return ["workspace_choice", "yaml_file"]
+        return list(self.fields)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str] | tuple[str, ...] | tuple[()]:
-        return [] if obj is None else self.readonly_fields
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [] if obj is None else list(self.readonly_fields)
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> list:
         return [] if obj is None else self.inlines
 
-    def save_form(self, request: HttpRequest, form: forms.ModelForm, change: bool) -> PackVersion:
-        if change:
-            return form.save(commit=False)
-        # The admin's changeform view is atomic; pack_publish re-checks under its own transaction.
-        return services.pack_publish(workspace=form.cleaned_data["workspace_choice"], user=request.user, source=form.cleaned_data["source"])
+    def create(self, request: HttpRequest, data: dict[str, Any]) -> PackVersion:
+        version = services.pack_publish(workspace=data["workspace_choice"], user=request.user, source=data["source"])
+        messages.info(request, f"Published {version.pack.name} version {version.number} with {version.cases.count()} cases.")
+        for warning in version.warnings or []:
+            messages.warning(request, _warning_text(warning))
+        return version
 
-    def save_model(self, request: HttpRequest, obj: PackVersion, form: forms.ModelForm, change: bool) -> None:
-        if not change:
-            messages.info(request, f"Published {obj.pack.name} version {obj.number} with {obj.cases.count()} cases.")
-            for warning in obj.warnings or []:
-                messages.warning(request, _warning_text(warning))
-            return
-        if "lifecycle_status" in form.changed_data:
-            current = PackVersion.objects.get(pk=obj.pk)
-            services.pack_version_set_lifecycle(version=current, lifecycle_status=obj.lifecycle_status, user=request.user)
-
-    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any, change: bool) -> None:
-        if change:
-            super().save_related(request, form, formsets, change)  # view-only inlines: nothing is saved
-        # on add, pack_publish wrote every child row already
+    def update(self, request: HttpRequest, obj: PackVersion, changes: dict[str, Any]) -> PackVersion:
+        if "lifecycle_status" not in changes:
+            return obj
+        current = PackVersion.objects.select_related("pack", "workspace").get(pk=obj.pk)
+        return services.pack_version_set_lifecycle(version=current, lifecycle_status=changes["lifecycle_status"], user=request.user)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
 @admin.register(Pack)
-class PackAdmin(admin.ModelAdmin):
+class PackAdmin(ServiceAdmin):
     list_display = ["name", "slug", "family", "workspace", "lifecycle_status", "updated_at"]
     list_filter = ["lifecycle_status", "family", "workspace"]
     search_fields = ["name", "slug"]
@@ -190,10 +182,11 @@ class PackAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # packs are created by publishing a version
 
-    def save_model(self, request: HttpRequest, obj: Pack, form: forms.ModelForm, change: bool) -> None:
-        if "lifecycle_status" in form.changed_data:
-            current = Pack.objects.get(pk=obj.pk)
-            services.pack_set_lifecycle(pack=current, lifecycle_status=obj.lifecycle_status, user=request.user)
+    def update(self, request: HttpRequest, obj: Pack, changes: dict[str, Any]) -> Pack:
+        if "lifecycle_status" not in changes:
+            return obj
+        current = Pack.objects.select_related("workspace").get(pk=obj.pk)
+        return services.pack_set_lifecycle(pack=current, lifecycle_status=changes["lifecycle_status"], user=request.user)
 
 
 @admin.register(Challenge)

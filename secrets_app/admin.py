@@ -6,10 +6,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.admin import ServiceDeleteAdmin, ServiceModelForm
 from core.errors import DomainError
 from secrets_app import services
 from secrets_app.models import WorkspaceSecret
@@ -22,7 +22,7 @@ def _admin_workspaces(request: HttpRequest) -> QuerySet[Workspace]:
     return Workspace.objects.filter(memberships__user=request.user.pk, memberships__role=Role.ADMIN)
 
 
-class WorkspaceSecretAdminForm(forms.ModelForm):
+class WorkspaceSecretAdminForm(ServiceModelForm):
     value = forms.CharField(
         required=False,
         strip=False,
@@ -45,32 +45,23 @@ class WorkspaceSecretAdminForm(forms.ModelForm):
         if self.instance.pk is not None:
             self.fields["hosts"].initial = "\n".join(self.instance.allowed_hosts or [])
 
+    def clean_value(self) -> str | None:
+        return self.cleaned_data.get("value") or None  # blank: keep the stored value
+
     def clean_hosts(self) -> list[str]:
         lines = [line.strip() for line in (self.cleaned_data.get("hosts") or "").splitlines() if line.strip()]
-        try:
+        try:  # the service's own check, here so the message lands next to this field
             return services.secret_allowed_hosts_normalise(lines)
         except DomainError as error:
             raise forms.ValidationError(error.message) from None
 
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        data = self.cleaned_data
-        if self.instance.pk is None and not data.get("value"):
-            self.add_error("value", "Enter a value (at least 1 byte).")
-        value = data.get("value")
-        if value:
-            for message in services.secret_value_errors(value):
-                self.add_error("value", message)
-        return data
-
-    def validate_unique(self) -> None:
-        # secret_set replaces an existing key, which is what an operator adding it again wants.
-        return None
-
 
 @admin.register(WorkspaceSecret)
-class WorkspaceSecretAdmin(admin.ModelAdmin):
+class WorkspaceSecretAdmin(ServiceDeleteAdmin):
+    """Saving replaces the value (blank keeps it) and the allowed hosts through ``secret_set``."""
+
     form = WorkspaceSecretAdminForm
+    locked_on_change = ("workspace", "key")  # the key is part of the ciphertext's associated data
     list_display = ["key", "workspace", "hosts_display", "created_at", "created_by", "updated_at", "updated_by"]
     list_filter = ["workspace"]
     search_fields = ["key", "workspace__slug"]
@@ -84,10 +75,6 @@ class WorkspaceSecretAdmin(admin.ModelAdmin):
             .select_related("workspace", "created_by", "updated_by")
         )
 
-    def get_readonly_fields(self, request: HttpRequest, obj: WorkspaceSecret | None = None) -> list[str]:
-        # The key is part of the ciphertext's associated data; replacing means deleting and adding.
-        return [*self.readonly_fields, "workspace", "key"] if obj is not None else list(self.readonly_fields)
-
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "workspace":
             kwargs["queryset"] = _admin_workspaces(request)
@@ -97,21 +84,18 @@ class WorkspaceSecretAdmin(admin.ModelAdmin):
     def hosts_display(self, obj: WorkspaceSecret) -> str:
         return ", ".join(obj.allowed_hosts or []) or "— (tools cannot send it)"
 
-    def save_model(self, request: HttpRequest, obj: WorkspaceSecret, form: forms.ModelForm, change: bool) -> None:
-        value = form.cleaned_data.get("value") or None
-        hosts = form.cleaned_data.get("hosts") or []
-        if value is None and change and hosts == list(obj.allowed_hosts or []):
-            return  # editing without a new value or new hosts changes nothing
-        try:
-            secret, _ = services.secret_set(workspace=obj.workspace, key=obj.key, value=value, allowed_hosts=hosts, actor=request.user)
-        except ValidationError as exc:  # the form already checked; keep the admin from showing a 500
-            raise ValidationError(exc.messages) from None
-        obj.pk, obj.ciphertext, obj.key_id, obj.allowed_hosts = secret.pk, secret.ciphertext, secret.key_id, secret.allowed_hosts
-        obj.created_at, obj.updated_at = secret.created_at, secret.updated_at
+    def create(self, request: HttpRequest, data: dict[str, Any]) -> WorkspaceSecret:
+        secret, _ = services.secret_set(
+            workspace=data["workspace"], key=data["key"], value=data["value"], allowed_hosts=data["hosts"], actor=request.user
+        )
+        return secret
 
-    def delete_model(self, request: HttpRequest, obj: WorkspaceSecret) -> None:
+    def update(self, request: HttpRequest, obj: WorkspaceSecret, changes: dict[str, Any]) -> WorkspaceSecret:
+        value, hosts = changes.get("value"), changes.get("hosts")
+        if value is None and (hosts is None or hosts == list(obj.allowed_hosts or [])):
+            return obj  # no new value and the same hosts: nothing to change
+        secret, _ = services.secret_set(workspace=obj.workspace, key=obj.key, value=value, allowed_hosts=hosts, actor=request.user)
+        return secret
+
+    def delete(self, request: HttpRequest, obj: WorkspaceSecret) -> None:
         services.secret_delete(secret=obj, actor=request.user)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[WorkspaceSecret]) -> None:
-        for secret in queryset.select_related("workspace"):
-            services.secret_delete(secret=secret, actor=request.user)

@@ -29,12 +29,28 @@ def audit_record(*, workspace: Workspace, actor: Any, action: str, target: str, 
 
 
 @transaction.atomic
-def workspace_create(*, name: str, slug: str, admin: Any) -> Workspace:
+def workspace_create(*, name: str, slug: str, admin: Any, actor: Any = None) -> Workspace:
+    """A new workspace with ``admin`` as its first admin; ``actor`` (default: that admin) did it."""
     workspace = Workspace(name=name.strip(), slug=slug.strip().lower())
     full_clean(workspace)
     workspace.save()
     WorkspaceMembership.objects.create(workspace=workspace, user=admin, role=Role.ADMIN)
-    audit_record(workspace=workspace, actor=admin, action="workspace.created", target=workspace.slug)
+    audit_record(workspace=workspace, actor=admin if actor is None else actor, action="workspace.created", target=workspace.slug)
+    return workspace
+
+
+@transaction.atomic
+def workspace_rename(*, workspace: Workspace, name: str, actor: Any = None) -> Workspace:
+    """A new display name; the slug (its URLs) never changes."""
+    workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
+    old, workspace.name = workspace.name, name.strip()
+    if workspace.name == old:
+        return workspace
+    full_clean(workspace)
+    workspace.save(update_fields=["name", "updated_at"])
+    audit_record(
+        workspace=workspace, actor=actor, action="workspace.renamed", target=workspace.slug, metadata={"from": old, "to": workspace.name}
+    )
     return workspace
 
 

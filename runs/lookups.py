@@ -1,4 +1,6 @@
-"""The run family's shared lookups: a run of a workspace, a case of a run, a run's case counts.
+"""The run family's shared lookups: a run of a workspace, a case of a run, a model call of a case,
+a run's case counts. The lookups raise Http404 like the access helpers they are (workspaces/access.py):
+views fetch objects through them; services and selectors never raise it.
 
 They sit in the runs record layer (docs/architecture.md), so scoring, regression and the run
 pages resolve runs the same way.
@@ -11,7 +13,8 @@ from typing import Any
 from django.db.models import Count
 from django.http import Http404
 
-from runs.models import CaseRun, CaseStatus, Run
+from engine import events as ev
+from runs.models import CaseRun, CaseStatus, Run, RunEvent
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
 
@@ -35,3 +38,10 @@ def case_counts(*, run: Run) -> dict[str, int]:
     counts = {s: rows.get(s, 0) for s in CASE_STATUSES}
     counts["total"] = sum(rows.values())
     return counts
+
+
+def model_call_get(*, case_run: CaseRun, pk: Any) -> RunEvent:
+    try:
+        return RunEvent.objects.get(case_run=case_run, event_type=ev.MODEL_CALL_STARTED, pk=int(pk))
+    except (RunEvent.DoesNotExist, TypeError, ValueError):
+        raise Http404("Model call not found") from None

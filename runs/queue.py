@@ -1,4 +1,4 @@
-"""Enqueueing run tasks. Services call :func:`enqueue` (inside ``transaction.on_commit``).
+"""Enqueueing run tasks: services call :func:`enqueue_on_commit` with a typed job (``runs/jobs.py``).
 
 A task enqueued from inside another task goes to the queue that task came from, so a run started
 on a dedicated queue (tests, the benchmark, a tenant's own workers) stays on it. Tests swap the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from celery.exceptions import OperationalError
@@ -17,11 +17,13 @@ from celery.utils.saferepr import saferepr
 from kombu.exceptions import LimitExceeded
 from kombu.utils.uuid import uuid
 
+from runs.jobs import CaseRunExecute, Job
+
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
 _default_queue: str | None = None
 _sender: TaskSender | None = None  # per process: the app's, built on first use
 _local = threading.local()  # .kept: see keep_next_case (per thread: only the task's own thread keeps)
-CASE_TASK = "runs.case_run_execute"
+CASE_TASK = CaseRunExecute.task_name
 
 
 @contextlib.contextmanager
@@ -59,13 +61,15 @@ def _current_queue() -> str | None:
     return info.get("routing_key") or None
 
 
-def enqueue(task_name: str, *args: Any, countdown: float | None = None) -> None:
+def enqueue(job: Job, *, countdown: float | None = None) -> None:
+    """Send ``job`` to the broker now (services use :func:`enqueue_on_commit`)."""
+    args = job.args()
     kept = getattr(_local, "kept", None)
-    if kept is not None and not kept and task_name == CASE_TASK and len(args) == 1 and not countdown:
-        kept.append(args[0])
+    if kept is not None and not kept and isinstance(job, CaseRunExecute) and job.is_plain and not countdown:
+        kept.append(job.case_run_id)
         return
     if _capture is not None:
-        _capture.append((task_name, args, {"countdown": countdown}))
+        _capture.append((job.task_name, args, {"countdown": countdown}))
         return
     global _sender
     from celery import current_app
@@ -73,11 +77,11 @@ def enqueue(task_name: str, *args: Any, countdown: float | None = None) -> None:
     app = current_app._get_current_object()
     queue = _current_queue() or _default_queue
     if countdown:  # a retry's delayed attempt: rare, and Celery's own path knows every broker's delays
-        app.send_task(task_name, args=list(args), countdown=countdown, **({"queue": queue} if queue else {}))
+        app.send_task(job.task_name, args=list(args), countdown=countdown, **({"queue": queue} if queue else {}))
         return
     if _sender is None or _sender.app is not app:
         _sender = TaskSender(app)
-    _sender.send(task_name, list(args), queue)
+    _sender.send(job.task_name, list(args), queue)
 
 
 class TaskSender:
@@ -156,14 +160,19 @@ class TaskSender:
         return task_id
 
 
-def enqueue_on_commit(task_name: str, *args: Any, countdown: float | None = None) -> None:
+def enqueue_on_commit(job: Job, *, countdown: float | None = None) -> None:
+    """Send ``job`` once the current transaction commits (at once outside one)."""
     from django.db import transaction
 
     if _capture is not None:  # tests run inside one transaction that never commits
-        enqueue(task_name, *args, countdown=countdown)
+        enqueue(job, countdown=countdown)
         return
-    transaction.on_commit(_bind(task_name, args, countdown))
+    transaction.on_commit(lambda: enqueue(job, countdown=countdown))
 
 
-def _bind(task_name: str, args: tuple[Any, ...], countdown: float | None) -> Callable[[], None]:
-    return lambda: enqueue(task_name, *args, countdown=countdown)
+def enqueue_now(job: Job) -> None:
+    """Send ``job`` from outside any transaction of the caller's (the reaper)."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        enqueue_on_commit(job)

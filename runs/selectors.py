@@ -22,7 +22,6 @@ from django.db.models import (
     Sum,
 )
 from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
-from django.http import Http404
 
 from engine import events as ev
 from engine.scoring.pricing import price_usage
@@ -372,13 +371,6 @@ def model_call_pricer(*, case_run: CaseRun) -> Callable[[str, str, int, int], fl
         return priced.cost_usd if priced is not None else None
 
     return price
-
-
-def model_call_get(*, case_run: CaseRun, pk: Any) -> RunEvent:
-    try:
-        return RunEvent.objects.get(case_run=case_run, event_type=ev.MODEL_CALL_STARTED, pk=int(pk))
-    except (RunEvent.DoesNotExist, TypeError, ValueError):
-        raise Http404("Model call not found") from None
 
 
 def run_attachments(*, run: Run) -> list[RunArtifact]:

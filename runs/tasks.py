@@ -18,6 +18,7 @@ from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
+from runs.jobs import CaseRunExecute, CaseRunFinalize, RunReap, RunStart
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 log = logging.getLogger(__name__)
@@ -36,13 +37,13 @@ def db_fresh() -> None:
             conn.close_if_unusable_or_obsolete()
 
 
-@shared_task(name="runs.run_start", **IDEMPOTENT)
+@shared_task(name=RunStart.task_name, **IDEMPOTENT)
 def run_start(run_id: int) -> None:
     db_fresh()
     services.run_start(run_id=run_id)
 
 
-@shared_task(name="runs.case_run_execute", **IDEMPOTENT)
+@shared_task(name=CaseRunExecute.task_name, **IDEMPOTENT)
 def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_seconds: float | None = None) -> None:
     """Run the case, then, in the same task, the lane's next ones (``RUNS_CASE_CHAIN``).
 
@@ -75,16 +76,16 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
                 left = list(kept)
     finally:
         for next_id in left:
-            queue.enqueue(queue.CASE_TASK, next_id)
+            queue.enqueue(CaseRunExecute(case_run_id=next_id))
 
 
-@shared_task(name="runs.case_run_finalize", **IDEMPOTENT)
+@shared_task(name=CaseRunFinalize.task_name, **IDEMPOTENT)
 def case_run_finalize(case_run_id: int) -> None:
     db_fresh()
     services.case_run_finalize(case_run_id=case_run_id)
 
 
-@shared_task(name="runs.run_reap", **IDEMPOTENT)
+@shared_task(name=RunReap.task_name, **IDEMPOTENT)
 def run_reap() -> None:
     db_fresh()
     services.run_reap()

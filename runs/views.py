@@ -12,9 +12,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from core.errors import NotFound
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
-from runs import presenters, run_table, selectors, services, timeline
+from runs import lookups, presenters, run_table, selectors, services, timeline
 from runs.forms import RunCreateForm
 from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
@@ -63,6 +64,8 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
                 )  # fmt: skip
+            except NotFound as exc:  # a deployment or version gone since the form was drawn
+                raise Http404(exc.message) from None
             except services.RunCreateError as exc:
                 field = {
                     "pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments",
@@ -117,7 +120,7 @@ def _polled(response: HttpResponse, live: bool) -> HttpResponse:
 
 
 def _status_context(request: WorkspaceRequest, run) -> dict:
-    counts = selectors.case_counts(run=run)
+    counts = lookups.case_counts(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
     return {
         "run": run,
@@ -175,7 +178,7 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
 
 @workspace_view()
 def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=run_id)
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
     partial = request.GET.get("partial") if request.htmx else None
     if request.htmx and request.htmx.target == "run-results":  # a filter, tab or page link of the Results section
         partial = "run-results"
@@ -183,7 +186,7 @@ def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
         context = _status_context(request, run)
         context["in_partial"] = True  # the response carries the page <title>: htmx updates the tab
         return _polled(render(request, "runs/run_detail.html#run-status", context), context["live"])
-    live = _is_live(run, selectors.case_counts(run=run))
+    live = _is_live(run, lookups.case_counts(run=run))
     if partial == "ticker-poll":
         events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
         after = events[-1].pk if events else request.GET.get("after", 0)
@@ -206,7 +209,7 @@ def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
 @require_POST
 @workspace_view(Role.MEMBER)
 def run_cancel(request: WorkspaceRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=run_id)
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
     try:
         services.run_cancel(run=run, user=request.user)
         messages.success(request, "Run cancelled. Cases in progress stop at their next step.")
@@ -226,8 +229,8 @@ def _replay_summary(run, case_run) -> dict:
 
 @workspace_view()
 def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> HttpResponse:
-    run = selectors.run_get(workspace=request.workspace, pk=run_id)
-    case_run = selectors.case_run_get(run=run, pk=case_run_id)
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    case_run = lookups.case_run_get(run=run, pk=case_run_id)
     if request.htmx and request.GET.get("partial") == "replay-tail":
         return _replay_tail(request, run, case_run)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
@@ -275,9 +278,9 @@ def _replay_tail(request: WorkspaceRequest, run, case_run) -> HttpResponse:
 @workspace_view()
 def case_model_input(request: WorkspaceRequest, run_id: int, case_run_id: int, event_pk: int) -> HttpResponse:
     """Everything one model call received: the messages of every earlier call of its attempt plus its own."""
-    run = selectors.run_get(workspace=request.workspace, pk=run_id)
-    case_run = selectors.case_run_get(run=run, pk=case_run_id)
-    event = selectors.model_call_get(case_run=case_run, pk=event_pk)
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    case_run = lookups.case_run_get(run=run, pk=case_run_id)
+    event = lookups.model_call_get(case_run=case_run, pk=event_pk)
     inputs = selectors.model_call_inputs(case_run=case_run, upto=event)
     recorded = bool(inputs) and timeline.input_messages(inputs[-1].payload if isinstance(inputs[-1].payload, dict) else {}) is not None
     context = {"run": run, "case_run": case_run, "event": event, "input_messages": timeline.conversation(inputs), "recorded": recorded}
@@ -288,9 +291,9 @@ def case_model_input(request: WorkspaceRequest, run_id: int, case_run_id: int, e
 @workspace_view()
 def case_side_by_side(request: WorkspaceRequest, run_id: int, case_run_id: int, other_id: int) -> HttpResponse:
     """The same case in two lanes, step by step."""
-    run = selectors.run_get(workspace=request.workspace, pk=run_id)
-    left = selectors.case_run_get(run=run, pk=case_run_id)
-    right = selectors.case_run_get(run=run, pk=other_id)
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    left = lookups.case_run_get(run=run, pk=case_run_id)
+    right = lookups.case_run_get(run=run, pk=other_id)
     if left.case_key != right.case_key or left.pk == right.pk:
         raise Http404("Not the same case in two lanes")
     running = (not left.is_terminal, not right.is_terminal)

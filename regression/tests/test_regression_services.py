@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.http import Http404
 
+from core.errors import NotFound
 from regression import selectors
 from regression.errors import RegressionError
 from regression.models import RegressionCase
@@ -123,7 +124,7 @@ def test_run_create_refuses_bad_regression_requests(workspace, other_workspace, 
     with pytest.raises(services.RunCreateError, match="only proposed"):
         create(regression_case_ids=[proposed.pk])
     foreign = suite_for(other_workspace, stranger, publish(other_workspace, stranger, native_pack_yaml(cases=1)))
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):  # another workspace's suite: a domain 404, never a 400
         create(regression_suite_ids=[foreign.pk])
     other_version = publish(workspace, admin, native_pack_yaml(cases=1))
     with pytest.raises(services.RunCreateError, match="another pack") as exc:

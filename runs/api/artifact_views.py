@@ -11,7 +11,7 @@ from artifacts.api.serializers import ArtifactOutputSerializer
 from artifacts.api.views import refused
 from artifacts.content import ContentRefused
 from artifacts.selectors import artifact_get
-from runs import selectors, services
+from runs import lookups, selectors, services
 from workspaces.api.base import WorkspaceApiView
 
 
@@ -27,7 +27,7 @@ class RunArtifactListApi(WorkspaceApiView):
 
     @extend_schema(summary="Artifacts attached to a run, oldest first", responses=RunArtifactOutputSerializer(many=True))
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         return Response(RunArtifactOutputSerializer(selectors.run_attachments(run=run), many=True).data)
 
     @extend_schema(
@@ -36,7 +36,7 @@ class RunArtifactListApi(WorkspaceApiView):
         responses={201: RunArtifactOutputSerializer, 200: RunArtifactOutputSerializer},
     )
     def post(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         artifact = artifact_get(workspace=self.workspace, pk=data.validated_data["artifact_id"])
@@ -51,7 +51,7 @@ class RunExportsStoreApi(WorkspaceApiView):
         responses={201: RunArtifactOutputSerializer(many=True)},
     )
     def post(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         try:
             attachments = services.run_exports_store(run=run, user=request.user)
         except ContentRefused as exc:

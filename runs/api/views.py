@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from core.api import ApiError
 from packs.models import PackVersion
-from runs import selectors, services
+from runs import lookups, selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
@@ -86,7 +86,7 @@ class RunCreateApi(WorkspaceApiView):
             )  # fmt: skip
         except services.RunCreateError as exc:
             raise ApiError(400, exc.code or "invalid_request", exc.text, fields={exc.field: [exc.text]}, extra=exc.extra) from None
-        run = selectors.run_get(workspace=self.workspace, pk=run.pk)
+        run = lookups.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -97,7 +97,7 @@ class RunCollectionApi(RunListApi, RunCreateApi):
 class RunDetailApi(WorkspaceApiView):
     @extend_schema(responses=RunOutputSerializer, summary="One run with its lanes and case counts")
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=run_id)).data)
+        return Response(RunOutputSerializer(lookups.run_get(workspace=self.workspace, pk=run_id)).data)
 
 
 class RunCaseListApi(WorkspaceApiView):
@@ -107,7 +107,7 @@ class RunCaseListApi(WorkspaceApiView):
         parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")],
     )
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         return self.paginate(request, selectors.case_run_list(run=run, lane_id=request.query_params.get("lane")), CaseRunOutputSerializer)
 
 
@@ -125,7 +125,7 @@ class RunEventListApi(WorkspaceApiView):
         ],
     )
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         try:
             limit = int(request.query_params.get("limit", 100))
         except ValueError:
@@ -137,7 +137,7 @@ class RunEventListApi(WorkspaceApiView):
 class RunEventExportApi(WorkspaceApiView):
     @extend_schema(responses={(200, "application/x-ndjson"): str}, summary="Every event of the run as JSON lines (streamed)")
     def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         response = StreamingHttpResponse(services.event_export_lines(run), content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-events.jsonl"'
         return response
@@ -146,9 +146,9 @@ class RunEventExportApi(WorkspaceApiView):
 class RunCancelApi(WorkspaceApiView):
     @extend_schema(request=None, responses=RunOutputSerializer, summary="Cancel a run that has not finished")
     def post(self, request: Request, workspace_slug: str, run_id: int) -> Response:
-        run = selectors.run_get(workspace=self.workspace, pk=run_id)
+        run = lookups.run_get(workspace=self.workspace, pk=run_id)
         try:
             run = services.run_cancel(run=run, user=request.user)
         except services.RunNotCancellable as exc:
             raise ApiError(409, "run_not_cancellable", str(exc)) from None
-        return Response(RunOutputSerializer(selectors.run_get(workspace=self.workspace, pk=run.pk)).data)
+        return Response(RunOutputSerializer(lookups.run_get(workspace=self.workspace, pk=run.pk)).data)

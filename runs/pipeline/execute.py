@@ -22,6 +22,7 @@ from engine.types import EventSink, Usage
 from packs.manifests import pack_manifest
 from runs.events import RunEventSink
 from runs.hosted.attempt import hosted_attempt_run, is_hosted
+from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_finish
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.queue import enqueue_on_commit
@@ -196,7 +197,7 @@ def _retry_later(case_run: CaseRun, attempt: int, result: CaseAttempt, redactor:
     CaseRun.objects.filter(pk=case_run.pk, attempt=attempt, status=CaseStatus.RUNNING).update(
         error=redactor.text(result.outcome.error or "")[:ERROR_MAX_CHARS], heartbeat_at=timezone.now() + dt.timedelta(seconds=delay)
     )
-    enqueue_on_commit("runs.case_run_execute", case_run.pk, attempt, countdown=min(delay, 120.0))
+    enqueue_on_commit(CaseRunExecute(case_run_id=case_run.pk, retry_of=attempt), countdown=min(delay, 120.0))
     logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, result.outcome.stop_reason, delay)
 
 

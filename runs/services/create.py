@@ -6,15 +6,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.http import Http404
 from django.utils import timezone
 
 from core.actors import actor_or_none
+from core.errors import NotFound
 from engine.providers.registry import RESPONSES_PROVIDER_KEYS
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
 from regression.errors import RegressionError
 from regression.selectors import RunRegression, run_regression_resolve
+from runs.jobs import RunStart
 from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.queue import enqueue_on_commit
 from runs.services.naming import run_default_name
@@ -66,7 +67,7 @@ def _deployments(workspace: Workspace, deployment_ids: Sequence[Any]) -> list[Ag
         try:
             pk = int(raw)
         except (TypeError, ValueError):
-            raise Http404("Deployment not found") from None
+            raise NotFound("Deployment not found.", field="deployment_ids") from None
         if pk not in wanted:
             wanted.append(pk)
     found = {
@@ -76,7 +77,7 @@ def _deployments(workspace: Workspace, deployment_ids: Sequence[Any]) -> list[Ag
         )
     }
     if len(found) != len(wanted):
-        raise Http404("Deployment not found")
+        raise NotFound("Deployment not found: choose active deployments of this workspace.", field="deployment_ids")
     return [found[pk] for pk in wanted]
 
 
@@ -98,7 +99,7 @@ def run_create(
     regression_scope: str | None = None,
     include_proposed: bool = False,
 ) -> Run:
-    """Create a queued run. Raises RunCreateError (a 400) or Http404 (another workspace's version/lane).
+    """Create a queued run. Raises RunCreateError (a 400) or NotFound (another workspace's version or deployment).
 
     ``judge_deployments`` maps each LLM judge model as written in the pack to a deployment id
     (runs/services/resolve.py says how unnamed models resolve); ``simulator_deployment_id`` is
@@ -108,7 +109,7 @@ def run_create(
     pack's own cases out (docs/regression-suites.md).
     """
     if pack_version.workspace_id != workspace.pk:
-        raise Http404("Pack version not found")
+        raise NotFound("Pack version not found.", field="pack_version_id")
     if pack_version.lifecycle_status != PackVersion.Lifecycle.RUNNABLE:
         raise RunCreateError("This pack version is not runnable.", field="pack_version_id")
     mode = (pack_version.execution_mode or "native").strip() or "native"
@@ -183,7 +184,7 @@ def run_create(
             for offset, rc in enumerate(regression.cases)
         )
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
-    enqueue_on_commit("runs.run_start", run.pk)
+    enqueue_on_commit(RunStart(run_id=run.pk))
     return run
 
 
@@ -197,7 +198,7 @@ def _regression(
         )  # fmt: skip
     except RegressionError as exc:
         if exc.error_code == "not_found":
-            raise Http404(exc.text) from None
+            raise NotFound(exc.text, field=exc.field) from None
         raise RunCreateError(exc.text, field=exc.field) from None
 
 

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from runs.jobs import CaseRunExecute, CaseRunFinalize
 from runs.lifecycle import InvalidTransition, case_finish, cases_cancel_open, lane_transition, run_transition
 from runs.models import (
     LANE_TERMINAL,
@@ -29,7 +30,7 @@ from runs.models import (
     ScoreStatus,
 )
 from runs.precompiled import prepared_cursor
-from runs.queue import enqueue_on_commit
+from runs.queue import enqueue_now, enqueue_on_commit
 from scoring import services as scoring
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def lanes_dispatch_interleaved(*, lane_ids: list[int]) -> int:
         picked.append(ids)
     order = [case_run_id for round_ in itertools.zip_longest(*picked) for case_run_id in round_ if case_run_id is not None]
     for case_run_id in order:
-        enqueue_on_commit("runs.case_run_execute", case_run_id)
+        enqueue_on_commit(CaseRunExecute(case_run_id=case_run_id))
     return len(order)
 
 
@@ -187,7 +188,7 @@ def lane_dispatch_locked(lane_id: int, state: tuple[str, str, int] | None, picke
         if picked is not None:
             picked.append(case_run_id)
         else:
-            enqueue_on_commit("runs.case_run_execute", case_run_id)
+            enqueue_on_commit(CaseRunExecute(case_run_id=case_run_id))
     return len(rows), maybe_done
 
 
@@ -228,7 +229,7 @@ def case_after_finish(
     """
     score = status != CaseStatus.CANCELLED
     if score and scored_here is None and not scored:
-        enqueue_on_commit("runs.case_run_finalize", case_run_id)
+        enqueue_on_commit(CaseRunFinalize(case_run_id=case_run_id))
     if maybe_done is None:
         _, maybe_done = _lane_dispatch(lane_id)  # first, so the next case is on its way while this one is scored
     if score and scored_here is not None:
@@ -389,7 +390,7 @@ def run_reap(
                     case_after_finish(case_run_id=case_run_id, lane_id=lane_id, run_id=run_id, status=CaseStatus.FAILED)
                     report["abandoned"] += 1
             continue
-        enqueue_on_commit_now("runs.case_run_execute", case_run_id, None, stale_after.total_seconds())
+        enqueue_now(CaseRunExecute(case_run_id=case_run_id, stale_seconds=stale_after.total_seconds()))
         report["requeued"] += 1
     # A case still running in a run that ended (cancelled, failed) whose worker died: nobody will
     # finish it, and the run page would show it running for ever.
@@ -403,7 +404,7 @@ def run_reap(
     lost = CaseRun.objects.filter(run__in=running, status=CaseStatus.QUEUED, dispatched_at__lt=now - lost_after)
     for case_run_id in lost.values_list("pk", flat=True)[:500]:
         CaseRun.objects.filter(pk=case_run_id).update(dispatched_at=now)
-        enqueue_on_commit_now("runs.case_run_execute", case_run_id)
+        enqueue_now(CaseRunExecute(case_run_id=case_run_id))
         report["redispatched"] += 1
     # finished but never scored (its worker died between finishing and scoring it)
     unscored = CaseRun.objects.filter(
@@ -413,7 +414,7 @@ def run_reap(
         finished_at__lt=now - stale_after,
     )
     for case_run_id in unscored.values_list("pk", flat=True)[:500]:
-        enqueue_on_commit_now("runs.case_run_finalize", case_run_id)
+        enqueue_now(CaseRunFinalize(case_run_id=case_run_id))
         report["rescored"] += 1
     for lane_id in Lane.objects.filter(run__status=RunStatus.RUNNING, status__in=[LaneStatus.EXECUTING, LaneStatus.EVALUATING]).values_list(
         "pk", flat=True
@@ -424,8 +425,3 @@ def run_reap(
     for run_id in Run.objects.filter(status=RunStatus.SCORING, updated_at__lt=now - stale_after).values_list("pk", flat=True):
         run_advance(run_id=run_id)
     return report
-
-
-def enqueue_on_commit_now(task_name: str, *args: Any) -> None:
-    with transaction.atomic():
-        enqueue_on_commit(task_name, *args)

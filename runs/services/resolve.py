@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.core.exceptions import ValidationError
-
+from core.errors import DomainError
 from engine.modes import llm_phases, unsupported_simulator_phases
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from workspaces.models import Workspace
@@ -33,16 +32,17 @@ JUDGE_SOURCE_LABELS = {
 }
 
 
-class RunCreateError(ValidationError):
-    """A run request that can't be honoured; ``field`` names the offending input, ``code`` the error."""
+class RunCreateError(DomainError):
+    """A run request that can't be honoured (a 400); ``field`` names the offending input, ``code`` the error."""
 
     def __init__(
         self, message: str, *, field: str = "non_field_errors", code: str = "invalid_request", extra: dict[str, Any] | None = None
     ):
-        super().__init__(message, code=code)
-        self.field = field
-        self.text = message
-        self.extra = dict(extra or {})
+        super().__init__(message, field=field, code=code, extra=extra)
+
+    @property
+    def text(self) -> str:
+        return self.message
 
 
 def deployment_snapshot(deployment: AgentDeployment) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def history(workspace, admin):
 
 
 def _url(model: type[Model], view: str, *args: object) -> str:
-    return reverse(f"admin:runs_{model._meta.model_name}_{view}", args=args)
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
 
 
 @pytest.mark.parametrize("model", HISTORY_MODELS, ids=lambda m: m.__name__)

@@ -7,6 +7,7 @@ import pytest
 
 from runs import pipeline, queue, services
 from runs import tasks as task_functions
+from runs.jobs import CaseRunExecute, CaseRunFinalize
 from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
@@ -85,12 +86,12 @@ def test_a_case_that_raises_sends_the_kept_case_through_the_broker(lane_of_five,
             raise RuntimeError("database went away")
         return real(case_run_id=case_run_id, **kwargs)
 
-    monkeypatch.setattr(task_functions.services, "case_run_execute", flaky)
+    monkeypatch.setattr(task_functions.pipeline, "case_run_execute", flaky)
     with pytest.raises(RuntimeError):
         task_functions.case_run_execute(first)
     assert completed(run) == 1
     assert sent_cases(tasks) == [calls[1]]  # the case that was about to run is sent again
-    monkeypatch.setattr(task_functions.services, "case_run_execute", real)
+    monkeypatch.setattr(task_functions.pipeline, "case_run_execute", real)
     tasks.drain_inline()
     assert completed(run) == 5
 
@@ -109,7 +110,7 @@ def test_a_cancelled_run_stops_the_chain(lane_of_five, tasks, settings, admin, m
             services.run_cancel(run=run, user=admin)
         return result
 
-    monkeypatch.setattr(task_functions.services, "case_run_execute", cancel_after_first)
+    monkeypatch.setattr(task_functions.pipeline, "case_run_execute", cancel_after_first)
     task_functions.case_run_execute(first)
     assert completed(run) == 1
     assert len(done) <= 2 and all(result != "completed" for result in done[1:])
@@ -119,17 +120,17 @@ def test_only_the_first_case_task_is_kept(monkeypatch):
     published: list[tuple[str, tuple, dict]] = []
     monkeypatch.setattr(queue, "_capture", published)
     with queue.keep_next_case() as kept:
-        queue.enqueue(queue.CASE_TASK, 7)
-        queue.enqueue(queue.CASE_TASK, 8)
-        queue.enqueue("runs.case_run_finalize", 7)
-        queue.enqueue(queue.CASE_TASK, 9, None, 30.0)  # a reaper's re-queue with arguments: never kept
+        queue.enqueue(CaseRunExecute(case_run_id=7))
+        queue.enqueue(CaseRunExecute(case_run_id=8))
+        queue.enqueue(CaseRunFinalize(case_run_id=7))
+        queue.enqueue(CaseRunExecute(case_run_id=9, stale_seconds=30.0))  # a reaper's re-queue with arguments: never kept
     assert kept == [7]
     assert [(name, args) for name, args, _ in published] == [
         (queue.CASE_TASK, (8,)),
         ("runs.case_run_finalize", (7,)),
         (queue.CASE_TASK, (9, None, 30.0)),
     ]
-    queue.enqueue(queue.CASE_TASK, 10)  # outside: published
+    queue.enqueue(CaseRunExecute(case_run_id=10))  # outside: published
     assert published[-1][1] == (10,)
 
 
@@ -139,8 +140,8 @@ def test_another_thread_never_has_its_case_kept(monkeypatch):
     published: list[tuple[str, tuple, dict]] = []
     monkeypatch.setattr(queue, "_capture", published)
     with queue.keep_next_case() as kept:
-        other = threading.Thread(target=queue.enqueue, args=(queue.CASE_TASK, 5))
+        other = threading.Thread(target=queue.enqueue, args=(CaseRunExecute(case_run_id=5),))
         other.start()
         other.join()
-        queue.enqueue(queue.CASE_TASK, 6)
+        queue.enqueue(CaseRunExecute(case_run_id=6))
     assert kept == [6] and [args for _, args, _ in published] == [(5,)]

@@ -14,9 +14,10 @@ from celery import current_app as app
 from celery._state import _task_stack
 
 from runs import queue
+from runs.jobs import CaseRunExecute
 from runs.tasks import run_start  # registers the runs tasks, as in a worker: send_task then adds their options
 
-TASK = "runs.case_run_execute"
+TASK = CaseRunExecute.task_name
 
 
 def _take(name: str) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def _without_ids(message: dict[str, Any]) -> dict[str, Any]:
 
 def test_it_publishes_the_message_send_task_publishes(broker_queue):
     app.send_task(TASK, args=[41], queue=broker_queue)
-    queue.enqueue(TASK, 41)
+    queue.enqueue(CaseRunExecute(case_run_id=41))
     first, second = _take(broker_queue), _take(broker_queue)
     assert _without_ids(first) == _without_ids(second)
     assert first["headers"]["id"] != second["headers"]["id"]
@@ -52,7 +53,7 @@ def test_inside_a_task_it_names_the_parent_and_root_as_send_task_does(broker_que
     _task_stack.push(parent)
     try:
         app.send_task(TASK, args=[7], queue=broker_queue)
-        queue.enqueue(TASK, 7)  # no queue given: the parent's, as for a case dispatched by a worker
+        queue.enqueue(CaseRunExecute(case_run_id=7))  # no queue given: the parent's, as for a case dispatched by a worker
     finally:
         _task_stack.pop()
         parent.pop_request()
@@ -72,13 +73,13 @@ def test_it_resolves_a_tasks_route_once(broker_queue, monkeypatch):
     monkeypatch.setattr(app.amqp.router, "route", counting)
     monkeypatch.setattr(queue, "_sender", None)
     for case_run_id in (1, 2, 3):
-        queue.enqueue(TASK, case_run_id)
+        queue.enqueue(CaseRunExecute(case_run_id=case_run_id))
     assert routed == [TASK]  # send_task routed every call
     assert sorted(_take(broker_queue)["body"][0][0] for _ in range(3)) == [1, 2, 3]
 
 
 def test_a_delayed_retry_still_carries_its_eta(broker_queue):
-    queue.enqueue(TASK, 5, 2, countdown=30)
+    queue.enqueue(CaseRunExecute(case_run_id=5, retry_of=2), countdown=30)
     message = _take(broker_queue)
     assert message["body"][0] == [5, 2]
     assert message["headers"]["eta"]

@@ -6,11 +6,11 @@ import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
-from django.http import Http404
 
+from core.errors import NotFound
 from infrastructure.models import AgentDeployment
 from packs.models import PackVersion
-from runs import selectors, services
+from runs import lookups, services
 from runs.models import RunStatus
 from workspaces.models import Workspace
 
@@ -73,14 +73,14 @@ class Command(BaseCommand):
             )
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None
-        except Http404 as exc:  # an inactive deployment
-            raise CommandError(str(exc)) from None
+        except NotFound as exc:  # an inactive deployment
+            raise CommandError(exc.message) from None
         self.stdout.write(str(run.pk))
         if not options["follow"]:
             return
         while True:
             run.refresh_from_db()
-            counts = selectors.case_counts(run=run)
+            counts = lookups.case_counts(run=run)
             done = counts["completed"] + counts["failed"] + counts["cancelled"]
             width = 30
             filled = int(width * done / counts["total"]) if counts["total"] else 0

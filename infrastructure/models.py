@@ -68,6 +68,10 @@ class ProviderAccount(models.Model):
         return f"{self.name} ({self.provider_key})"
 
     @property
+    def is_archived(self) -> bool:
+        return self.status == self.Status.ARCHIVED
+
+    @property
     def limits(self) -> dict[str, int]:
         """The limits that are set, by field name (what runs/throttle/ enforces)."""
         return {name: value for name in PROVIDER_LIMIT_FIELDS if (value := getattr(self, name)) is not None}
@@ -131,6 +135,10 @@ class RuntimeProfile(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_archived(self) -> bool:
+        return self.status == LifecycleStatus.ARCHIVED
+
 
 class AgentDeployment(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="deployments")
@@ -171,6 +179,10 @@ class AgentDeployment(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_archived(self) -> bool:
+        return self.status == LifecycleStatus.ARCHIVED
+
 
 class ToolResource(models.Model):
     class ToolKind(models.TextChoices):
@@ -199,6 +211,10 @@ class ToolResource(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_archived(self) -> bool:
+        return self.lifecycle_status == self.Lifecycle.ARCHIVED
 
 
 class ModelPrice(models.Model):

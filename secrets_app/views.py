@@ -13,7 +13,7 @@ from core.dialogs import dialog_save
 from secrets_app import selectors, services
 from secrets_app.forms import SecretSetForm
 from secrets_app.models import WorkspaceSecret
-from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
+from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
 from workspaces.models import Role
 
 SET_INTRO = (
@@ -29,13 +29,16 @@ def secret_list(request: WorkspaceRequest) -> HttpResponse:
         request,
         "secrets_app/secret_list.html",
         {
-            "secrets": selectors.secret_list(workspace=request.workspace),
-            "set_form": SecretSetForm(),
+            "title": "Secrets",
+            "objects": selectors.secret_list(workspace=request.workspace),
+            "can_manage": can(request.membership, Role.ADMIN),
+            # the "add" dialog the list page holds
             "form": SecretSetForm(),
             "action": reverse("secrets_app:set", args=[slug]),
             "cancel_url": reverse("secrets_app:list", args=[slug]),
             "form_id": "secret-form",
             "submit_label": "Save secret",
+            "new_label": "Add a secret",
             "intro": SET_INTRO,
         },
     )

@@ -1,21 +1,21 @@
 """Infrastructure API: provider accounts, runtime profiles, deployments, tool resources, primitives.
 
-Per collection: ``<Entity>ListApi`` (GET list, POST create), ``<Entity>DetailApi`` (GET, PATCH)
-and ``<Entity>ArchiveApi`` (POST). Every id goes through ``object_get_for_workspace`` (404 for
-another workspace's object).
+The collections follow one pattern (``infrastructure/api/crud.py``): each view states its entity,
+its output serializer and its nested ``InputSerializer``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from rest_framework import serializers, status
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from infrastructure import selectors, services
+from infrastructure import crud, selectors, services
+from infrastructure.api.crud import EntityApi, EntityArchiveApi, EntityDetailApi, EntityListApi
 from infrastructure.api.serializers import (
     DeploymentOutputSerializer,
     PrimitiveOutputSerializer,
@@ -23,16 +23,10 @@ from infrastructure.api.serializers import (
     RuntimeProfileOutputSerializer,
     ToolResourceOutputSerializer,
 )
-from infrastructure.models import AgentDeployment, ExecutionTarget, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
+from infrastructure.models import ExecutionTarget, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role
-
-INCLUDE_ARCHIVED = OpenApiParameter("include_archived", bool, description="Also list archived objects")
-
-
-def _include_archived(request: Request) -> bool:
-    return request.query_params.get("include_archived", "").lower() in ("1", "true", "yes")
 
 
 # ------------------------------------------------------------------------------ provider accounts
@@ -48,8 +42,9 @@ class _ProviderLimitFields(serializers.Serializer):
     tokens_per_minute = _limit_field("Input + output tokens in any 60 seconds; null = no limit")
 
 
-class ProviderAccountListApi(WorkspaceApiView):
-    write_role = Role.ADMIN
+class ProviderAccountListApi(EntityListApi):
+    entity = crud.PROVIDER_ACCOUNTS
+    OutputSerializer = ProviderAccountOutputSerializer
 
     class InputSerializer(_ProviderLimitFields):
         name = serializers.CharField(max_length=200)
@@ -60,21 +55,10 @@ class ProviderAccountListApi(WorkspaceApiView):
         )
         base_url = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
-    @extend_schema(parameters=[INCLUDE_ARCHIVED], responses=ProviderAccountOutputSerializer(many=True), summary="List provider accounts")
-    def get(self, request: Request, workspace_slug: str) -> Response:
-        accounts = selectors.provider_account_list(workspace=self.workspace, include_archived=_include_archived(request))
-        return self.paginate(request, accounts, ProviderAccountOutputSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: ProviderAccountOutputSerializer}, summary="Create a provider account (admin)")
-    def post(self, request: Request, workspace_slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        account = services.provider_account_create(workspace=self.workspace, actor=request.user, **data.validated_data)
-        return Response(ProviderAccountOutputSerializer(account).data, status=status.HTTP_201_CREATED)
-
-
-class ProviderAccountDetailApi(WorkspaceApiView):
-    write_role = Role.ADMIN
+class ProviderAccountDetailApi(EntityDetailApi):
+    entity = crud.PROVIDER_ACCOUNTS
+    OutputSerializer = ProviderAccountOutputSerializer
 
     class InputSerializer(_ProviderLimitFields):
         name = serializers.CharField(max_length=200, required=False)
@@ -84,27 +68,10 @@ class ProviderAccountDetailApi(WorkspaceApiView):
         base_url = serializers.CharField(required=False, allow_blank=True, max_length=500)
         status = serializers.ChoiceField(choices=ProviderAccount.Status.choices, required=False)
 
-    @extend_schema(responses=ProviderAccountOutputSerializer, summary="One provider account")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        account = object_get_for_workspace(ProviderAccount.objects, workspace=self.workspace, pk=pk)
-        return Response(ProviderAccountOutputSerializer(account).data)
 
-    @extend_schema(request=InputSerializer, responses=ProviderAccountOutputSerializer, summary="Change a provider account (admin)")
-    def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        account = object_get_for_workspace(ProviderAccount.objects, workspace=self.workspace, pk=pk)
-        data = self.InputSerializer(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
-        account = services.provider_account_update(account=account, actor=request.user, **data.validated_data)
-        return Response(ProviderAccountOutputSerializer(account).data)
-
-
-class ProviderAccountArchiveApi(WorkspaceApiView):
-    write_role = Role.ADMIN
-
-    @extend_schema(request=None, responses=ProviderAccountOutputSerializer, summary="Archive a provider account (admin)")
-    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        account = object_get_for_workspace(ProviderAccount.objects.select_related("workspace"), workspace=self.workspace, pk=pk)
-        return Response(ProviderAccountOutputSerializer(services.provider_account_archive(account=account, actor=request.user)).data)
+class ProviderAccountArchiveApi(EntityArchiveApi):
+    entity = crud.PROVIDER_ACCOUNTS
+    OutputSerializer = ProviderAccountOutputSerializer
 
 
 class ProviderAccountTestConnectionApi(WorkspaceApiView):
@@ -117,7 +84,7 @@ class ProviderAccountTestConnectionApi(WorkspaceApiView):
 
     @extend_schema(request=None, responses=OutputSerializer, summary="Test a provider account by listing its models (admin)")
     def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        account = object_get_for_workspace(ProviderAccount.objects.select_related("workspace"), workspace=self.workspace, pk=pk)
+        account = crud.PROVIDER_ACCOUNTS.get(workspace=self.workspace, pk=pk)
         result = services.provider_account_test_connection(account=account, actor=request.user)
         return Response({"ok": result.ok, "message": result.message, "models": list(result.models)})
 
@@ -136,53 +103,25 @@ class _RuntimeProfileFields(serializers.Serializer):
     max_workspace_bytes = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
 
-class RuntimeProfileListApi(WorkspaceApiView):
-    write_role = Role.MEMBER
+class RuntimeProfileListApi(EntityListApi):
+    entity = crud.RUNTIME_PROFILES
+    OutputSerializer = RuntimeProfileOutputSerializer
 
     class InputSerializer(_RuntimeProfileFields):
         pass
 
-    @extend_schema(parameters=[INCLUDE_ARCHIVED], responses=RuntimeProfileOutputSerializer(many=True), summary="List runtime profiles")
-    def get(self, request: Request, workspace_slug: str) -> Response:
-        profiles = selectors.runtime_profile_list(workspace=self.workspace, include_archived=_include_archived(request))
-        return self.paginate(request, profiles, RuntimeProfileOutputSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: RuntimeProfileOutputSerializer}, summary="Create a runtime profile (member)")
-    def post(self, request: Request, workspace_slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        profile = services.runtime_profile_create(workspace=self.workspace, actor=request.user, **data.validated_data)
-        return Response(RuntimeProfileOutputSerializer(profile).data, status=status.HTTP_201_CREATED)
-
-
-class RuntimeProfileDetailApi(WorkspaceApiView):
-    write_role = Role.MEMBER
+class RuntimeProfileDetailApi(EntityDetailApi):
+    entity = crud.RUNTIME_PROFILES
+    OutputSerializer = RuntimeProfileOutputSerializer
 
     class InputSerializer(_RuntimeProfileFields):
         pass
 
-    @extend_schema(responses=RuntimeProfileOutputSerializer, summary="One runtime profile")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        return Response(
-            RuntimeProfileOutputSerializer(object_get_for_workspace(RuntimeProfile.objects, workspace=self.workspace, pk=pk)).data
-        )
 
-    @extend_schema(request=InputSerializer, responses=RuntimeProfileOutputSerializer, summary="Change a runtime profile (member)")
-    def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        profile = object_get_for_workspace(RuntimeProfile.objects, workspace=self.workspace, pk=pk)
-        data = self.InputSerializer(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
-        profile = services.runtime_profile_update(profile=profile, actor=request.user, **data.validated_data)
-        return Response(RuntimeProfileOutputSerializer(profile).data)
-
-
-class RuntimeProfileArchiveApi(WorkspaceApiView):
-    write_role = Role.MEMBER
-
-    @extend_schema(request=None, responses=RuntimeProfileOutputSerializer, summary="Archive a runtime profile (member)")
-    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        profile = object_get_for_workspace(RuntimeProfile.objects.select_related("workspace"), workspace=self.workspace, pk=pk)
-        return Response(RuntimeProfileOutputSerializer(services.runtime_profile_archive(profile=profile, actor=request.user)).data)
+class RuntimeProfileArchiveApi(EntityArchiveApi):
+    entity = crud.RUNTIME_PROFILES
+    OutputSerializer = RuntimeProfileOutputSerializer
 
 
 # ------------------------------------------------------------------------------ deployments
@@ -205,10 +144,10 @@ class _DeploymentFields(serializers.Serializer):
     )
 
 
-class _DeploymentInput:
-    workspace: Any
+class _DeploymentReferences(EntityApi):
+    """The API names a deployment's account and profile by id (``…_id``); the services take the objects."""
 
-    def _resolve_refs(self, data: dict[str, Any]) -> dict[str, Any]:
+    def service_fields(self, data: dict[str, Any]) -> dict[str, Any]:
         """Turn the ids into this workspace's objects; another workspace's id is 404."""
         data = dict(data)
         if "provider_account_id" in data:
@@ -222,56 +161,25 @@ class _DeploymentInput:
         return data
 
 
-class DeploymentListApi(_DeploymentInput, WorkspaceApiView):
-    write_role = Role.MEMBER
+class DeploymentListApi(_DeploymentReferences, EntityListApi):
+    entity = crud.DEPLOYMENTS
+    OutputSerializer = DeploymentOutputSerializer
 
     class InputSerializer(_DeploymentFields):
         pass
 
-    @extend_schema(parameters=[INCLUDE_ARCHIVED], responses=DeploymentOutputSerializer(many=True), summary="List agent deployments")
-    def get(self, request: Request, workspace_slug: str) -> Response:
-        deployments = selectors.deployment_list(workspace=self.workspace, include_archived=_include_archived(request))
-        return self.paginate(request, deployments, DeploymentOutputSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: DeploymentOutputSerializer}, summary="Create an agent deployment (member)")
-    def post(self, request: Request, workspace_slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        deployment = services.deployment_create(workspace=self.workspace, actor=request.user, **self._resolve_refs(data.validated_data))
-        return Response(DeploymentOutputSerializer(deployment).data, status=status.HTTP_201_CREATED)
-
-
-class DeploymentDetailApi(_DeploymentInput, WorkspaceApiView):
-    write_role = Role.MEMBER
+class DeploymentDetailApi(_DeploymentReferences, EntityDetailApi):
+    entity = crud.DEPLOYMENTS
+    OutputSerializer = DeploymentOutputSerializer
 
     class InputSerializer(_DeploymentFields):
         pass
 
-    def _get(self, pk: int) -> AgentDeployment:
-        return object_get_for_workspace(
-            AgentDeployment.objects.select_related("provider_account", "runtime_profile"), workspace=self.workspace, pk=pk
-        )
 
-    @extend_schema(responses=DeploymentOutputSerializer, summary="One agent deployment")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        return Response(DeploymentOutputSerializer(self._get(pk)).data)
-
-    @extend_schema(request=InputSerializer, responses=DeploymentOutputSerializer, summary="Change an agent deployment (member)")
-    def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        deployment = self._get(pk)
-        data = self.InputSerializer(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
-        deployment = services.deployment_update(deployment=deployment, actor=request.user, **self._resolve_refs(data.validated_data))
-        return Response(DeploymentOutputSerializer(deployment).data)
-
-
-class DeploymentArchiveApi(WorkspaceApiView):
-    write_role = Role.MEMBER
-
-    @extend_schema(request=None, responses=DeploymentOutputSerializer, summary="Archive an agent deployment (member)")
-    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        deployment = object_get_for_workspace(AgentDeployment.objects.select_related("workspace"), workspace=self.workspace, pk=pk)
-        return Response(DeploymentOutputSerializer(services.deployment_archive(deployment=deployment, actor=request.user)).data)
+class DeploymentArchiveApi(EntityArchiveApi):
+    entity = crud.DEPLOYMENTS
+    OutputSerializer = DeploymentOutputSerializer
 
 
 # ------------------------------------------------------------------------------ tool resources
@@ -289,53 +197,25 @@ class _ToolResourceFields(serializers.Serializer):
     lifecycle_status = _ToolLifecycleField(choices=ToolResource.Lifecycle.choices, required=False)
 
 
-class ToolResourceListApi(WorkspaceApiView):
-    write_role = Role.ADMIN
+class ToolResourceListApi(EntityListApi):
+    entity = crud.TOOL_RESOURCES
+    OutputSerializer = ToolResourceOutputSerializer
 
     class InputSerializer(_ToolResourceFields):
         pass
 
-    @extend_schema(
-        parameters=[INCLUDE_ARCHIVED], responses=ToolResourceOutputSerializer(many=True), summary="List workspace tool resources"
-    )
-    def get(self, request: Request, workspace_slug: str) -> Response:
-        tools = selectors.tool_resource_list(workspace=self.workspace, include_archived=_include_archived(request))
-        return self.paginate(request, tools, ToolResourceOutputSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: ToolResourceOutputSerializer}, summary="Create a tool resource (admin)")
-    def post(self, request: Request, workspace_slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        tool = services.tool_resource_create(workspace=self.workspace, actor=request.user, **data.validated_data)
-        return Response(ToolResourceOutputSerializer(tool).data, status=status.HTTP_201_CREATED)
-
-
-class ToolResourceDetailApi(WorkspaceApiView):
-    write_role = Role.ADMIN
+class ToolResourceDetailApi(EntityDetailApi):
+    entity = crud.TOOL_RESOURCES
+    OutputSerializer = ToolResourceOutputSerializer
 
     class InputSerializer(_ToolResourceFields):
         pass
 
-    @extend_schema(responses=ToolResourceOutputSerializer, summary="One tool resource")
-    def get(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        return Response(ToolResourceOutputSerializer(object_get_for_workspace(ToolResource.objects, workspace=self.workspace, pk=pk)).data)
 
-    @extend_schema(request=InputSerializer, responses=ToolResourceOutputSerializer, summary="Change a tool resource (admin)")
-    def patch(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        tool = object_get_for_workspace(ToolResource.objects, workspace=self.workspace, pk=pk)
-        data = self.InputSerializer(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
-        tool = services.tool_resource_update(tool=tool, actor=request.user, **data.validated_data)
-        return Response(ToolResourceOutputSerializer(tool).data)
-
-
-class ToolResourceArchiveApi(WorkspaceApiView):
-    write_role = Role.ADMIN
-
-    @extend_schema(request=None, responses=ToolResourceOutputSerializer, summary="Archive a tool resource (admin)")
-    def post(self, request: Request, workspace_slug: str, pk: int) -> Response:
-        tool = object_get_for_workspace(ToolResource.objects.select_related("workspace"), workspace=self.workspace, pk=pk)
-        return Response(ToolResourceOutputSerializer(services.tool_resource_archive(tool=tool, actor=request.user)).data)
+class ToolResourceArchiveApi(EntityArchiveApi):
+    entity = crud.TOOL_RESOURCES
+    OutputSerializer = ToolResourceOutputSerializer
 
 
 # ------------------------------------------------------------------------------ primitives (not workspace-scoped)

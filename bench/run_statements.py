@@ -43,7 +43,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from bench.throughput_packs import captured_run
-    from runs import pipeline, services
+    from runs import pipeline
     from runs.tests.test_perf import EXECUTE_AND_SCORE_MAX, EXECUTE_MAX, FINALIZE_MAX
 
     with captured_run("native", FIVE_TOOLS, cases=6, max_in_flight=2) as captured:
@@ -58,7 +58,7 @@ def main() -> int:
         with CaptureQueriesContext(connection) as execute:
             pipeline.case_run_execute(case_run_id=case_run_id)
         with CaptureQueriesContext(connection) as finalize:
-            services.case_run_finalize(case_run_id=case_run_id)
+            pipeline.case_run_finalize(case_run_id=case_run_id)
         with CaptureQueriesContext(connection) as inline:
             pipeline.case_run_execute(case_run_id=next_case(), score_inline=True)
 

@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
+from runs.lanes import LaneRow, LaneState
 from runs.models import RunEvent
-from runs.precompiled import prepared_cursor
 from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
@@ -78,41 +78,6 @@ def payload_hydrate(payload: Any) -> Any:
     except (OSError, ValueError):
         logger.warning("Event payload %s is missing from storage", payload["$ref"])
         return payload
-
-
-def lane_lock(lane_id: int) -> None:
-    """Lock the lane row for the rest of the transaction with a no-op write.
-
-    A write (not SELECT … FOR UPDATE) because SQLite has no row locks and refuses to upgrade a
-    read transaction to a write one while another connection writes ("database is locked").
-    """
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s", [lane_id])
-
-
-def _reserve_sequence(lane_id: int, count: int, returning: str = "") -> tuple[int, tuple[Any, ...]]:
-    """Reserve ``count`` sequence numbers for the lane in one statement; returns the first, and
-    the values of the ``returning`` SQL columns of the lane row (read in the same statement).
-
-    The ``UPDATE`` also locks the lane row until the transaction ends, which serialises the
-    lane's writers (SQLite serialises every write transaction anyway: ``BEGIN IMMEDIATE``).
-    """
-    with prepared_cursor() as cursor:
-        cursor.execute(
-            "UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence"
-            + (f", {returning}" if returning else ""),
-            [count, lane_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise LookupError(f"lane {lane_id} is gone")
-    return int(row[0]) - count, tuple(row[1:])
-
-
-def _release_sequence(lane_id: int, count: int) -> None:
-    """Give back the last ``count`` numbers of a reservation (the lane row is still locked by it)."""
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence - %s WHERE id = %s", [count, lane_id])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -210,16 +175,15 @@ def _events_insert(
     events: list[PreparedEvent],
     stored: list[dict[str, Any]] | None = None,
     fresh: bool = False,
-    lane_row: list[tuple[Any, ...]] | None = None,
-    returning: str = "",
+    lane_state: list[LaneState | None] | None = None,
 ) -> int:
     """:func:`run_events_insert` in the caller's transaction.
 
     ``fresh``: the caller knows no event of the batch can be stored already (a case attempt's
     sink whose flushes all succeeded: runs/events.py ``RunEventSink``), which spares
     the check of their ids (the unique index on ``event_id`` still refuses a duplicate).
-    ``returning``: SQL columns of the lane row to read with the reservation (which locks the
-    row), appended to ``lane_row`` (nothing is read, and the row is not locked, for no events).
+    ``lane_state``: given, the lane's dispatch state is read with the reservation (which locks the
+    row) and appended to it (nothing is read, and the row is not locked, for no events).
     """
     if not events:
         return 0
@@ -227,13 +191,14 @@ def _events_insert(
     for event in events:
         unique.setdefault(event.event_id, event)
     # locks the lane row: the dedup check below can't race
-    first, extra = _reserve_sequence(lane_id, len(unique), returning)
-    if lane_row is not None:
-        lane_row.append(extra)
+    row = LaneRow(lane_id)
+    first, state = row.reserve(len(unique), with_state=lane_state is not None)
+    if lane_state is not None:
+        lane_state.append(state)
     existing = set() if fresh else set(RunEvent.objects.filter(event_id__in=list(unique)).order_by().values_list("event_id", flat=True))
     fresh_events = [e for e in unique.values() if e.event_id not in existing]
     if len(fresh_events) < len(unique):
-        _release_sequence(lane_id, len(unique) - len(fresh_events))
+        row.release(len(unique) - len(fresh_events))
     if not fresh_events:
         return 0
     now = timezone.now()
@@ -333,42 +298,50 @@ class RunEventSink:
             if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
                 self.flush()
 
-    def flush(self, extra: list[Event] | None = None, *, returning: str = "") -> tuple[Any, ...] | None:
-        """Write what is waiting; ``extra`` (e.g. the case's ``scoring.*`` events) goes in the same batch.
+    def flush(self) -> None:
+        """Write what is waiting, in a transaction of its own.
 
-        The events were redacted on arrival (:meth:`__call__`, in order); ``extra`` is written as given.
-        ``returning`` (only inside the caller's transaction): SQL columns of the lane row, read
-        with the sequence reservation, which locks the row for the rest of the transaction;
-        returns their values, or None when nothing was written (the row is then not locked).
-
-        The ids of a case attempt's events are its own (the attempt number is in them, and one
-        claim holds an attempt), and the case's ``scoring.*`` events are written only with the
-        finish of its first attempt. So until a flush fails (its outcome unknown: its events may
-        be stored) nothing this sink writes can be stored already, and the check for ids already
-        stored is skipped; after a failure every flush checks.
+        The events were redacted on arrival (:meth:`__call__`, in order). The ids of a case
+        attempt's events are its own (the attempt number is in them, and one claim holds an
+        attempt), and the case's ``scoring.*`` events are written only with the finish of its first
+        attempt. So until a write fails (its outcome unknown: its events may be stored) nothing
+        this sink writes can be stored already, and the check for ids already stored is skipped;
+        after a failure every write checks.
         """
         with self._lock:
             self.last_flush = self.clock()
-            if not self.buffer and not self.prepared and not extra:
-                return None
-            self._prepare_buffer()
-            batch, self.prepared = self.prepared, []
-            if extra:
-                batch += events_prepare(lane_id=self.lane_id, events=extra)
-            lane_row: list[tuple[Any, ...]] = []
-            try:
-                where = {"run_id": self.run_id, "lane_id": self.lane_id, "case_run_id": self.case_run_id, "attempt": self.attempt}
-                if connection.in_atomic_block:
-                    # Inside the caller's transaction (the case's finish, runs/pipeline/execute.py) no
-                    # savepoint of its own: a failure rolls the whole transaction back anyway.
-                    _events_insert(**where, events=batch, stored=self.stored, fresh=self.clean, lane_row=lane_row, returning=returning)
-                else:
-                    run_events_insert(**where, events=batch, stored=self.stored, fresh=self.clean)
-            except BaseException:
-                self.clean = False
-                self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
-                raise
-            return lane_row[0] if lane_row else None
+            if self.buffer or self.prepared:
+                self._write(lambda batch, where: run_events_insert(**where, events=batch, stored=self.stored, fresh=self.clean))
+
+    def write_final(self, extra: list[Event] | None = None) -> LaneState | None:
+        """The attempt's last batch, with ``extra`` (the case's ``scoring.*`` events), in the caller's
+        transaction: the case's finish (runs/pipeline/finish.py). The sequence reservation locks the
+        lane row for the rest of that transaction and reads the lane's dispatch state, returned
+        (None when nothing was written: the row is then not locked)."""
+        if not connection.in_atomic_block:
+            raise RuntimeError("write_final belongs inside the finish's transaction")
+        with self._lock:
+            self.last_flush = self.clock()
+            state: list[LaneState | None] = []
+            self._write(
+                lambda batch, where: _events_insert(**where, events=batch, stored=self.stored, fresh=self.clean, lane_state=state),
+                extra=extra,
+            )
+            return state[0] if state else None
+
+    def _write(self, insert: Callable[[list[PreparedEvent], dict[str, Any]], object], *, extra: list[Event] | None = None) -> None:
+        self._prepare_buffer()
+        batch, self.prepared = self.prepared, []
+        if extra:
+            batch += events_prepare(lane_id=self.lane_id, events=extra)
+        if not batch:
+            return
+        try:
+            insert(batch, {"run_id": self.run_id, "lane_id": self.lane_id, "case_run_id": self.case_run_id, "attempt": self.attempt})
+        except BaseException:
+            self.clean = False
+            self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
+            raise
 
     def prepare_pending(self) -> list[dict[str, Any]]:
         """Prepare the waiting events without writing them; returns them as they will read back.

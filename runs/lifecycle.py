@@ -188,7 +188,7 @@ def _claimed(case_run_id: int) -> CaseRun:
     return case_run  # type: ignore[return-value]
 
 
-def case_finish(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:
+def case_close(*, case_run_id: int, attempt: int, status: str, fields: dict[str, Any]) -> bool:
     """``running → completed|failed|cancelled`` for the attempt that holds the claim."""
     updates = dict(fields)
     updates.update(status=status, finished_at=timezone.now())

@@ -82,7 +82,7 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
 @shared_task(name=CaseRunFinalize.task_name, **IDEMPOTENT)
 def case_run_finalize(case_run_id: int) -> None:
     db_fresh()
-    services.case_run_finalize(case_run_id=case_run_id)
+    pipeline.case_run_finalize(case_run_id=case_run_id)
 
 
 @shared_task(name=RunReap.task_name, **IDEMPOTENT)

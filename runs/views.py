@@ -16,6 +16,7 @@ from core.errors import NotFound
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
 from runs import lookups, presenters, run_table, selectors, services, timeline
+from runs.events import payload_hydrate
 from runs.forms import RunCreateForm
 from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
@@ -243,7 +244,7 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
     rows = list(page.object_list)
     for event in rows:
         if event.payload_ref:
-            event.payload = services.payload_hydrate(event.payload)
+            event.payload = payload_hydrate(event.payload)
     before = selectors.case_events_before(case_run=case_run, sequence=rows[0].sequence_number) if rows and page.number > 1 else []
     steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
     context = _replay_summary(run, case_run)

@@ -70,89 +70,12 @@ def _scorable(case_run_id: int, case_run: CaseRun | None) -> CaseRun | None:
     return case_run
 
 
-@transaction.atomic
-def _case_score_save(case_run: CaseRun, document: dict[str, JSON]) -> None:
-    case_score_upsert(case_run=case_run, document=document)
-    CaseRun.objects.filter(pk=case_run.pk).update(
-        score_status=ScoreStatus.SCORED, passed=document["passed"], score=document["overall_score"]
-    )
-    case_run.score_status, case_run.passed, case_run.score = ScoreStatus.SCORED, document["passed"], document["overall_score"]
-
-
 _CASE_SCORE_UPSERT = RowUpsert(CaseScore, unique="case_run", update=("lane", "passed", "overall_score", "validity", "document"))
-
-
-def case_score_upsert(*, case_run: CaseRun, document: dict[str, JSON]) -> None:
-    """Write the case's CaseScore (the case row's own score fields are the caller's)."""
-    score = CaseScore(
-        case_run=case_run,
-        lane=case_run.lane,
-        passed=document["passed"],
-        overall_score=document["overall_score"],
-        validity=document["validity"],
-        document=document,
-    )
-    # One upsert instead of update_or_create's savepoints, select and insert (its SQL built once).
-    _CASE_SCORE_UPSERT(score)
-
-
-def _case_document(
-    case_run: CaseRun, spec: dict[str, JSON], events: list[dict[str, JSON]] | None, judge_results: dict[str, dict[str, JSON]] | None
-) -> dict[str, JSON]:
-    evidence = evidence_for_case_run(case_run, events=events)
-    needs_judge = bool(spec.get("llm_judges"))
-    result = score_case(
-        spec,
-        evidence,
-        judge=judge_for_run(case_run.run) if needs_judge else None,
-        secret_values=secret_values_for_run(case_run.run) if needs_judge else (),
-        judge_results=judge_results,
-        fallback_pricing=workspace_prices_for(case_run),
-        security=security_policy_for(case_run.run, getattr(case_run, "pack_checksum", None)),
-    )
-    return result.as_dict()
-
-
-def case_run_score(
-    *,
-    case_run_id: int,
-    case_run: CaseRun | None = None,
-    events: list[dict[str, JSON]] | None = None,
-    judge_results: dict[str, dict[str, JSON]] | None = None,
-) -> bool:
-    """Score one finished case run and persist its CaseScore. Idempotent; never raises.
-
-    Returns True when the case is scored. ``case_run`` (loaded with ``run__pack_version``,
-    ``run__workspace``, ``lane`` and ``case``) and ``events`` (its engine events as stored, in
-    sequence order) spare the reads when the caller already has them.
-    """
-    case_run = _scorable(case_run_id, case_run)
-    if case_run is None:
-        return False
-    lane = case_run.lane
-    prefix = f"scoring:{lane.pk}:case:{case_run.pk}"
-    started = None
-    try:
-        spec = evaluation_spec_for(case_run.run, getattr(case_run, "pack_checksum", None))
-        payload = {"evaluation_spec": spec.get("name"), "scope": "case"}
-        started = scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type=SCORING_STARTED, payload=payload)
-        document = _case_document(case_run, spec, events, judge_results)
-        _case_score_save(case_run, document)
-    except Exception as exc:
-        logger.exception("Scoring case run %s failed", case_run_id)
-        CaseRun.objects.filter(pk=case_run.pk).update(score_status=ScoreStatus.ERRORED)
-        payload = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-        failed = scoring_event(case_run=case_run, event_id=f"{prefix}:failed", event_type=SCORING_FAILED, payload=payload)
-        scoring_events_record(lane=lane, case_run=case_run, events=[e for e in (started, failed) if e is not None])
-        return False
-    batch = [started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)]
-    scoring_events_record(lane=lane, case_run=case_run, events=batch)
-    return True
 
 
 @dataclasses.dataclass(frozen=True)
 class CaseScoring:
-    """A case's verdict computed in memory, to be saved with the case's finish (one transaction).
+    """A case's verdict computed in memory (:func:`case_scoring`), to be saved by :func:`case_scoring_save`.
 
     ``document`` is None when scoring failed; ``events`` are the ``scoring.*`` events to record
     either way; ``fields`` are the case row's score fields.
@@ -168,32 +91,134 @@ class CaseScoring:
         return {"score_status": ScoreStatus.SCORED, "passed": self.document["passed"], "score": self.document["overall_score"]}
 
 
-def case_run_score_prepare(*, case_run: CaseRun, events: list[dict[str, JSON]]) -> CaseScoring | None:
-    """Score a finishing case from its events without writing anything; None when it needs LLM judges.
+def case_scoring(
+    case_run: CaseRun,
+    *,
+    spec: dict[str, JSON],
+    security: SecurityPolicy | None,
+    events: list[dict[str, JSON]] | None = None,
+    judge_results: dict[str, dict[str, JSON]] | None = None,
+    judges: bool = True,
+) -> CaseScoring | None:
+    """Score one finished case from its evidence, in memory: the one way every path scores a case.
 
-    ``case_run`` holds its final fields (not saved yet) and is loaded as the claim loads it;
-    ``events`` are its engine events as they will read back. The worker saves the result with
-    the case's finish and its last event batch (runs/pipeline/execute.py, docs/performance.md).
-    A case with LLM judges is scored after its finish instead (a judge call is slow and may fail
-    on its own), by :func:`case_run_score`.
+    ``case_run`` holds its final fields (saved or about to be) and is loaded with ``run``, ``lane``
+    and ``case``; ``events`` are its engine events as stored, in sequence order (None: read them);
+    ``judge_results`` reuse judges' stored results (n_wise re-scoring). ``judges=False`` (the worker
+    scoring with the case's finish) returns None for a spec with LLM judges: a judge call is slow
+    and may fail on its own, so such a case is scored after its finish. Never raises.
     """
+    if not judges and spec.get("llm_judges"):
+        return None
+    return _case_scoring(case_run, spec=spec, security=security, events=events, judge_results=judge_results)
+
+
+def _case_scoring(
+    case_run: CaseRun,
+    *,
+    spec: dict[str, JSON],
+    security: SecurityPolicy | None,
+    events: list[dict[str, JSON]] | None,
+    judge_results: dict[str, dict[str, JSON]] | None,
+) -> CaseScoring:
     prefix = f"scoring:{case_run.lane_id}:case:{case_run.pk}"
     started = None
     try:
-        spec = evaluation_spec_for(case_run.run, getattr(case_run, "pack_checksum", None))
-        if spec.get("llm_judges"):
-            return None
         payload = {"evaluation_spec": spec.get("name"), "scope": "case"}
         started = scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type=SCORING_STARTED, payload=payload)
-        document = _case_document(case_run, spec, events, None)
+        evidence = evidence_for_case_run(case_run, events=events)
+        needs_judge = bool(spec.get("llm_judges"))
+        document = score_case(
+            spec,
+            evidence,
+            judge=judge_for_run(case_run.run) if needs_judge else None,
+            secret_values=secret_values_for_run(case_run.run) if needs_judge else (),
+            judge_results=judge_results,
+            fallback_pricing=workspace_prices_for(case_run),
+            security=security,
+        ).as_dict()
     except Exception as exc:
         logger.exception("Scoring case run %s failed", case_run.pk)
-        payload = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-        failed = scoring_event(case_run=case_run, event_id=f"{prefix}:failed", event_type=SCORING_FAILED, payload=payload)
+        failed = scoring_event(
+            case_run=case_run,
+            event_id=f"{prefix}:failed",
+            event_type=SCORING_FAILED,
+            payload={"error": f"{type(exc).__name__}: {exc}"[:500]},
+        )
         return CaseScoring(document=None, events=[e for e in (started, failed) if e is not None])
     return CaseScoring(
         document=document, events=[started, *case_scored_events(case_run=case_run, prefix=prefix, spec=spec, document=document)]
     )
+
+
+def case_scoring_save(case_run: CaseRun, scoring: CaseScoring, *, in_finish: bool = False) -> None:
+    """Persist a case's scoring: its CaseScore, the case row's score fields and the ``scoring.*`` events.
+
+    The one persist of every path. ``in_finish``: inside the case's finish transaction
+    (runs/pipeline/finish.py), which writes the row's score fields with the finish (one ``UPDATE``)
+    and the events with the case's last batch; only the CaseScore is written here.
+    """
+    if in_finish:
+        _case_score_write(case_run, scoring)
+        return
+    fields = scoring.fields
+    with transaction.atomic():
+        _case_score_write(case_run, scoring)
+        CaseRun.objects.filter(pk=case_run.pk).update(**fields)
+        scoring_events_record(lane=case_run.lane, case_run=case_run, events=scoring.events)
+    for name, value in fields.items():
+        setattr(case_run, name, value)
+
+
+def _case_score_write(case_run: CaseRun, scoring: CaseScoring) -> None:
+    document = scoring.document
+    if document is None:
+        return
+    # One upsert instead of update_or_create's savepoints, select and insert (its SQL built once).
+    score = CaseScore(
+        case_run=case_run,
+        lane=case_run.lane,
+        passed=document["passed"],
+        overall_score=document["overall_score"],
+        validity=document["validity"],
+        document=document,
+    )
+    _CASE_SCORE_UPSERT(score)
+
+
+def case_run_score(
+    *,
+    case_run_id: int,
+    case_run: CaseRun | None = None,
+    events: list[dict[str, JSON]] | None = None,
+    judge_results: dict[str, dict[str, JSON]] | None = None,
+    spec: dict[str, JSON] | None = None,
+    security: SecurityPolicy | None = None,
+) -> bool:
+    """Score one finished case run and save it (:func:`case_scoring` then :func:`case_scoring_save`).
+
+    Idempotent; never raises. Returns True when the case is scored. ``case_run`` (loaded with
+    ``run__pack_version``, ``run__workspace``, ``lane`` and ``case``), ``events``, and the pack's
+    ``spec`` and ``security`` policy (a worker's case context has them) spare the reads.
+    """
+    case_run = _scorable(case_run_id, case_run)
+    if case_run is None:
+        return False
+    try:
+        if spec is None:
+            spec, security = evaluation_spec_for(case_run.run), security_policy_for(case_run.run)
+        scoring = _case_scoring(case_run, spec=spec, security=security, events=events, judge_results=judge_results)
+    except Exception as exc:  # the manifest could not be read
+        logger.exception("Scoring case run %s failed", case_run_id)
+        failed = scoring_event(
+            case_run=case_run,
+            event_id=f"scoring:{case_run.lane_id}:case:{case_run.pk}:failed",
+            event_type=SCORING_FAILED,
+            payload={"error": f"{type(exc).__name__}: {exc}"[:500]},
+        )
+        scoring = CaseScoring(document=None, events=[failed])
+    case_scoring_save(case_run, scoring)
+    return scoring.document is not None
 
 
 def lane_score(*, lane_id: int) -> None:

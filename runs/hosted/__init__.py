@@ -1,4 +1,5 @@
-"""Hosted external agents (docs/hosted-agents.md): the worker hands each case to the team's own
-HTTPS endpoint, the agent posts its events back to a per-case callback URL with a scoped token."""
+"""The hosted agents' HTTP surface: the callback URL they post events to (docs/hosted-agents.md).
 
-from __future__ import annotations
+The protocol itself (case dispatch, callback tokens, message schemas, recording events) is part of
+the pipeline: runs/pipeline/hosted/.
+"""

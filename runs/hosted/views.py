@@ -16,8 +16,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from core.api import error_body
-from runs.hosted.callback import CallbackRefused, hosted_event_record, message_parse
-from runs.hosted.tokens import TokenInvalid, token_verify
+from runs.pipeline.hosted.callback import CallbackRefused, hosted_event_record, message_parse
+from runs.pipeline.hosted.tokens import TokenInvalid, token_verify
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ TASKS: dict[str, Callable[..., object]] = {
     "runs.case_run_execute": lambda case_run_id, retry_of=None, stale_seconds=None: pipeline.case_run_execute(
         case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds
     ),
-    "runs.case_run_finalize": lambda case_run_id: services.case_run_finalize(case_run_id=case_run_id),
+    "runs.case_run_finalize": lambda case_run_id: pipeline.case_run_finalize(case_run_id=case_run_id),
     "runs.run_reap": lambda: services.run_reap(),
 }
 

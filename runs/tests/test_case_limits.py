@@ -14,8 +14,9 @@ from engine.providers import registry
 from engine.types import ModelResponse, ToolCall, Usage
 from runs import services
 from runs.models import CaseRun, CaseStatus, RunEvent
-from runs.services import attempt, deadline
-from runs.services.deadline import CaseDeadline, CaseDeadlineExceeded
+from runs.pipeline import deadline
+from runs.pipeline import native as attempt
+from runs.pipeline.deadline import CaseDeadline, CaseDeadlineExceeded
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from runs import pipeline, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, RunEvent, RunStatus, ScoreStatus
-from runs.services.orchestrate import _IN_FLIGHT_SQL, _PICK_SQL
+from runs.pipeline.lane import _IN_FLIGHT_SQL, _PICK_SQL
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from scoring.models import CaseScore
 
@@ -75,7 +75,7 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
     def broken(*args, **kwargs):
         raise RuntimeError("validator exploded")
 
-    monkeypatch.setattr(scoring, "_case_document", broken)
+    monkeypatch.setattr(scoring, "score_case", broken)
     tasks.drain_inline()
     run = started
     run.refresh_from_db()
@@ -88,19 +88,18 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
 
 
 @pytest.mark.django_db
-def test_a_case_that_lost_its_claim_keeps_its_events_but_records_no_result(started, tasks):
+def test_a_case_that_lost_its_claim_keeps_its_events_but_records_no_result(started, tasks, monkeypatch):
+    from runs.pipeline import finish
+
     case_run_id = _next_case(tasks)
-    original = pipeline.case_run_execute.__globals__["case_finish"]
+    original = finish.case_close
 
     def lost(**kwargs):  # another worker re-claimed the case meanwhile
         CaseRun.objects.filter(pk=kwargs["case_run_id"]).update(attempt=kwargs["attempt"] + 1)
         return original(**kwargs)
 
-    pipeline.case_run_execute.__globals__["case_finish"] = lost
-    try:
-        assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "superseded"
-    finally:
-        pipeline.case_run_execute.__globals__["case_finish"] = original
+    monkeypatch.setattr(finish, "case_close", lost)
+    assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "superseded"
     types = set(RunEvent.objects.filter(case_run_id=case_run_id).values_list("event_type", flat=True))
     assert "system.run.completed" in types and not any(t.startswith("scoring.") for t in types)
     case = CaseRun.objects.get(pk=case_run_id)
@@ -145,7 +144,7 @@ def test_dispatch_fills_free_slots_in_case_order(started, tasks):
         CaseRun.objects.filter(lane=lane, dispatched_at__isnull=False).order_by("position").values_list("position", flat=True)
     )
     assert dispatched == [0, 1]  # max_in_flight_cases=2
-    assert services.lane_dispatch_next(lane_id=lane.pk) == 0  # no free slot
+    assert pipeline.lane_dispatch(lane.pk).count == 0  # no free slot
     pipeline.case_run_execute(case_run_id=_next_case(tasks), score_inline=True)  # finishing one dispatches the next
     dispatched = list(
         CaseRun.objects.filter(lane=lane, dispatched_at__isnull=False).order_by("position").values_list("position", flat=True)

@@ -5,9 +5,10 @@ import pytest
 from engine.events import MODEL_CALL_COMPLETED, SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED, SYSTEM_STEP_STARTED
 from engine.sandbox import IsolationUnavailableError
 from engine.types import ProviderError
-from runs import services
+from runs import pipeline, services
+from runs.events import payload_hydrate, run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
-from runs.services import attempt
+from runs.pipeline import native as attempt
 from runs.tests.factories import make_deployment
 
 
@@ -68,8 +69,8 @@ def test_the_event_sink_skips_events_it_already_stored(run_of, deployment, tasks
         )
         for i in range(3)
     ]
-    assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events) == 3
-    assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events + events) == 0
+    assert run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events) == 3
+    assert run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=case.pk, attempt=1, events=events + events) == 0
     assert list(RunEvent.objects.filter(lane=lane).values_list("sequence_number", flat=True)) == [1, 2, 3]
 
 
@@ -81,7 +82,7 @@ def test_it_stores_oversized_payloads_as_files_and_hydrates_them(run_of, deploym
     run = run_of(deployment)
     lane = run.lanes.get()
     big = {"output_text": "x" * 500}
-    services.run_events_append(
+    run_events_append(
         run_id=run.pk,
         lane_id=lane.pk,
         case_run_id=None,
@@ -90,7 +91,7 @@ def test_it_stores_oversized_payloads_as_files_and_hydrates_them(run_of, deploym
     )
     event = RunEvent.objects.get(event_id="big:1")
     assert set(event.payload) == {"$ref", "bytes", "type"} and event.payload["type"] == MODEL_CALL_COMPLETED
-    assert services.payload_hydrate(event.payload)["output_text"] == "x" * 500
+    assert payload_hydrate(event.payload)["output_text"] == "x" * 500
 
 
 @pytest.mark.django_db
@@ -295,7 +296,7 @@ def test_cases_are_scored_and_the_lane_waits_for_its_scores(run_of, deployment, 
     lane = run.lanes.get()
     assert run.status == RunStatus.RUNNING and lane.status == LaneStatus.EVALUATING
     for case in CaseRun.objects.filter(run=run):
-        services.case_run_finalize(case_run_id=case.pk)
+        pipeline.case_run_finalize(case_run_id=case.pk)
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert set(CaseRun.objects.filter(run=run).values_list("passed", flat=True)) == {True}

@@ -9,8 +9,8 @@ import pytest
 
 from engine.events import SYSTEM_OUTPUT_FINALIZED, SYSTEM_RUN_COMPLETED, SYSTEM_RUN_STARTED, TOOL_CALL_STARTED
 from runs import services
-from runs.hosted.tokens import TokenScope, token_issue
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
+from runs.pipeline.hosted.tokens import TokenScope, token_issue
 from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.hosted_helpers import claim, hosted_deployment
 
@@ -190,7 +190,7 @@ def test_it_refuses_json_no_database_could_store_with_a_400(client, case_run, bo
 
 
 def test_an_agent_cannot_write_without_bound(client, case_run, monkeypatch):
-    monkeypatch.setattr("runs.hosted.callback.MAX_EVENTS_PER_CASE", 3)
+    monkeypatch.setattr("runs.pipeline.hosted.callback.MAX_EVENTS_PER_CASE", 3)
     token = token_for(case_run)
     for n in range(3):
         assert post(client, case_run.pk, msg(f"t{n}", "tool.call.started", {"tool_name": "x"}), token).status_code == 201

@@ -1,4 +1,4 @@
-"""Handing a case to a hosted agent (runs/hosted/dispatch.py, attempt.py): the endpoint is hostile too."""
+"""Handing a case to a hosted agent (runs/pipeline/hosted/dispatch.py, attempt.py): the endpoint is hostile too."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from engine.events import SYSTEM_RUN_FAILED
 from runs import pipeline, services
-from runs.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
+from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.hosted_helpers import claim, hosted_deployment
 

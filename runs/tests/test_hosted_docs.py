@@ -1,4 +1,4 @@
-"""docs/hosted-agents.md shows exactly the schemas the callback validates with (runs/hosted/schemas.py)."""
+"""docs/hosted-agents.md shows exactly the schemas the callback validates with (runs/pipeline/hosted/schemas.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from runs.hosted import schemas
+from runs.pipeline.hosted import schemas
 from runs.tests.hosted_helpers import reference_agent
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "hosted-agents.md").read_text()

@@ -7,7 +7,7 @@ import pytest
 from engine.scoring.evidence import CaseEvidence, extract
 from engine.scoring.tiers import BLACK_BOX, NATIVE, STRUCTURED_TRACE, lane_tier, tier_gap
 from engine.scoring.validators import run_validator
-from runs.hosted.attempt import evidence_tier
+from runs.pipeline.hosted.attempt import evidence_tier
 
 TOOL_CHECK = {
     "key": "used_lookup",

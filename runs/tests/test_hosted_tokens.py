@@ -1,4 +1,4 @@
-"""Callback tokens: scoped to one case attempt, expiring, tamper-evident (runs/hosted/tokens.py)."""
+"""Callback tokens: scoped to one case attempt, expiring, tamper-evident (runs/pipeline/hosted/tokens.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runs.hosted.tokens import TokenInvalid, TokenScope, token_issue, token_verify
+from runs.pipeline.hosted.tokens import TokenInvalid, TokenScope, token_issue, token_verify
 
 # Far in the future: the module is imported at collection, long before a test in a full run executes.
 SCOPE = TokenScope(run_id=1, lane_id=2, case_run_id=3, attempt=1, expires_at=4_102_444_800)  # 2100-01-01

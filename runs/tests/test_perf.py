@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 
 from runs import pipeline, services
+from runs.events import run_events_append
 from runs.models import CaseRun, LaneStatus, RunEvent, RunStatus, ScoreStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from scoring.models import CaseScore
@@ -53,7 +54,7 @@ def test_a_case_costs_a_bounded_number_of_statements(run_parts, django_assert_ma
     with django_assert_max_num_queries(EXECUTE_MAX):
         assert pipeline.case_run_execute(case_run_id=case_run_id) == "completed"
     with django_assert_max_num_queries(FINALIZE_MAX):
-        services.case_run_finalize(case_run_id=case_run_id)
+        pipeline.case_run_finalize(case_run_id=case_run_id)
     assert CaseRun.objects.get(pk=case_run_id).score_status == ScoreStatus.SCORED
 
 
@@ -127,8 +128,8 @@ def test_a_redelivered_event_batch_gives_its_numbers_back(run_parts):
         )
         for i in range(3)
     ]
-    assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events[:2]) == 2
-    assert services.run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events) == 1
+    assert run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events[:2]) == 2
+    assert run_events_append(run_id=run.pk, lane_id=lane.pk, case_run_id=None, attempt=1, events=events) == 1
     lane.refresh_from_db()
     sequences = sorted(RunEvent.objects.filter(lane=lane).values_list("sequence_number", flat=True))
     assert sequences == list(range(sequences[0], sequences[0] + 3)) and lane.next_sequence == sequences[-1] + 1

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from runs import services
 from runs.models import CaseRun, CaseStatus
-from runs.services.orchestrate import MAX_ATTEMPTS
+from runs.pipeline.context import MAX_ATTEMPTS
 from runs.tests.factories import make_deployment
 
 

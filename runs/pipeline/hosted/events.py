@@ -10,7 +10,8 @@ from django.db import transaction
 
 from engine.events import SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED
 from engine.types import Event
-from runs.events import lane_lock, run_events_append
+from runs.events import run_events_append
+from runs.lanes import LaneRow
 from runs.models import CaseRun, RunEvent
 
 SOURCE_HOSTED = "hosted_agent"
@@ -27,7 +28,7 @@ def terminal_recorded(case_run: CaseRun, attempt: int) -> bool:
 def hosted_case_close(*, case_run: CaseRun, attempt: int, event: Event) -> bool:
     """The worker's side: record its own terminal event (deadline, dispatch failure) unless the
     agent's terminal event got there first. True when this call closed the case."""
-    lane_lock(case_run.lane_id)
+    LaneRow(case_run.lane_id).lock()
     if terminal_recorded(case_run, attempt):
         return False
     run_events_append(run_id=case_run.run_id, lane_id=case_run.lane_id, case_run_id=case_run.pk, attempt=attempt, events=[event])

@@ -1,7 +1,7 @@
 """Recording what a hosted agent posts back (docs/hosted-agents.md): validate, check the case is
 still open to this token, map the message to its canonical event and store it like a native one.
 
-Every write for one case goes through the lane lock (``lane_lock``) that native event writes and
+Every write for one case goes through the lane lock (``runs.lanes.LaneRow``) that native event writes and
 the worker's own deadline failure take too, so "is the case still open?" and "store the event" are
 one step: an event can't land after the worker closed the case.
 """
@@ -27,11 +27,12 @@ from engine.events import (
     iso_now,
 )
 from engine.types import Event
-from runs.events import lane_lock, run_events_append
-from runs.hosted import schemas
-from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, terminal_recorded
-from runs.hosted.tokens import TokenScope
+from runs.events import run_events_append
+from runs.lanes import LaneRow
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
+from runs.pipeline.hosted import schemas
+from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, terminal_recorded
+from runs.pipeline.hosted.tokens import TokenScope
 
 JSON = Any
 # A bound on what one agent can write for one case (a native case is bounded by its step limits).
@@ -143,7 +144,7 @@ def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[st
     Raises CallbackRefused: 401 (token for another case), 410 (case finished, cancelled or
     re-attempted), 409 (event id already recorded, or a second final answer).
     """
-    lane_lock(scope.lane_id)  # one writer per lane: the open check and the write can't interleave
+    LaneRow(scope.lane_id).lock()  # one writer per lane: the open check and the write can't interleave
     case_run = _open_case(scope, case_run_id)
     if RunEvent.objects.filter(case_run=case_run, attempt=scope.attempt).count() >= MAX_EVENTS_PER_CASE:
         raise CallbackRefused(429, "too_many_events", f"A case may record at most {MAX_EVENTS_PER_CASE} events.")

@@ -43,16 +43,10 @@ from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import CancelCheck, EventSink, Provider, Sandbox
-from packs.manifests import pack_manifest
 from runs.models import CaseRun, RunStatus
-from runs.services.case_inputs import CaseInputs as _CaseInputs  # shared with runs/hosted/attempt.py
-from runs.services.case_inputs import case_inputs as _case_inputs
-from runs.services.case_inputs import case_request as _request
-from runs.services.case_inputs import emitter_prefix as emitter_prefix
-from runs.services.case_inputs import execution_mode as _mode
-from runs.services.case_inputs import staged_case_files as _staged
-from runs.services.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
-from runs.services.race import race_standings_source
+from runs.pipeline.context import CaseContext
+from runs.pipeline.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
+from runs.pipeline.race import race_standings_source
 from runs.throttle import throttled
 from runs.ticker import TICKER
 from secrets_app.selectors import secret_allowed_hosts
@@ -101,22 +95,18 @@ def engine_retryable(outcome: CaseOutcome) -> bool:
     return outcome.stop_reason == STOP_PROVIDER_ERROR and bool((outcome.provider_failure or {}).get("retryable"))
 
 
-def security_policy(case_run: CaseRun) -> SecurityPolicy | None:
-    """The case's security policy when its pack is a security pack (docs/security-evaluation.md)."""
-    pack = pack_manifest(pack_version_id=case_run.run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
-    return SecurityPolicy.from_manifest(pack.manifest)
-
-
-def security_monitor(case_run: CaseRun, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
+def security_monitor(ctx: CaseContext, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
     """The sink the engine writes to for a security pack: findings recorded as events go by."""
-    return SecurityMonitor(sink, policy, prefix=emitter_prefix(case_run) + ":security", case_key=case_run.case_key)
+    return SecurityMonitor(sink, policy, prefix=ctx.prefix + ":security", case_key=ctx.case_run.case_key)
 
 
-def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, secrets: dict[str, str]) -> Provider:
-    lane = case_run.lane
+def _provider(ctx: CaseContext) -> Provider:
+    case_run, inputs, lane = ctx.case_run, ctx.inputs, ctx.lane
     account = lane.provider_account_snapshot
     try:
-        api_key = credential_resolve(workspace=workspace, reference=account.get("credential_reference") or "", secrets=secrets)
+        api_key = credential_resolve(
+            workspace=ctx.workspace, reference=account.get("credential_reference") or "", secrets=dict(ctx.secrets)
+        )
     except CredentialUnavailable as exc:
         raise _AttemptFailed(STOP_PROVIDER_ERROR, str(exc), code=CREDENTIAL_UNAVAILABLE, provider_key=lane.provider_key) from None
     return create_provider(
@@ -127,20 +117,23 @@ def _provider(case_run: CaseRun, inputs: _CaseInputs, *, workspace: Workspace, s
         # A regression case is its source case run again: the provider sees the source's key.
         case_key=str(inputs.case.get("case_key") or case_run.case_key) if case_run.regression_case_id else case_run.case_key,
         case_inputs=inputs.case.get("inputs"),
-        api=API_RESPONSES if _mode(case_run) == RESPONSES else API_CHAT,  # docs/responses-mode.md
+        api=API_RESPONSES if ctx.mode == RESPONSES else API_CHAT,  # docs/responses-mode.md
         allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,  # the pinned transport's address rule
     )
 
 
-def _simulator(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, str]) -> tuple[Provider | None, str]:
+def _simulator(ctx: CaseContext) -> tuple[Provider | None, str]:
     """The provider and model of the deployment chosen at run creation to play llm user-simulator phases."""
+    case_run = ctx.case_run
     snapshot = case_run.run.simulator_snapshot
-    if _mode(case_run) != MULTI_TURN or not isinstance(snapshot, dict):
+    if ctx.mode != MULTI_TURN or not isinstance(snapshot, dict):
         return None, ""
     deployment, account = snapshot.get("deployment") or {}, snapshot.get("provider_account") or {}
     provider_key = str(account.get("provider_key") or "")
     try:
-        api_key = credential_resolve(workspace=workspace, reference=account.get("credential_reference") or "", secrets=secrets)
+        api_key = credential_resolve(
+            workspace=ctx.workspace, reference=account.get("credential_reference") or "", secrets=dict(ctx.secrets)
+        )
     except CredentialUnavailable as exc:
         raise _AttemptFailed(STOP_SIMULATOR_ERROR, f"user simulator ({provider_key}): {exc}") from None
     provider = create_provider(
@@ -155,13 +148,14 @@ def _simulator(case_run: CaseRun, *, workspace: Workspace, secrets: dict[str, st
 
 
 def _limited(
-    case_run: CaseRun, request: CaseRequest, emitter: EventEmitter, check: CancelCheck, *, provider: Provider, simulator: Provider | None
+    ctx: CaseContext, request: CaseRequest, emitter: EventEmitter, check: CancelCheck, *, provider: Provider, simulator: Provider | None
 ) -> tuple[Provider, Provider | None]:
     """The lane's provider and the user simulator behind their accounts' shared limits (runs/throttle/).
 
     A throttled call waits at most until the engine's run deadline, and stops waiting on a cancel.
     """
     run_timeout = CaseLimits.from_request(request).run_timeout_seconds or NO_DEADLINE_SECONDS
+    case_run = ctx.case_run
     account_id = case_run.lane.provider_account_snapshot.get("id")
     provider = throttled(provider, account_id=account_id, emit=emitter.emit, run_timeout_seconds=run_timeout, cancel=check)
     snapshot = case_run.run.simulator_snapshot
@@ -172,19 +166,20 @@ def _limited(
 
 
 @contextlib.contextmanager
-def _sandbox(case_run: CaseRun, inputs: _CaseInputs) -> Iterator[Sandbox | None]:
+def _sandbox(ctx: CaseContext) -> Iterator[Sandbox | None]:
     """The case's sandbox with its files staged (none for ``prompt_eval``), destroyed afterwards."""
-    if _mode(case_run) == PROMPT_EVAL:
+    case_run = ctx.case_run
+    if ctx.mode == PROMPT_EVAL:
         yield None
         return
     sandbox = None
     try:
         try:
-            config = SandboxConfig.from_manifest(inputs.pack.manifest, case_run.lane.runtime_profile_snapshot.get("sandbox") or None)
+            config = SandboxConfig.from_manifest(ctx.pack.manifest, case_run.lane.runtime_profile_snapshot.get("sandbox") or None)
             config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
             os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
             sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings))
-            sandbox.stage_files(_staged(case_run, inputs))
+            sandbox.stage_files(ctx.staged_files)
         except (SandboxConfigError, IsolationUnavailableError) as exc:
             raise _AttemptFailed(STOP_SANDBOX_ERROR, f"sandbox unavailable: {exc}") from None
         except AssetUnavailable as exc:  # a retry would not bring the artifact back
@@ -237,14 +232,13 @@ def _cancel_watch(case_run: CaseRun, sandbox: Sandbox | None) -> Iterator[None]:
         TICKER.remove(job)  # waits for a check in progress, as joining the thread did
 
 
-def _toolset(
-    case_run: CaseRun, inputs: _CaseInputs, sandbox: Sandbox, *, secrets: dict[str, str], sink: EventSink, cancel: CancelCheck
-) -> Any:
+def _toolset(ctx: CaseContext, sandbox: Sandbox, *, sink: EventSink, cancel: CancelCheck) -> Any:
+    case_run, manifest = ctx.case_run, ctx.pack.manifest
     try:
         return build_toolset(
-            inputs.pack.manifest,
+            manifest,
             sandbox=sandbox,
-            secrets=secrets,
+            secrets=dict(ctx.secrets),
             deployment_config=case_run.lane.deployment_config,
             event_sink=sink,
             cancel_check=cancel,
@@ -253,21 +247,21 @@ def _toolset(
             case_key=case_run.case_key,
             # where each secret may be sent (docs/secrets.md); read only for packs whose tools use secrets
             secret_hosts=secret_allowed_hosts(workspace=Workspace(pk=case_run.run.workspace_id))
-            if secrets and secret_keys_used(inputs.pack.manifest)
+            if ctx.secrets and secret_keys_used(manifest)
             else {},
         )
     except ToolsetError as exc:
         raise _AttemptFailed(STOP_SANDBOX_ERROR, f"tool registry: {exc}") from None
 
 
-def _verify(inputs: _CaseInputs, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:
+def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:
     """The evaluation spec's post-execution captures, run in the sandbox the agent left behind."""
-    spec = inputs.pack.evaluation_spec
+    spec = ctx.evaluation_spec
     validators = spec.get("validators") or []
     if not spec.get("post_execution_checks") and not any(isinstance(v, dict) and v.get("type") == "code_execution" for v in validators):
         return {}
     try:
-        result = run_post_execution(spec, sandbox, inputs.case)
+        result = run_post_execution(spec, sandbox, ctx.inputs.case)
     except Exception:
         logger.exception("post-execution verification failed")
         return {}
@@ -276,27 +270,19 @@ def _verify(inputs: _CaseInputs, sandbox: Sandbox, emitter: EventEmitter) -> dic
     return result
 
 
-def case_attempt_run(
-    case_run: CaseRun,
-    *,
-    workspace: Workspace,
-    secrets: dict[str, str],
-    sink: EventSink,
-    cancel: CancelCheck,
-    emitter: EventEmitter,
-) -> CaseAttempt:
+def native_attempt_run(ctx: CaseContext, *, sink: EventSink, cancel: CancelCheck, emitter: EventEmitter) -> CaseAttempt:
     """Run the claimed case through the engine once. Raises only for a bug (the caller's worker error)."""
-    inputs = _case_inputs(case_run)
+    case_run = ctx.case_run
     try:
-        provider = _provider(case_run, inputs, workspace=workspace, secrets=secrets)
-        simulator, simulator_model = _simulator(case_run, workspace=workspace, secrets=secrets)
-        request = _request(case_run, inputs, simulator_model=simulator_model)
-        deadline = case_deadline_seconds(request, inputs.pack.evaluation_spec)
-        with _sandbox(case_run, inputs) as sandbox, _cancel_watch(case_run, sandbox):
-            # The per-case wall-clock deadline (runs/services/deadline.py): `check` is the engine's cancel check.
+        provider = _provider(ctx)
+        simulator, simulator_model = _simulator(ctx)
+        request = ctx.request(simulator_model=simulator_model)
+        deadline = case_deadline_seconds(request, ctx.evaluation_spec)
+        with _sandbox(ctx) as sandbox, _cancel_watch(case_run, sandbox):
+            # The per-case wall-clock deadline (runs/pipeline/deadline.py): `check` is the engine's cancel check.
             with CaseDeadline(deadline, cancel=cancel, abort=getattr(sandbox, "abort", None)) as check:
-                provider, simulator = _limited(case_run, request, emitter, check, provider=provider, simulator=simulator)
-                toolset = None if sandbox is None else _toolset(case_run, inputs, sandbox, secrets=secrets, sink=sink, cancel=check)
+                provider, simulator = _limited(ctx, request, emitter, check, provider=provider, simulator=simulator)
+                toolset = None if sandbox is None else _toolset(ctx, sandbox, sink=sink, cancel=check)
                 outcome = run_case(
                     request,
                     provider=provider,
@@ -306,10 +292,10 @@ def case_attempt_run(
                     simulator=simulator,
                     standings=race_standings_source(case_run),  # None unless the run has race context on
                 )
-                verification = _verify(inputs, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
+                verification = _verify(ctx, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
                 if isinstance(sink, SecurityMonitor) and sandbox is not None:
                     # Leaks in files the agent left behind (staged files it did not change are skipped).
-                    sink.scan_workspace(sandbox, staged=_staged(case_run, inputs))
+                    sink.scan_workspace(sandbox, staged=ctx.staged_files)
             outcome = _deadline_after_engine(outcome, check, emitter)
     except _AttemptFailed as failure:
         return attempt_failed(

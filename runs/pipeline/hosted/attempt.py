@@ -33,40 +33,36 @@ from engine.modes.prompt_eval import instructions_for
 from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
-from runs.hosted import schemas
-from runs.hosted.dispatch import DispatchFailed, case_dispatch
-from runs.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
-from runs.hosted.tokens import TokenScope, token_issue
-from runs.models import HOSTED_EXTERNAL, CaseRun, RunEvent
-from runs.services.attempt import CaseAttempt, security_policy
-from runs.services.case_inputs import CaseInputs, case_inputs, case_request, emitter_prefix, staged_case_files
-from runs.services.deadline import NO_DEADLINE_SECONDS
+from runs.models import CaseRun, RunEvent
+from runs.pipeline.context import CaseContext
+from runs.pipeline.deadline import NO_DEADLINE_SECONDS
+from runs.pipeline.hosted import schemas
+from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
+from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
+from runs.pipeline.hosted.tokens import TokenScope, token_issue
+from runs.pipeline.native import CaseAttempt
 
 JSON = Any
 STOP_AGENT_UNREACHABLE = "agent_unreachable"
-
-
-def is_hosted(case_run: CaseRun) -> bool:
-    return case_run.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL
 
 
 def callback_url(case_run_id: int) -> str:
     return f"{settings.HOSTED_CALLBACK_BASE_URL}/hooks/hosted/{case_run_id}/events"
 
 
-def _deadline_seconds(case_run: CaseRun, inputs: CaseInputs) -> float:
-    return Limits.from_request(case_request(case_run, inputs)).run_timeout_seconds or NO_DEADLINE_SECONDS
+def _deadline_seconds(ctx: CaseContext) -> float:
+    return Limits.from_request(ctx.request()).run_timeout_seconds or NO_DEADLINE_SECONDS
 
 
-def case_payload(case_run: CaseRun, inputs: CaseInputs, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
+def case_payload(ctx: CaseContext, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
     """What the agent's endpoint receives (``schemas.CASE_SCHEMA``): the task, never the expectations.
 
     A security pack's planted values are masked like everywhere else the agent reads the case.
     """
-    policy = security_policy(case_run)
+    case_run, inputs, policy = ctx.case_run, ctx.inputs, ctx.security
     mask = Redactor(policy.canary_values if policy else [])
     text, _ = render(instructions_for(inputs.challenge), template_context(inputs.case))
-    files = staged_case_files(case_run, inputs)
+    files = ctx.staged_files
     return {
         "protocol_version": schemas.PROTOCOL_VERSION,
         "run_id": case_run.run_id,
@@ -83,9 +79,10 @@ def case_payload(case_run: CaseRun, inputs: CaseInputs, *, token: str, deadline:
     }
 
 
-def _close(case_run: CaseRun, stop_reason: str, error: str) -> bool:
+def _close(ctx: CaseContext, stop_reason: str, error: str) -> bool:
+    case_run = ctx.case_run
     event = Event(
-        event_id=f"{emitter_prefix(case_run)}:worker:hosted:{stop_reason}",
+        event_id=f"{ctx.prefix}:worker:hosted:{stop_reason}",
         event_type=SYSTEM_RUN_FAILED,
         source=SOURCE_HOSTED,
         occurred_at=iso_now(),
@@ -137,30 +134,30 @@ def outcome_from_events(case_run: CaseRun, *, started: float) -> CaseAttempt:
     return CaseAttempt(outcome=outcome, retryable=False, verification={"evidence_tier": evidence_tier(types)})
 
 
-def hosted_attempt_run(case_run: CaseRun, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
+def hosted_attempt_run(ctx: CaseContext, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
     """Dispatch the claimed case to the lane's agent and wait for it (or its deadline)."""
+    case_run = ctx.case_run
     started = time.monotonic()
-    inputs = case_inputs(case_run)
-    seconds = _deadline_seconds(case_run, inputs)
+    seconds = _deadline_seconds(ctx)
     deadline = timezone.now() + dt.timedelta(seconds=seconds)
     scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)
-    case = case_payload(case_run, inputs, token=token_issue(scope), deadline=deadline, seconds=seconds)
+    case = case_payload(ctx, token=token_issue(scope), deadline=deadline, seconds=seconds)
     endpoint = str(case_run.lane.deployment_snapshot.get("endpoint_url") or "")
     try:
         if not endpoint:
             raise DispatchFailed("the deployment has no endpoint URL", retryable=False)
         case_dispatch(endpoint, case)
     except DispatchFailed as exc:
-        _close(case_run, STOP_AGENT_UNREACHABLE, str(exc))
+        _close(ctx, STOP_AGENT_UNREACHABLE, str(exc))
         failed = CaseOutcome(status=FAILED, stop_reason=STOP_PROVIDER_ERROR, error=str(exc))
         return CaseAttempt(outcome=failed, retryable=exc.retryable, verification={"evidence_tier": BLACK_BOX})
     while not terminal_recorded(case_run, case_run.attempt):
         if cancel():
-            _close(case_run, STOP_CANCELLED, "the run was cancelled")
+            _close(ctx, STOP_CANCELLED, "the run was cancelled")
             return CaseAttempt(outcome=CaseOutcome(status=CANCELLED, stop_reason=STOP_CANCELLED), retryable=False)
         if timezone.now() >= deadline:
             message = f"the hosted agent did not finish within its deadline of {seconds:g}s"
-            if _close(case_run, STOP_DEADLINE_EXCEEDED, message):
+            if _close(ctx, STOP_DEADLINE_EXCEEDED, message):
                 outcome = CaseOutcome(status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=message, duration_ms=int(seconds * 1000))
                 return dataclasses.replace(outcome_from_events(case_run, started=started), outcome=outcome)
             break  # the agent's terminal event won the race

@@ -17,7 +17,7 @@ import time
 
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-PURPOSE = "agentclash.runs.hosted.callback-token.v1"
+PURPOSE = "agentclash.runs.pipeline.hosted.callback-token.v1"
 
 
 class TokenInvalid(Exception):

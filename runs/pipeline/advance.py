@@ -1,0 +1,177 @@
+"""After a case finishes: score it, move its lane and its run forward (spec runtime.md §4.2).
+
+Every step is safe to repeat: transitions are compare-and-set and scoring is idempotent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from django.db.models import Count, Q
+
+from engine.scoring.security import SecurityPolicy
+from runs.jobs import CaseRunFinalize
+from runs.lifecycle import lane_transition, run_transition
+from runs.models import LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
+from runs.pipeline.lane import lane_dispatch
+from runs.queue import enqueue_on_commit
+from scoring import services as scoring
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreHere:
+    """Score a finished case in this process, after its finish: its row as the claim loaded it, its
+    events as stored (None: read them), and the pack's spec and security policy from its context."""
+
+    case_run: CaseRun
+    events: list[dict[str, Any]] | None
+    spec: dict[str, Any]
+    security: SecurityPolicy | None
+
+
+def case_after_finish(
+    *,
+    case_run_id: int,
+    lane_id: int,
+    status: str,
+    maybe_done: bool | None = None,
+    scored: bool = False,
+    score_here: ScoreHere | None = None,
+) -> None:
+    """A case reached a terminal state (committed): score it unless it was, maybe finish its lane.
+
+    ``scored``: the case's score was saved with its finish (runs/pipeline/finish.py); ``score_here``
+    scores it in this process; otherwise ``runs.case_run_finalize`` is enqueued. ``maybe_done``: what
+    the dispatcher that refilled the lane in the finish's transaction saw (None: dispatch here). The
+    lane-completion check runs only when that dispatcher saw no open case left in the lane (it
+    counts under the lane lock after this case's finish, so of the lane's last cases at least the
+    one that dispatches last sees them all finished); after a score, a lane still executing is
+    left to that case.
+    """
+    score = status != CaseStatus.CANCELLED
+    if score and score_here is None and not scored:
+        enqueue_on_commit(CaseRunFinalize(case_run_id=case_run_id))
+    if maybe_done is None:
+        maybe_done = lane_dispatch(lane_id).maybe_done  # first, so the next case is on its way while this one is scored
+    if score and score_here is not None:
+        _score(case_run_id, case_run=score_here.case_run, events=score_here.events, spec=score_here.spec, security=score_here.security)
+        lane_advance(lane_id=lane_id, scored=not maybe_done)
+    elif maybe_done:
+        # Also for a case scored with its finish (``scored``): its score committed with the finish,
+        # so whichever dispatcher later sees the lane empty also sees this score; no re-check here.
+        lane_advance(lane_id=lane_id)
+
+
+def _score(case_run_id: int, **kwargs: Any) -> None:
+    try:
+        scored = scoring.case_run_score(case_run_id=case_run_id, **kwargs)
+    except Exception:
+        logger.exception("scoring case run %s failed", case_run_id)
+        scored = False
+    if not scored:
+        CaseRun.objects.filter(pk=case_run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.ERRORED)
+
+
+def case_run_finalize(*, case_run_id: int) -> None:
+    """Score one finished case (idempotent), then let its lane move on."""
+    case_run = (
+        CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case")
+        .defer("run__pack_version__manifest")
+        .filter(pk=case_run_id)
+        .first()
+    )
+    if case_run is None:
+        return
+    _score(case_run_id, case_run=case_run)
+    lane_advance(lane_id=case_run.lane_id, scored=True)
+
+
+def lane_advance(*, lane_id: int, scored: bool = False) -> None:
+    """``executing → evaluating`` once every case is finished; ``→ completed|failed`` once scored.
+
+    ``scored``: called after a case score came in. A lane still executing is then left alone:
+    the case that finishes the lane's execution does the ``executing → evaluating`` step and
+    counts the scores itself (it either sees this score, or this call sees ``evaluating``).
+    """
+    lane = Lane.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
+    if lane is None or lane["run__status"] not in (RunStatus.RUNNING, RunStatus.SCORING) or lane["status"] in LANE_TERMINAL:
+        return
+    if scored and lane["status"] == LaneStatus.EXECUTING:
+        return
+    counts = _lane_counts(lane_id)
+    if counts["open"]:
+        return
+    if lane["status"] == LaneStatus.EXECUTING:
+        lane_transition(
+            lane_id=lane_id,
+            to=LaneStatus.EVALUATING,
+            expected=LaneStatus.EXECUTING,
+            reason=f"{counts['total']} cases finished ({counts['completed']} completed); scoring pending",
+        )
+        # Count again after the move: a score that came in meanwhile saw ``executing`` and left
+        # the lane to us (see ``scored`` above).
+        counts = _lane_counts(lane_id)
+    elif lane["status"] != LaneStatus.EVALUATING:
+        return
+    if counts["unscored"]:
+        return  # the last case_run_finalize calls back here
+    try:
+        scoring.lane_score(lane_id=lane_id)
+    except Exception:
+        logger.exception("lane scorecard for lane %s failed", lane_id)
+    if counts["completed"]:
+        lane_transition(
+            lane_id=lane_id,
+            to=LaneStatus.COMPLETED,
+            expected=LaneStatus.EVALUATING,
+            reason=f"{counts['completed']} of {counts['total']} cases completed",
+        )
+    else:
+        lane_transition(
+            lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING, reason=f"no case completed (0 of {counts['total']})"
+        )
+    run_advance(run_id=lane["run_id"])
+
+
+def _lane_counts(lane_id: int) -> dict[str, int]:
+    return CaseRun.objects.filter(lane_id=lane_id).aggregate(
+        open=Count("pk", filter=Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])),
+        completed=Count("pk", filter=Q(status=CaseStatus.COMPLETED)),
+        total=Count("pk"),
+        unscored=Count("pk", filter=Q(score_status=ScoreStatus.PENDING, status__in=[CaseStatus.COMPLETED, CaseStatus.FAILED])),
+    )
+
+
+def run_advance(*, run_id: int) -> None:
+    """``running → scoring → completed`` once every lane is finished (``failed`` if every lane failed)."""
+    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if status not in (RunStatus.RUNNING, RunStatus.SCORING):
+        return
+    lanes = dict(Lane.objects.filter(run_id=run_id).values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+    if any(s not in LANE_TERMINAL for s in lanes):
+        return
+    failed, completed = lanes.get(LaneStatus.FAILED, 0), lanes.get(LaneStatus.COMPLETED, 0)
+    if status == RunStatus.RUNNING:
+        if not completed:
+            run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.RUNNING, reason=f"every lane failed ({failed})")
+            return
+        if not run_transition(run_id=run_id, to=RunStatus.SCORING, expected=RunStatus.RUNNING, reason="every lane finished"):
+            return
+    try:
+        scoring.run_score(run_id=run_id)
+    except Exception as exc:
+        logger.exception("run scorecard for run %s failed", run_id)
+        run_transition(run_id=run_id, to=RunStatus.FAILED, expected=RunStatus.SCORING, reason=f"run scorecard failed: {exc}"[:500])
+        return
+    scored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.SCORED).count()
+    errored = CaseRun.objects.filter(run_id=run_id, score_status=ScoreStatus.ERRORED).count()
+    run_transition(
+        run_id=run_id,
+        to=RunStatus.COMPLETED,
+        expected=RunStatus.SCORING,
+        reason=f"{completed} lanes completed, {failed} failed; {scored} cases scored, {errored} errored",
+    )

@@ -1,0 +1,191 @@
+"""A claimed case's context: everything its attempt, staging and scoring read, derived once.
+
+Built by :func:`case_context` right after the claim, from the claimed row (its run, lane and case
+loaded by the claim's one query, with the pack version's manifest checksum and the input set's
+key) and passed down, frozen: the native attempt, the hosted attempt, staging and scoring read it
+instead of deriving the manifest, the security policy or the secrets again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from engine.modes import CaseRequest
+from engine.redact import Redactor
+from engine.scoring.security import SecurityPolicy
+from engine.tools.composed import secret_keys_used
+from packs.manifests import PackManifest, pack_manifest
+from runs.models import HOSTED_EXTERNAL, CaseRun, Lane, Run
+from runs.pipeline.inputs import CaseInputs, case_inputs, staged_case_files
+from secrets_app.services import secrets_resolve_for_run
+from workspaces.models import Workspace
+
+if TYPE_CHECKING:
+    from engine.scoring.spec import EvaluationSpec
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3  # attempts per case, worker deaths included
+# The runtime profile's limits the engine enforces per case.
+PROFILE_LIMITS = ("max_iterations", "max_tool_calls", "step_timeout_seconds", "run_timeout_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseContext:
+    """One claimed case attempt, as its worker sees it for the whole attempt."""
+
+    case_run: CaseRun  # the claimed row, with its run, lane and case
+    pack: PackManifest  # the version's manifest (from the per-process cache, by checksum)
+    input_set_key: str
+    security: SecurityPolicy | None  # a security pack's policy (docs/security-evaluation.md)
+    secrets: Mapping[str, str]  # the workspace's secrets, in memory (empty when none can be used)
+    secrets_error: str | None  # why they could not be read
+    redactor: Redactor  # masks secret and planted values in everything stored
+    score_inline: bool  # score with the finish, from the events as written (the worker's path)
+    inputs: CaseInputs  # the engine's case and its challenge
+
+    @property
+    def run(self) -> Run:
+        return self.case_run.run
+
+    @property
+    def lane(self) -> Lane:
+        return self.case_run.lane
+
+    @property
+    def attempt(self) -> int:
+        return self.case_run.attempt
+
+    @property
+    def workspace(self) -> Workspace:
+        return _workspace_of(self.case_run.run)
+
+    @property
+    def hosted(self) -> bool:
+        """The team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)."""
+        return self.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL
+
+    @property
+    def mode(self) -> str:
+        return self.case_run.run.execution_mode or "native"
+
+    @property
+    def prefix(self) -> str:
+        return attempt_prefix(self.case_run)
+
+    @property
+    def evaluation_spec(self) -> EvaluationSpec:
+        return self.pack.evaluation_spec
+
+    def request(self, *, simulator_model: str = "") -> CaseRequest:
+        """The engine's request for this case attempt."""
+        lane = self.lane
+        deployment = lane.deployment_snapshot
+        profile = lane.runtime_profile_snapshot
+        return CaseRequest(
+            execution_mode=self.mode,
+            run_id=str(self.case_run.run_id),
+            lane_id=str(lane.pk),
+            case_key=self.case_run.case_key,
+            event_id_prefix=self.prefix,
+            model=lane.model_name,
+            system_prompt=deployment.get("system_prompt") or "",
+            output_schema=deployment.get("output_schema") or None,
+            manifest=self.pack.manifest,
+            challenge=self.inputs.challenge,
+            case=self.inputs.case,
+            deployment_config=lane.deployment_config,
+            runtime_profile={k: profile.get(k) for k in PROFILE_LIMITS},
+            runtime_limits=dict(self.evaluation_spec.get("runtime_limits") or {}),
+            simulator_model=simulator_model,
+        )
+
+    @functools.cached_property
+    def staged_files(self) -> dict[str, bytes]:
+        """The files staged into a native agent's sandbox (and listed to a hosted one), built once."""
+        return staged_case_files(self.case_run, self.pack, self.inputs)
+
+    @property
+    def keeps_events(self) -> bool:
+        """Whether the sink keeps what it stores, to score from: a first native attempt scored inline
+        (a later attempt's evidence spans every attempt; a hosted agent's events came through the callback)."""
+        return self.score_inline and self.case_run.attempt == 1 and not self.hosted
+
+
+def attempt_prefix(case_run: CaseRun) -> str:
+    """The prefix of every event id of this case attempt (unique per lane, case and attempt)."""
+    return f"{case_run.run.execution_mode or 'native'}:{case_run.lane_id}:{case_run.pk}:{case_run.attempt}"
+
+
+def case_context(case_run: CaseRun, *, score_inline: bool = False) -> CaseContext:
+    """The context of a freshly claimed case (``runs.lifecycle.case_claim``'s row)."""
+    run = case_run.run
+    # The claim's query annotates the checksum and the input set's key (runs/lifecycle.py _claimed);
+    # a row loaded another way reads them.
+    pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
+    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
+    security = _security_policy(case_run, pack)
+    secrets, secrets_error = _secrets(case_run, pack)
+    # A security pack's planted values are masked like secrets in everything stored.
+    redactor = Redactor([*secrets.values(), *(security.canary_values if security else [])])
+    return CaseContext(
+        case_run=case_run,
+        pack=pack,
+        input_set_key=str(input_set_key),
+        inputs=case_inputs(case_run, pack, str(input_set_key)),
+        security=security,
+        secrets=secrets,
+        secrets_error=secrets_error,
+        redactor=redactor,
+        score_inline=score_inline,
+    )
+
+
+def _workspace_of(run: Run) -> Workspace:
+    # Only the workspace's id is needed; the claim does not load the workspace row.
+    return run.workspace if Run.workspace.is_cached(run) else Workspace(pk=run.workspace_id)
+
+
+def _security_policy(case_run: CaseRun, pack: PackManifest) -> SecurityPolicy | None:
+    try:
+        return SecurityPolicy.from_manifest(pack.manifest)
+    except Exception:  # the attempt reads the same manifest and reports the failure
+        logger.exception("reading the security policy of case run %s failed", case_run.pk)
+        return None
+
+
+def _secrets_needed(case_run: CaseRun, pack: PackManifest) -> bool:
+    """Whether this case must read the workspace's secrets (docs/secrets.md, "Runs of workspaces without secrets").
+
+    Always when the workspace had a secret at run creation: every secret is masked in what a
+    case stores, used or not. Otherwise only when the run can name one created since: a
+    provider account's credential reference (the lane's, the user simulator's) or a pack tool's
+    ``${secrets.…}``. The snapshots are searched as text for any "secret", a superset of both
+    reference forms (a false match only costs the query).
+    """
+    run = case_run.run
+    if run.workspace_had_secrets:
+        return True
+    snapshots = json.dumps([case_run.lane.snapshot, run.simulator_snapshot], default=str)
+    if "secret" in snapshots.lower():
+        return True
+    try:
+        return bool(secret_keys_used(pack.manifest))
+    except Exception:  # noqa: BLE001 - the attempt reads the same manifest and reports the failure
+        return True
+
+
+def _secrets(case_run: CaseRun, pack: PackManifest) -> tuple[dict[str, str], str | None]:
+    """(the workspace's secrets, in memory; an error when they could not be read)."""
+    if not _secrets_needed(case_run, pack):
+        return {}, None
+    try:
+        return secrets_resolve_for_run(workspace=_workspace_of(case_run.run)), None
+    except Exception as exc:
+        logger.exception("loading secrets for case run %s failed", case_run.pk)
+        return {}, f"could not load workspace secrets: {type(exc).__name__}"

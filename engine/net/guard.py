@@ -88,19 +88,30 @@ def classify_address(address: str | IPAddress) -> str | None:
     """Why an address is blocked (``loopback``, ``private``, ``cgnat``…), or None when public."""
     ip = _as_ip(address)
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return "ipv4_mapped" if classify_address(ip.ipv4_mapped) else None
-        if ip in IPV4_COMPAT and int(ip) > 1:
-            return "ipv4_compatible"
-        if ip.sixtofour is not None and classify_address(ip.sixtofour):
-            return "6to4"
-        if ip.teredo is not None:
-            return "teredo"
-        if ip in NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-            return "nat64" if classify_address(embedded) else None
-        if ip in SITE_LOCAL:
-            return "site_local"
+        return _classify_ipv6(ip)
+    return _classify_by_range(ip)
+
+
+def _classify_ipv6(ip: ipaddress.IPv6Address) -> str | None:
+    """IPv6 forms that embed an IPv4 address are judged by it; the rest by range."""
+    if ip.ipv4_mapped is not None:
+        return "ipv4_mapped" if classify_address(ip.ipv4_mapped) else None
+    if ip in IPV4_COMPAT and int(ip) > 1:
+        return "ipv4_compatible"
+    if ip.sixtofour is not None and classify_address(ip.sixtofour):
+        return "6to4"
+    if ip.teredo is not None:
+        return "teredo"
+    if ip in NAT64:
+        embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        return "nat64" if classify_address(embedded) else None
+    if ip in SITE_LOCAL:
+        return "site_local"
+    return _classify_by_range(ip)
+
+
+def _classify_by_range(ip: IPAddress) -> str | None:
+    """The special-purpose range ``ip`` falls in (either version), or None when it is global."""
     if ip.is_unspecified:
         return "unspecified"
     if ip.is_loopback:
@@ -361,6 +372,89 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return (url.scheme, url.host, url.port)
 
 
+_CONTENT_HEADERS = ("content-type", "content-length")
+
+
+@dataclasses.dataclass(slots=True)
+class _Outgoing:
+    """What the next hop of :func:`send` sends; a redirect may change it (:func:`_follow_redirect`)."""
+
+    method: str
+    headers: dict[str, str]
+    body: bytes
+    secret_headers: Iterable[str]
+    carries_secret: bool
+
+    def drop_headers(self, names: Iterable[str]) -> None:
+        """Drop the headers named (lower-case names), whatever their case."""
+        dropped = set(names)
+        self.headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+
+    def switch_to_get(self) -> None:
+        """A 303, or a 301/302 of anything but GET/HEAD: the next hop is a GET (HEAD stays HEAD) without a body."""
+        self.method, self.body = ("GET" if self.method != "HEAD" else "HEAD"), b""
+        self.drop_headers(_CONTENT_HEADERS)
+
+    def strip_for_other_origin(self) -> None:
+        """Another origin gets no credential header and no body: nothing of a secret goes past this hop."""
+        self.drop_headers(SENSITIVE_HEADERS | {h.lower() for h in self.secret_headers})
+        if self.body:
+            self.body = b""
+            self.drop_headers(_CONTENT_HEADERS)
+        self.carries_secret, self.secret_headers = False, ()
+
+
+def _pinned_request(client: httpx.Client, target: Target, outgoing: _Outgoing, deadline: float) -> httpx.Request:
+    """The request to ``target``'s checked address; ``Host`` and TLS SNI keep the URL's name."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise NetworkPolicyError("http request timed out")
+    pinned = target.url.copy_with(host=str(target.ip))
+    req_headers = {k: v for k, v in outgoing.headers.items() if k.lower() != "host"}
+    req_headers["Host"] = target.url.netloc.decode("ascii")
+    extensions: dict[str, object] = {"timeout": httpx.Timeout(remaining).as_dict()}
+    if target.url.scheme == "https":
+        extensions["sni_hostname"] = target.host
+    return client.build_request(outgoing.method, pinned, headers=req_headers, content=outgoing.body or None, extensions=extensions)
+
+
+def _follow_redirect(url: httpx.URL, status: int, location: str, outgoing: _Outgoing) -> str:
+    """Where a redirect from ``url`` leads, with ``outgoing`` adapted to it; refuses a 307/308 to
+    another origin that would re-send a body or a secret."""
+    nxt = url.join(location)
+    cross_origin = _origin(nxt) != _origin(url)
+    if cross_origin and status in (307, 308) and (outgoing.carries_secret or outgoing.body):
+        what = "a request carrying a secret" if outgoing.carries_secret else "a request body"
+        raise NetworkPolicyError(f"refused a {status} redirect to another origin: it would re-send {what}", "redirect_refused")
+    if status == 303 or (status in (301, 302) and outgoing.method not in ("GET", "HEAD")):
+        outgoing.switch_to_get()
+    if cross_origin:
+        outgoing.strip_for_other_origin()
+    return str(nxt)
+
+
+def _read_body(response: httpx.Response, max_response_bytes: int, deadline: float) -> bytes:
+    """The response body, refused past ``max_response_bytes`` or the deadline."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > max_response_bytes:
+            raise NetworkPolicyError("response body exceeds size limit")
+        if time.monotonic() > deadline:
+            raise NetworkPolicyError("http request timed out")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _merged_headers(response: httpx.Response) -> dict[str, str]:
+    """One value per header name; repeated headers joined with ``, ``."""
+    merged: dict[str, str] = {}
+    for key, value in response.headers.multi_items():
+        merged[key] = f"{merged[key]}, {value}" if key in merged else value
+    return merged
+
+
 def send(
     method: str,
     url: str,
@@ -385,60 +479,22 @@ def send(
     if len(body) > MAX_REQUEST_BODY_BYTES:
         raise NetworkPolicyError("request body exceeds size limit")
     deadline = time.monotonic() + timeout
-    headers = dict(headers or {})
+    outgoing = _Outgoing(method, dict(headers or {}), body, secret_headers, carries_secret)
     current = str(url)
     try:
         with httpx.Client(verify=_ssl_context(), trust_env=False, follow_redirects=False, timeout=timeout) as client:
             for hop in range(max_redirects + 1):
                 target = check_target(current, allowlist, resolver)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise NetworkPolicyError("http request timed out")
-                pinned = target.url.copy_with(host=str(target.ip))
-                req_headers = {k: v for k, v in headers.items() if k.lower() != "host"}
-                req_headers["Host"] = target.url.netloc.decode("ascii")
-                extensions: dict[str, object] = {"timeout": httpx.Timeout(remaining).as_dict()}
-                if target.url.scheme == "https":
-                    extensions["sni_hostname"] = target.host
-                request = client.build_request(method, pinned, headers=req_headers, content=body or None, extensions=extensions)
-                response = client.send(request, stream=True)
+                response = client.send(_pinned_request(client, target, outgoing, deadline), stream=True)
                 try:
                     location = response.headers.get("location")
                     if response.status_code in (301, 302, 303, 307, 308) and location:
                         if hop == max_redirects:
                             raise NetworkPolicyError("too many redirects")
-                        nxt = target.url.join(location)
-                        cross_origin = _origin(nxt) != _origin(target.url)
-                        if cross_origin and response.status_code in (307, 308) and (carries_secret or body):
-                            what = "a request carrying a secret" if carries_secret else "a request body"
-                            raise NetworkPolicyError(
-                                f"refused a {response.status_code} redirect to another origin: it would re-send {what}", "redirect_refused"
-                            )
-                        if response.status_code == 303 or (response.status_code in (301, 302) and method not in ("GET", "HEAD")):
-                            method, body = ("GET" if method != "HEAD" else "HEAD"), b""
-                            headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
-                        if cross_origin:
-                            dropped = SENSITIVE_HEADERS | {h.lower() for h in secret_headers}
-                            headers = {k: v for k, v in headers.items() if k.lower() not in dropped}
-                            if body:
-                                body = b""
-                                headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
-                            carries_secret, secret_headers = False, ()  # nothing of the secret goes past this hop
-                        current = str(nxt)
+                        current = _follow_redirect(target.url, response.status_code, location, outgoing)
                         continue
-                    chunks: list[bytes] = []
-                    size = 0
-                    for chunk in response.iter_bytes():
-                        size += len(chunk)
-                        if size > max_response_bytes:
-                            raise NetworkPolicyError("response body exceeds size limit")
-                        if time.monotonic() > deadline:
-                            raise NetworkPolicyError("http request timed out")
-                        chunks.append(chunk)
-                    merged: dict[str, str] = {}
-                    for key, value in response.headers.multi_items():
-                        merged[key] = f"{merged[key]}, {value}" if key in merged else value
-                    return Response(response.status_code, merged, str(target.url), b"".join(chunks))
+                    content = _read_body(response, max_response_bytes, deadline)
+                    return Response(response.status_code, _merged_headers(response), str(target.url), content)
                 finally:
                     response.close()
     except NetworkPolicyError:

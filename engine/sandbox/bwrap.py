@@ -285,11 +285,25 @@ def bwrap_argv(
     settings = settings or SandboxSettings()
     exe = bwrap_path() or "bwrap"
     features = bwrap_features(exe)
-    sized = "--size" in features
+    skeleton = "root" in fds  # rootfs.py: mount points, symlinks, /etc copies and tool files in one bind
+    argv = [
+        *_namespace_args(exe, features, fds),
+        *_system_binds(features, fds, skeleton=skeleton),
+        *_private_mounts(features, settings, workspace, egress_dir),
+        *_sandbox_files(features, fds),
+        "--remount-ro", "/",
+        "--chdir", "/workspace",
+        "--clearenv",
+        "--setenv", "PATH", SANDBOX_PATH,
+        "--",
+    ]  # fmt: skip
+    if "native" not in fds and not (skeleton and native_in_root):
+        raise ValueError("no native launcher to run as PID 1 (neither a native fd nor a skeleton holding it)")
+    return argv + native_command(fd, launch, settings, egress=egress_dir is not None)
 
-    def tmpfs(dest: str, size: int) -> list[str]:
-        return (["--size", str(size)] if sized else []) + ["--tmpfs", dest]
 
+def _namespace_args(exe: str, features: frozenset[str], fds: dict[str, int]) -> list[str]:
+    """bwrap itself, the namespaces, the seccomp filter and the cgroup placement fds (:func:`bwrap_argv`)."""
     argv = [
         exe,
         "--unshare-user",
@@ -307,16 +321,20 @@ def bwrap_argv(
     ]  # fmt: skip
     if "info" in fds:
         argv += ["--info-fd", str(fds["info"]), "--block-fd", str(fds["block"])]
+    return argv
 
-    def bind_fd(fd: int, dest: str) -> list[str]:
-        # bound by fd: what was checked is what is bound, and the sandbox uid need not walk to it
-        if "--ro-bind-fd" in features:
-            return ["--ro-bind-fd", str(fd), dest]
-        return ["--ro-bind", f"/proc/self/fd/{fd}", dest]  # bwrap < 0.5: the same fd through procfs
 
-    skeleton = "root" in fds  # rootfs.py: mount points, symlinks, /etc copies and tool files in one bind
-    if skeleton:
-        argv += bind_fd(fds["root"], "/")
+def _bind_fd(features: frozenset[str], fd: int, dest: str) -> list[str]:
+    # bound by fd: what was checked is what is bound, and the sandbox uid need not walk to it
+    if "--ro-bind-fd" in features:
+        return ["--ro-bind-fd", str(fd), dest]
+    return ["--ro-bind", f"/proc/self/fd/{fd}", dest]  # bwrap < 0.5: the same fd through procfs
+
+
+def _system_binds(features: frozenset[str], fds: dict[str, int], *, skeleton: bool) -> list[str]:
+    """The read-only system: the skeleton as ``/`` (or the host's ``/bin``-style symlinks and
+    ``ETC_FILES`` one by one), ``/usr``, the ``BIN_DIRS``, and the generated passwd, group and hosts."""
+    argv = _bind_fd(features, fds["root"], "/") if skeleton else []
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in BIN_DIRS:
         path = "/" + name
@@ -333,7 +351,16 @@ def bwrap_argv(
     argv += ["--ro-bind-data", str(fds["group"]), "/etc/group"]
     if "hosts" in fds:
         argv += ["--ro-bind-data", str(fds["hosts"]), "/etc/hosts"]
-    argv += [
+    return argv
+
+
+def _private_mounts(features: frozenset[str], settings: SandboxSettings, workspace: str, egress_dir: str | None) -> list[str]:
+    """``/proc``, ``/dev``, the sized tmpfs mounts, the workspace and the egress socket's directory."""
+
+    def tmpfs(dest: str, size: int) -> list[str]:
+        return (["--size", str(size)] if "--size" in features else []) + ["--tmpfs", dest]
+
+    return [
         "--proc", "/proc",
         "--dev", "/dev",
         *tmpfs("/dev/shm", settings.tmp_bytes),  # noqa: S108 - the sandbox-private, sized /dev/shm
@@ -343,24 +370,19 @@ def bwrap_argv(
         "--bind", workspace, "/workspace",
         *(["--ro-bind", egress_dir, SANDBOX_SOCKET_DIR] if egress_dir else []),
     ]  # fmt: skip
-    if "toolhost" in fds:
-        argv += ["--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py"]
+
+
+def _sandbox_files(features: frozenset[str], fds: dict[str, int]) -> list[str]:
+    """The files bound one by one when there is no skeleton: the toolhost, the tool bindings
+    (``lib:<name>``), the native launcher and the zygote."""
+    argv = ["--ro-bind-data", str(fds["toolhost"]), f"{SANDBOX_LIB}/agentclash_toolhost.py"] if "toolhost" in fds else []
     for key, value in fds.items():
         dest = f"{SANDBOX_LIB}/{key[4:]}" if key.startswith("lib:") else NATIVE_LAUNCHER if key == "native" else None
         if dest is not None:
-            argv += bind_fd(value, dest)
+            argv += _bind_fd(features, value, dest)
     if "zygote" in fds:
         argv += ["--ro-bind-data", str(fds["zygote"]), ZYGOTE_SCRIPT]
-    argv += [
-        "--remount-ro", "/",
-        "--chdir", "/workspace",
-        "--clearenv",
-        "--setenv", "PATH", SANDBOX_PATH,
-        "--",
-    ]  # fmt: skip
-    if "native" not in fds and not (skeleton and native_in_root):
-        raise ValueError("no native launcher to run as PID 1 (neither a native fd nor a skeleton holding it)")
-    return argv + native_command(fd, launch, settings, egress=egress_dir is not None)
+    return argv
 
 
 def encode_exec(argv: list[str], cwd: str, env: dict[str, str], cpu_seconds: int) -> bytes | None:
@@ -690,87 +712,122 @@ class Launcher:
         sock = self.sock
         assert sock is not None
         sock_fd = sock.fileno()
-        buffers = {out_r: bytearray(), err_r: bytearray()}
-        truncated = {out_r: False, err_r: False}
-        open_fds = {out_r, err_r}
         deadline = time.monotonic() + timeout
-        reply: dict[str, Any] | None = None
-        stop: str | None = None  # "timeout" | "cancel" | "watch"
-        backstop: float | None = None
         oom_before = self.cgroup.oom_kills() if self.cgroup is not None else 0
-        next_watch = time.monotonic() + WATCH_INTERVAL
+        state = _Collecting(out_r, err_r, output_cap, deadline, next_watch=time.monotonic() + WATCH_INTERVAL)
         try:
-            while open_fds or reply is None:
+            while state.open_fds or state.reply is None:
                 now = time.monotonic()
-                if stop is None and reply is None:
-                    if self.aborted.is_set():
-                        stop = "cancel"
-                    elif now >= deadline:
-                        stop = "timeout"
-                    elif self.watch is not None and now >= next_watch:
-                        next_watch = now + WATCH_INTERVAL
-                        if self.watch():
-                            stop = "watch"
-                    if stop is not None:
+                if state.stop is None and state.reply is None:
+                    state.stop = self._stop_reason(state, now)
+                    if state.stop is not None:
                         sock.send(b"K" + KILL_REQUEST)
-                        backstop = now + KILL_GRACE
-                if backstop is not None and reply is None and now >= backstop:
+                        state.backstop = now + KILL_GRACE
+                if state.backstop is not None and state.reply is None and now >= state.backstop:
                     self.close(graceful=False)  # the launcher did not stop it: kill the whole sandbox
-                    if stop == "cancel":
+                    if state.stop == "cancel":
                         return Outcome(exit_code=130, cancelled=True)
                     raise EngineError("sandbox launcher did not stop a command; the sandbox was killed")
-                if reply is None:
-                    wait = (backstop if backstop is not None else deadline) - now
-                    if self.watch is not None and stop is None:
-                        wait = min(wait, next_watch - now)
-                    wait = max(0.0, wait)
-                else:
-                    wait = 1.0
-                watch = list(open_fds) + ([sock_fd, self._wake_r] if reply is None else [])
-                ready, _, _ = select.select(watch, [], [], wait)
-                if not ready and reply is not None:
+                watch = list(state.open_fds) + ([sock_fd, self._wake_r] if state.reply is None else [])
+                ready, _, _ = select.select(watch, [], [], self._wait(state, now))
+                if not ready and state.reply is not None:
                     break  # pipes held open past the command's end: give up on them
                 for item in ready:
                     if item == sock_fd:
                         data = sock.recv(1 << 16)
                         if not data:
-                            self.close()
-                            if self.cgroup is not None and self.cgroup.oom_kills() > oom_before:
-                                return Outcome(exit_code=137, out_of_memory=True)
-                            raise EngineError("sandbox launcher exited unexpectedly")
-                        reply = json.loads(data)
-                        continue
-                    if item == self._wake_r:
+                            return self._launcher_gone(oom_before)
+                        state.reply = json.loads(data)
+                    elif item == self._wake_r:
                         with contextlib.suppress(BlockingIOError):
                             os.read(self._wake_r, 64)
-                        continue
-                    chunk = os.read(item, 1 << 16)
-                    if not chunk:
-                        open_fds.discard(item)
-                        continue
-                    buf = buffers[item]
-                    room = output_cap - len(buf)
-                    if room > 0:
-                        buf += chunk[:room]
-                    if len(chunk) > room:
-                        truncated[item] = True
+                    else:
+                        state.read(item)
         finally:
             os.close(out_r)
             os.close(err_r)
+        return self._outcome(state, oom_before)
+
+    def _stop_reason(self, state: _Collecting, now: float) -> str | None:
+        """Why the running command is to be stopped now (``cancel``, ``timeout``, ``watch``), or None."""
+        if self.aborted.is_set():
+            return "cancel"
+        if now >= state.deadline:
+            return "timeout"
+        if self.watch is not None and now >= state.next_watch:
+            state.next_watch = now + WATCH_INTERVAL
+            if self.watch():
+                return "watch"
+        return None
+
+    def _wait(self, state: _Collecting, now: float) -> float:
+        """How long to wait for the pipes, the reply or a wake-up before looking at the clock again."""
+        if state.reply is not None:
+            return 1.0
+        wait = (state.backstop if state.backstop is not None else state.deadline) - now
+        if self.watch is not None and state.stop is None:
+            wait = min(wait, state.next_watch - now)
+        return max(0.0, wait)
+
+    def _launcher_gone(self, oom_before: int) -> Outcome:
+        """The launcher closed the channel mid-command: the sandbox ran out of memory, or it is broken."""
+        self.close()
+        if self.cgroup is not None and self.cgroup.oom_kills() > oom_before:
+            return Outcome(exit_code=137, out_of_memory=True)
+        raise EngineError("sandbox launcher exited unexpectedly")
+
+    def _outcome(self, state: _Collecting, oom_before: int) -> Outcome:
+        """What the command produced: the launcher's reply and the pipes' output."""
+        reply = state.reply
         assert reply is not None
         if "exec_error" in reply:
             return Outcome(exit_code=127, exec_error=int(reply["exec_error"][1]))
         oom = bool(reply.get("oom")) or (self.cgroup is not None and self.cgroup.oom_kills() > oom_before)
         return Outcome(
             exit_code=int(reply["exit"]),
-            stdout=bytes(buffers[out_r]),
-            stderr=bytes(buffers[err_r]),
-            stdout_truncated=truncated[out_r],
-            stderr_truncated=truncated[err_r],
-            timed_out=stop == "timeout",
-            cancelled=stop == "cancel",
+            stdout=bytes(state.buffers[state.out_r]),
+            stderr=bytes(state.buffers[state.err_r]),
+            stdout_truncated=state.truncated[state.out_r],
+            stderr_truncated=state.truncated[state.err_r],
+            timed_out=state.stop == "timeout",
+            cancelled=state.stop == "cancel",
             out_of_memory=oom,
         )
+
+
+@dataclasses.dataclass(slots=True)
+class _Collecting:
+    """One command's output and state while :meth:`Launcher._collect` waits for it."""
+
+    out_r: int
+    err_r: int
+    output_cap: int
+    deadline: float
+    next_watch: float
+    reply: dict[str, Any] | None = None
+    stop: str | None = None  # "timeout" | "cancel" | "watch"
+    backstop: float | None = None  # when the launcher's KILL_GRACE to stop the command ends
+    buffers: dict[int, bytearray] = dataclasses.field(init=False)
+    truncated: dict[int, bool] = dataclasses.field(init=False)
+    open_fds: set[int] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.buffers = {self.out_r: bytearray(), self.err_r: bytearray()}
+        self.truncated = {self.out_r: False, self.err_r: False}
+        self.open_fds = {self.out_r, self.err_r}
+
+    def read(self, fd: int) -> None:
+        """Read what the pipe ``fd`` holds, keeping at most ``output_cap`` bytes; EOF closes it here."""
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            self.open_fds.discard(fd)
+            return
+        buf = self.buffers[fd]
+        room = self.output_cap - len(buf)
+        if room > 0:
+            buf += chunk[:room]
+        if len(chunk) > room:
+            self.truncated[fd] = True
 
 
 WATCH_INTERVAL = 0.25

@@ -66,71 +66,107 @@ def parse_custom(
     for index, item in enumerate(items or []):
         if not isinstance(item, dict):
             raise ToolsetError(f"tools.custom[{index}] must be an object")
-        name = str(item.get("name") or "").strip()
-        if not name:
-            raise ToolsetError(f"tools.custom[{index}]: tool name is required")
-        if name in primitive_names or name in seen:
-            raise ToolsetError(f'tool "{name}" is already defined')
+        name = _new_tool_name(index, item, primitive_names, seen)
         seen.add(name)
-        parameters = item.get("parameters")
-        if parameters is None:
-            parameters = dict(DEFAULT_PARAMETERS)
-        if not isinstance(parameters, dict):
-            raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema object')
-        try:
-            jsonschema.Draft202012Validator.check_schema(parameters)
-        except jsonschema.SchemaError as exc:
-            raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema ({exc.message})') from None
+        parameters = _parameters(name, item.get("parameters"))
         declared = set((parameters.get("properties") or {}).keys()) if isinstance(parameters.get("properties"), dict) else set()
         implementation = item.get("implementation") or {}
         if not isinstance(implementation, dict):
             raise ToolsetError(f'tool "{name}": implementation must be an object')
         description = str(item.get("description") or "")
         if str(implementation.get("type") or "").strip().lower() == "mock":
-            try:
-                mock = MockTool(name, implementation, declared)
-            except MockConfigError as exc:
-                raise ToolsetError(str(exc)) from None
-            tools.append(CustomTool(name, description, parameters, declared, mock=mock))
+            tools.append(_mock_tool(name, description, parameters, declared, implementation))
             continue
-        delegate = str(implementation.get("primitive") or "").strip()
-        if not delegate:
-            raise ToolsetError(f'tool "{name}": implementation.primitive is required')
-        if delegate == name:
-            raise ToolsetError(f'tool "{name}" cannot delegate to itself')
-        template = implementation.get("args")
-        if not isinstance(template, dict) or not template:
-            raise ToolsetError(f'tool "{name}": implementation.args must be a non-empty object')
-        problems, secret_keys = templates.check(template, declared)
-        if problems:
-            raise ToolsetError(f'tool "{name}": {problems[0]}')
-        if secret_keys:
-            if delegate != "http_request":
-                raise ToolsetError(f'tool "{name}": ${{secrets.*}} may only be passed to the http_request primitive')
-            out = template.get("output_path")
-            if out is not None and (not isinstance(out, str) or out.strip()):
-                raise ToolsetError(f'tool "{name}": a tool that uses secrets cannot set output_path')
-            missing = sorted(k for k in secret_keys if not secrets.get(k))
-            if missing:
-                warnings.append(f'tool "{name}" disabled: secret "{missing[0]}" is not set')
-                continue
-            if secret_hosts is not None:
-                unbound = sorted(k for k in secret_keys if not secret_hosts.get(k))
-                if unbound:
-                    warnings.append(
-                        f'tool "{name}": secret "{unbound[0]}" has no allowed hosts; its calls fail until a workspace admin sets them'
-                    )
-        headers = template.get("headers")
-        secret_headers = frozenset(
-            str(k).lower() for k, v in (headers.items() if isinstance(headers, dict) else ()) if templates.secret_keys(v)
-        )
+        delegate, template, secret_keys = _delegation(name, implementation, declared)
+        if secret_keys and not _secrets_usable(name, delegate, template, secret_keys, secrets, secret_hosts, warnings):
+            continue
         tools.append(
             CustomTool(
                 name, description, parameters, declared, delegate, template, secret_keys,
-                secret_headers=secret_headers, secret_body=bool(templates.secret_keys(template.get("body"))),
+                secret_headers=_secret_headers(template), secret_body=bool(templates.secret_keys(template.get("body"))),
             )
         )  # fmt: skip
     return tools, warnings
+
+
+def _new_tool_name(index: int, item: dict[str, Any], primitive_names: set[str], seen: set[str]) -> str:
+    """The tool's name, refused when empty or already a primitive's or an earlier tool's."""
+    name = str(item.get("name") or "").strip()
+    if not name:
+        raise ToolsetError(f"tools.custom[{index}]: tool name is required")
+    if name in primitive_names or name in seen:
+        raise ToolsetError(f'tool "{name}" is already defined')
+    return name
+
+
+def _parameters(name: str, parameters: Any) -> dict[str, Any]:
+    """The tool's parameters, a valid JSON Schema object (no parameters when absent)."""
+    if parameters is None:
+        parameters = dict(DEFAULT_PARAMETERS)
+    if not isinstance(parameters, dict):
+        raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema object')
+    try:
+        jsonschema.Draft202012Validator.check_schema(parameters)
+    except jsonschema.SchemaError as exc:
+        raise ToolsetError(f'tool "{name}": parameters must be a valid JSON Schema ({exc.message})') from None
+    return parameters
+
+
+def _mock_tool(name: str, description: str, parameters: dict[str, Any], declared: set[str], implementation: dict[str, Any]) -> CustomTool:
+    try:
+        mock = MockTool(name, implementation, declared)
+    except MockConfigError as exc:
+        raise ToolsetError(str(exc)) from None
+    return CustomTool(name, description, parameters, declared, mock=mock)
+
+
+def _delegation(name: str, implementation: dict[str, Any], declared: set[str]) -> tuple[str, dict[str, Any], set[str]]:
+    """``(primitive, args template, secret keys it references)`` of a delegating tool, checked."""
+    delegate = str(implementation.get("primitive") or "").strip()
+    if not delegate:
+        raise ToolsetError(f'tool "{name}": implementation.primitive is required')
+    if delegate == name:
+        raise ToolsetError(f'tool "{name}" cannot delegate to itself')
+    template = implementation.get("args")
+    if not isinstance(template, dict) or not template:
+        raise ToolsetError(f'tool "{name}": implementation.args must be a non-empty object')
+    problems, secret_keys = templates.check(template, declared)
+    if problems:
+        raise ToolsetError(f'tool "{name}": {problems[0]}')
+    return delegate, template, secret_keys
+
+
+def _secrets_usable(
+    name: str,
+    delegate: str,
+    template: dict[str, Any],
+    secret_keys: set[str],
+    secrets: Mapping[str, str],
+    secret_hosts: Mapping[str, Sequence[str]] | None,
+    warnings: list[str],
+) -> bool:
+    """Whether a tool that uses secrets is offered: only ``http_request`` gets them, never with an
+    ``output_path``; a secret not set disables the tool, one without allowed hosts only warns."""
+    if delegate != "http_request":
+        raise ToolsetError(f'tool "{name}": ${{secrets.*}} may only be passed to the http_request primitive')
+    out = template.get("output_path")
+    if out is not None and (not isinstance(out, str) or out.strip()):
+        raise ToolsetError(f'tool "{name}": a tool that uses secrets cannot set output_path')
+    missing = sorted(k for k in secret_keys if not secrets.get(k))
+    if missing:
+        warnings.append(f'tool "{name}" disabled: secret "{missing[0]}" is not set')
+        return False
+    if secret_hosts is not None:
+        unbound = sorted(k for k in secret_keys if not secret_hosts.get(k))
+        if unbound:
+            warnings.append(f'tool "{name}": secret "{unbound[0]}" has no allowed hosts; its calls fail until a workspace admin sets them')
+    return True
+
+
+def _secret_headers(template: dict[str, Any]) -> frozenset[str]:
+    """Lower-case names of the headers whose template uses a secret."""
+    headers = template.get("headers")
+    return frozenset(str(k).lower() for k, v in (headers.items() if isinstance(headers, dict) else ()) if templates.secret_keys(v))
 
 
 def secret_keys_used(manifest: Mapping[str, Any]) -> set[str]:

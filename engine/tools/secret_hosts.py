@@ -80,42 +80,10 @@ def _ip(text: str) -> str | None:
 def parse(text: str) -> HostPattern:
     """Parse one pattern; raises :class:`HostPatternError` with a message for the admin."""
     raw = str(text).strip()
-    if not raw:
-        raise HostPatternError("Enter a host, for example api.example.com.")
-    if len(raw) > MAX_PATTERN_LENGTH:
-        raise HostPatternError(f"A host is at most {MAX_PATTERN_LENGTH} characters.")
-    if "://" in raw:
-        raise HostPatternError(f"{raw!r}: leave out the scheme (https://); enter the host only, e.g. api.example.com.")
-    if any(c in raw for c in "/?#@\\") or any(c.isspace() for c in raw):
-        raise HostPatternError(f"{raw!r}: enter a host and optional port only, without a path, query or user name.")
-    host, port_text = raw, ""
-    if raw.startswith("["):
-        inner, sep, rest = raw[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")) or _ip(inner) is None or ":" not in inner:
-            raise HostPatternError(f"{raw!r}: write an IPv6 address as [2001:db8::1] or [2001:db8::1]:443.")
-        host, port_text = inner, rest[1:]
-        if rest and not port_text:
-            raise HostPatternError(f"{raw!r}: the port is missing after ':'.")
-    elif raw.count(":") == 1:
-        host, _, port_text = raw.partition(":")
-        if not port_text:
-            raise HostPatternError(f"{raw!r}: the port is missing after ':'.")
-    elif raw.count(":") > 1:
-        if _ip(raw) is None:
-            raise HostPatternError(f"{raw!r} is not a valid host.")
-        host = raw
-    port: int | None = None
-    if port_text:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise HostPatternError(f"{raw!r}: the port must be a number from 1 to 65535.")
-        port = int(port_text)
-    wildcard = False
-    if host == "*" or (host.startswith("*") and not host.startswith("*.")):
-        raise HostPatternError(f"{raw!r}: a bare * would allow every host; use *.example.com for the hosts below a domain.")
-    if host.startswith("*."):
-        wildcard, host = True, host[2:]
-    if "*" in host:
-        raise HostPatternError(f"{raw!r}: * may only be the whole first label, as in *.example.com.")
+    _check_shape(raw)
+    host, port_text = _split_port(raw)
+    port = _port(raw, port_text)
+    wildcard, host = _split_wildcard(raw, host)
     literal = _ip(host)
     if literal is not None:
         if wildcard:
@@ -125,6 +93,58 @@ def parse(text: str) -> HostPattern:
     if wildcard and ascii_host.count(".") < 1:
         raise HostPatternError(f"{raw!r} is too broad: a wildcard needs at least two labels after it (*.example.com).")
     return HostPattern(ascii_host, port, wildcard)
+
+
+def _check_shape(raw: str) -> None:
+    """Refuse what is not a host with an optional port: empty, too long, a URL, a path, a user name."""
+    if not raw:
+        raise HostPatternError("Enter a host, for example api.example.com.")
+    if len(raw) > MAX_PATTERN_LENGTH:
+        raise HostPatternError(f"A host is at most {MAX_PATTERN_LENGTH} characters.")
+    if "://" in raw:
+        raise HostPatternError(f"{raw!r}: leave out the scheme (https://); enter the host only, e.g. api.example.com.")
+    if any(c in raw for c in "/?#@\\") or any(c.isspace() for c in raw):
+        raise HostPatternError(f"{raw!r}: enter a host and optional port only, without a path, query or user name.")
+
+
+def _split_port(raw: str) -> tuple[str, str]:
+    """``(host, port text)``; a bracketed host must be an IPv6 address, a bare one with several
+    colons is one too (and has no port)."""
+    if raw.startswith("["):
+        inner, sep, rest = raw[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")) or _ip(inner) is None or ":" not in inner:
+            raise HostPatternError(f"{raw!r}: write an IPv6 address as [2001:db8::1] or [2001:db8::1]:443.")
+        if rest and not rest[1:]:
+            raise HostPatternError(f"{raw!r}: the port is missing after ':'.")
+        return inner, rest[1:]
+    if raw.count(":") == 1:
+        host, _, port_text = raw.partition(":")
+        if not port_text:
+            raise HostPatternError(f"{raw!r}: the port is missing after ':'.")
+        return host, port_text
+    if raw.count(":") > 1 and _ip(raw) is None:
+        raise HostPatternError(f"{raw!r} is not a valid host.")
+    return raw, ""
+
+
+def _port(raw: str, port_text: str) -> int | None:
+    if not port_text:
+        return None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise HostPatternError(f"{raw!r}: the port must be a number from 1 to 65535.")
+    return int(port_text)
+
+
+def _split_wildcard(raw: str, host: str) -> tuple[bool, str]:
+    """``(True, the host after "*.")`` for a wildcard, else ``(False, host)``; ``*`` anywhere else is refused."""
+    if host == "*" or (host.startswith("*") and not host.startswith("*.")):
+        raise HostPatternError(f"{raw!r}: a bare * would allow every host; use *.example.com for the hosts below a domain.")
+    wildcard = host.startswith("*.")
+    if wildcard:
+        host = host[2:]
+    if "*" in host:
+        raise HostPatternError(f"{raw!r}: * may only be the whole first label, as in *.example.com.")
+    return wildcard, host
 
 
 def normalise(patterns: Iterable[str]) -> list[str]:

@@ -111,37 +111,45 @@ def resolve(template: Any, args: dict[str, Any], declared: set[str], secrets: Ma
         return [resolve(v, args, declared, secrets, strict=strict) for v in template]
     if not isinstance(template, str):
         return template
-    whole = PLACEHOLDER.fullmatch(template)
+    whole, value = _resolve_whole(template, args, declared, strict=strict)
     if whole:
-        mode, ref = split_expr(whole.group(1))
-        if ref == "parameters" and not mode:
-            return args
-        if not mode and not ref.startswith("secrets."):
-            # Deviation (documented): a string that is exactly one placeholder keeps the JSON type.
-            try:
-                found, value = _lookup(args, ref, declared)
-            except TemplateError:
-                if strict:
-                    raise
-                return template
-            if found:
-                return value
+        return value
+    return PLACEHOLDER.sub(lambda match: _substitute(match, args, declared, secrets, strict=strict), template)
 
-    def replace(match: re.Match[str]) -> str:
-        mode, ref = split_expr(match.group(1))
-        if ref == "parameters":
-            return _encode(mode or "json", args)
-        if ref.startswith("secrets."):
-            key = ref[len("secrets.") :]
-            if key not in secrets:
-                raise TemplateError(f'secret "{key}" is not available')
-            return _encode(mode, secrets[key])
-        try:
-            found, value = _lookup(args, ref, declared)
-        except TemplateError:
-            if strict:
-                raise
-            return match.group(0)
-        return _encode(mode, value) if found else match.group(0)
 
-    return PLACEHOLDER.sub(replace, template)
+def _resolve_whole(template: str, args: dict[str, Any], declared: set[str], *, strict: bool) -> tuple[bool, Any]:
+    """A string that is exactly one placeholder of an argument keeps the JSON type (a documented
+    deviation): ``(True, value)``; ``(False, None)`` when the string is substituted as text."""
+    whole = PLACEHOLDER.fullmatch(template)
+    if not whole:
+        return False, None
+    mode, ref = split_expr(whole.group(1))
+    if ref == "parameters" and not mode:
+        return True, args
+    if mode or ref.startswith("secrets."):
+        return False, None
+    try:
+        return _lookup(args, ref, declared)
+    except TemplateError:
+        if strict:
+            raise
+        return True, template
+
+
+def _substitute(match: re.Match[str], args: dict[str, Any], declared: set[str], secrets: Mapping[str, str], *, strict: bool) -> str:
+    """The text for one placeholder inside a string (unknown references stay as written)."""
+    mode, ref = split_expr(match.group(1))
+    if ref == "parameters":
+        return _encode(mode or "json", args)
+    if ref.startswith("secrets."):
+        key = ref[len("secrets.") :]
+        if key not in secrets:
+            raise TemplateError(f'secret "{key}" is not available')
+        return _encode(mode, secrets[key])
+    try:
+        found, value = _lookup(args, ref, declared)
+    except TemplateError:
+        if strict:
+            raise
+        return match.group(0)
+    return _encode(mode, value) if found else match.group(0)

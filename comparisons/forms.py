@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 
@@ -12,17 +12,23 @@ from workspaces.models import Workspace
 
 PICKER_LIMIT = 200
 
+if TYPE_CHECKING:  # Django's form fields are not subscriptable at run time
+    _RunChoice = forms.ModelChoiceField[Run]
+    _LaneChoice = forms.ModelChoiceField[Lane]
+else:
+    _RunChoice = _LaneChoice = forms.ModelChoiceField
+
 
 def run_label(run: Run) -> str:
     return f"#{run.pk} {run.name} ({run.get_status_display().lower()})"
 
 
-class RunChoiceField(forms.ModelChoiceField):
+class RunChoiceField(_RunChoice):
     def label_from_instance(self, obj: Run) -> str:
         return run_label(obj)
 
 
-class LaneChoiceField(forms.ModelChoiceField):
+class LaneChoiceField(_LaneChoice):
     def label_from_instance(self, obj: Lane) -> str:
         return f"{obj.label} (lane {obj.lane_index + 1})"
 

@@ -7,9 +7,10 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Literal, TypedDict
 
 from comparisons.models import Comparison
+from engine.scoring.documents import CaseScoreDocument, ComparisonSummary
 from runs.models import CaseRun, Lane, Run
 
 # A diff of two huge outputs would make the page unreadable and slow: compare the first part.
@@ -23,7 +24,8 @@ WORD = re.compile(r"\s+|\w+|[^\w\s]")
 SIMILAR_ENOUGH = 0.5
 
 # Regressions first: they are what a reviewer opens a comparison for.
-DIVERGENCE_KINDS: list[tuple[str, str, str]] = [
+DivergenceKind = Literal["passed_to_failed", "completed_to_failed", "failed_to_passed", "failed_to_completed"]
+DIVERGENCE_KINDS: list[tuple[DivergenceKind, str, str]] = [
     ("passed_to_failed", "passed → failed", "worse"),
     ("completed_to_failed", "completed → run failed", "worse"),
     ("failed_to_passed", "failed → passed", "better"),
@@ -133,10 +135,20 @@ class VerdictChange:
     outcome: str  # better | worse | changed
 
 
-def _verdicts(document: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
+class _Verdict(TypedDict):
+    verdict: str
+    score: float | None
+    reason: str
+
+
+_ABSENT: _Verdict = {"verdict": "absent", "score": None, "reason": ""}
+
+
+def _verdicts(document: CaseScoreDocument | None) -> dict[tuple[str, str], _Verdict]:
     """(kind, key) → verdict, score, reason for the validators and LLM judges of a case score."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    document = document or {}
+    found: dict[tuple[str, str], _Verdict] = {}
+    if not document:
+        return found
     for detail in document.get("validator_details") or []:
         if isinstance(detail, dict) and detail.get("key"):
             verdict = str(detail.get("verdict") or detail.get("state") or "")
@@ -145,31 +157,31 @@ def _verdicts(document: dict[str, Any] | None) -> dict[tuple[str, str], dict[str
                 "score": detail.get("normalized_score"),
                 "reason": str(detail.get("reason") or ""),
             }
-    for detail in document.get("llm_judge_details") or []:
-        if isinstance(detail, dict) and detail.get("judge_key"):
-            score = detail.get("normalized_score")
-            state = str(detail.get("state") or "")
-            found[("judge", str(detail["judge_key"]))] = {
+    for judge in document.get("llm_judge_details") or []:
+        if isinstance(judge, dict) and judge.get("judge_key"):
+            score = judge.get("normalized_score")
+            state = str(judge.get("state") or "")
+            found[("judge", str(judge["judge_key"]))] = {
                 "verdict": state if state != "available" else (f"{score:.2f}" if isinstance(score, int | float) else state),
                 "score": score,
-                "reason": str(detail.get("reason") or ""),
+                "reason": str(judge.get("reason") or ""),
             }
     return found
 
 
-def _rank(verdict: str, score: Any) -> float:
+def _rank(verdict: str, score: float | None) -> float:
     if isinstance(score, int | float):
         return float(score)
     return {"pass": 1.0, "fail": 0.0}.get(verdict, -1.0)
 
 
-def verdict_changes(baseline: dict[str, Any] | None, candidate: dict[str, Any] | None) -> list[VerdictChange]:
+def verdict_changes(baseline: CaseScoreDocument | None, candidate: CaseScoreDocument | None) -> list[VerdictChange]:
     """Validators and judges whose verdict or score differs between the two case scores."""
     old, new = _verdicts(baseline), _verdicts(candidate)
     changes = []
     for kind, key in sorted(set(old) | set(new)):
-        a = old.get((kind, key)) or {"verdict": "absent", "score": None, "reason": ""}
-        b = new.get((kind, key)) or {"verdict": "absent", "score": None, "reason": ""}
+        a = old.get((kind, key)) or _ABSENT
+        b = new.get((kind, key)) or _ABSENT
         if a["verdict"] == b["verdict"] and a["score"] == b["score"]:
             continue
         before, after = _rank(a["verdict"], a["score"]), _rank(b["verdict"], b["score"])
@@ -221,14 +233,19 @@ def _side(case_run: CaseRun | None, *, workspace_slug: str) -> CaseSide:
     )
 
 
-def _document(case_run: CaseRun | None) -> dict[str, Any] | None:
+def _document(case_run: CaseRun | None) -> CaseScoreDocument | None:
     score = getattr(case_run, "case_score", None) if case_run is not None else None
-    return score.document if score is not None else None
+    if score is None:
+        return None
+    document: CaseScoreDocument = score.document
+    return document
 
 
-def divergent_keys(summary: dict[str, Any]) -> Iterable[tuple[str, str, str, str]]:
+def divergent_keys(summary: ComparisonSummary | None) -> Iterable[tuple[str, str, str, str]]:
     """(case key, kind, label, better|worse) for every case the comparison's summary lists."""
-    divergence = summary.get("case_divergence") or {}
+    divergence = summary.get("case_divergence") if summary else None
+    if not divergence:
+        return
     for kind, label, direction in DIVERGENCE_KINDS:
         for case_key in divergence.get(kind) or []:
             yield str(case_key), kind, label, direction
@@ -236,7 +253,8 @@ def divergent_keys(summary: dict[str, Any]) -> Iterable[tuple[str, str, str, str
 
 def case_diffs(comparison: Comparison, *, workspace_slug: str) -> list[CaseDiff]:
     """One entry per diverging case, worse ones first; a single query loads both lanes' cases."""
-    wanted = list(divergent_keys(comparison.summary or {}))
+    summary: ComparisonSummary | None = comparison.summary or None
+    wanted = list(divergent_keys(summary))
     if not wanted:
         return []
     lanes = (comparison.baseline_lane_id, comparison.candidate_lane_id)

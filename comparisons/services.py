@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -18,6 +19,7 @@ from django.db import IntegrityError, transaction
 from comparisons.models import Comparison, GateResult
 from core.actors import actor_or_none
 from engine.scoring.compare import build_comparison, not_comparable
+from engine.scoring.documents import ComparisonSummary, GatePolicy, LaneScorecardDocument, RegressionCaseResult, Sides
 from engine.scoring.evidence import canonical_json
 from engine.scoring.gates import evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
 from regression.selectors import lane_regression_entries
@@ -74,12 +76,15 @@ def resolve_participants(
     return baseline, candidate
 
 
-def _scorecard(lane: Lane) -> dict[str, Any] | None:
+def _scorecard(lane: Lane) -> LaneScorecardDocument | None:
     card = LaneScorecard.objects.filter(lane=lane).only("document").first()
-    return card.document if card is not None and card.document else None
+    if card is None or not card.document:
+        return None
+    document: LaneScorecardDocument = card.document
+    return document
 
 
-def _race_context_refusal(baseline_run: Run, candidate_run: Run, baseline: Lane, candidate: Lane) -> dict[str, Any] | None:
+def _race_context_refusal(baseline_run: Run, candidate_run: Run, baseline: Lane, candidate: Lane) -> ComparisonSummary | None:
     """A race-context run is not compared with a plain one: its agents were told the peers' standings."""
     if bool(baseline_run.race_context) == bool(candidate_run.race_context):
         return None
@@ -92,22 +97,26 @@ def _race_context_refusal(baseline_run: Run, candidate_run: Run, baseline: Lane,
     )
 
 
-def _fingerprint(baseline: Lane, candidate: Lane, summary: dict[str, Any]) -> str:
+def _fingerprint(baseline: Lane, candidate: Lane, summary: ComparisonSummary) -> str:
     # The engine's fingerprint covers the two scorecards; the lane ids make two lanes that have
     # no scorecard yet (identical "missing" inputs) distinct pairs.
     source = {"baseline_lane": baseline.pk, "candidate_lane": candidate.pk, "summary": summary.get("fingerprint")}
     return hashlib.sha256(canonical_json(source).encode()).hexdigest()
 
 
-def _with_regression(summary: dict[str, Any], baseline: Lane, candidate: Lane) -> dict[str, Any]:
+def _with_regression(summary: ComparisonSummary, baseline: Lane, candidate: Lane) -> ComparisonSummary:
     """Add each lane's regression case results (runs/regression) to what the scorecards tagged,
     so the gate's regression rules see them (engine/scoring/gates.py)."""
-    sides = {"baseline": lane_regression_entries(lane=baseline), "candidate": lane_regression_entries(lane=candidate)}
-    if not any(sides.values()):
+    entries = {"baseline": lane_regression_entries(lane=baseline), "candidate": lane_regression_entries(lane=candidate)}
+    if not any(entries.values()):
         return summary
     found = summary.get("regression")
-    tagged: dict[str, Any] = found if isinstance(found, dict) else {}
-    summary["regression"] = {side: [*(tagged.get(side) or []), *(entries or [])] or None for side, entries in sides.items()}
+    tagged: Sides[list[RegressionCaseResult] | None] = found if isinstance(found, dict) else {"baseline": None, "candidate": None}
+
+    def side(name: Literal["baseline", "candidate"]) -> list[RegressionCaseResult] | None:
+        return [*(tagged.get(name) or []), *(entries[name] or [])] or None
+
+    summary["regression"] = {"baseline": side("baseline"), "candidate": side("candidate")}
     return summary
 
 
@@ -175,7 +184,7 @@ def comparison_create(
     return comparison
 
 
-def policy_from(*, policy_text: str | None = None, policy: Any = None) -> dict[str, Any]:
+def policy_from(*, policy_text: str | None = None, policy: Mapping[str, object] | str | None = None) -> GatePolicy:
     """A validated policy from JSON/YAML text or an already-parsed mapping; blank → the default."""
     try:
         if policy is not None and not isinstance(policy, str):
@@ -190,7 +199,7 @@ def policy_from(*, policy_text: str | None = None, policy: Any = None) -> dict[s
 
 @transaction.atomic
 def gate_evaluate_get_or_create(
-    *, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Any = None
+    *, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Mapping[str, object] | str | None = None
 ) -> tuple[GateResult, bool]:
     """Evaluate a policy on a comparison. The same policy on the same comparison returns the same row.
 
@@ -202,7 +211,8 @@ def gate_evaluate_get_or_create(
     existing = GateResult.objects.filter(comparison=comparison, policy_fingerprint=fingerprint).first()
     if existing is not None:
         return existing, False
-    result = evaluate_gate(comparison.summary, normalized)
+    summary: ComparisonSummary = comparison.summary
+    result = evaluate_gate(summary, normalized)
     gate = GateResult(
         comparison=comparison,
         workspace_id=comparison.workspace_id,
@@ -219,6 +229,8 @@ def gate_evaluate_get_or_create(
     return gate, True
 
 
-def gate_evaluate(*, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Any = None) -> GateResult:
+def gate_evaluate(
+    *, comparison: Comparison, user: Any, policy_text: str | None = None, policy: Mapping[str, object] | str | None = None
+) -> GateResult:
     gate, _ = gate_evaluate_get_or_create(comparison=comparison, user=user, policy_text=policy_text, policy=policy)
     return gate

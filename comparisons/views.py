@@ -11,9 +11,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from comparisons import presenters, selectors, services
 from comparisons.forms import ComparisonForm, GateForm
 from comparisons.models import Comparison
+from engine.scoring.documents import ComparisonSummary
 from runs.models import Lane, Run
 from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
-from workspaces.models import Role
+from workspaces.models import Role, Workspace
 
 
 @workspace_view()
@@ -59,10 +60,10 @@ def comparisons(request: WorkspaceRequest) -> HttpResponse:
     return render(request, "comparisons/comparisons.html", context)
 
 
-def _lanes_for(workspace, run_id) -> list[Lane]:
+def _lanes_for(workspace: Workspace, run_id: object) -> list[Lane]:
     if not run_id or not str(run_id).isdigit():
         return []
-    return list(Lane.objects.filter(workspace=workspace, run_id=int(run_id)).order_by("lane_index"))
+    return list(Lane.objects.filter(workspace=workspace, run_id=int(str(run_id))).order_by("lane_index"))
 
 
 @workspace_view()
@@ -83,10 +84,10 @@ def _comparison(request: WorkspaceRequest, comparison_id: int) -> Comparison:
     )
 
 
-def _detail_context(request: WorkspaceRequest, comparison: Comparison, gate_form: GateForm) -> dict:
-    summary = comparison.summary or {}
+def _detail_context(request: WorkspaceRequest, comparison: Comparison, gate_form: GateForm) -> dict[str, object]:
+    summary: ComparisonSummary | None = comparison.summary or None
     deltas = []
-    for key, entry in (summary.get("dimension_deltas") or {}).items():
+    for key, entry in ((summary.get("dimension_deltas") if summary else None) or {}).items():
         delta = entry.get("delta")
         outcome = (
             "same"
@@ -102,9 +103,9 @@ def _detail_context(request: WorkspaceRequest, comparison: Comparison, gate_form
     gates = list(comparison.gate_results.select_related("created_by").all())
     return {
         "comparison": comparison,
-        "summary": summary,
+        "summary": summary or {},
         "deltas": deltas,
-        "metric_deltas": summary.get("metric_deltas") or {},
+        "metric_deltas": (summary.get("metric_deltas") if summary else None) or {},
         "title": presenters.comparison_title(comparison),
         "case_diffs": diffs,
         "worse_count": sum(1 for d in diffs if d.direction == "worse"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
+from engine.scoring.documents import RegressionCaseRunResult
 from packs.models import PackVersion
 from regression.errors import RegressionError
 from regression.models import RegressionCase, RegressionSuite
@@ -186,7 +187,7 @@ def run_regression_coverage(*, run: Run) -> list[SuiteCoverage]:
     ]
 
 
-def lane_regression_entries(*, lane: Lane) -> list[dict[str, Any]] | None:
+def lane_regression_entries(*, lane: Lane) -> list[RegressionCaseRunResult] | None:
     """A lane's regression case results in the shape the gate reads (engine/scoring/gates.py), or None."""
     rows = list(
         CaseRun.objects.filter(lane=lane, regression_case__isnull=False)
@@ -195,13 +196,13 @@ def lane_regression_entries(*, lane: Lane) -> list[dict[str, Any]] | None:
     )
     if not rows:
         return None
-    entries = []
+    entries: list[RegressionCaseRunResult] = []
     for row in rows:
         assert row.regression_case is not None
         outcome = _outcome(row)
         entries.append(
             {
-                "regression_case_id": row.regression_case_id,
+                "regression_case_id": row.regression_case.pk,
                 "suite_id": row.regression_case.suite_id,
                 "severity": row.regression_case.severity,
                 "case_key": row.case_key,

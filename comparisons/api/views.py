@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from typing import Any, TypedDict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -13,13 +14,49 @@ from comparisons import selectors as comparison_selectors
 from comparisons import services as comparison_services
 from comparisons.models import Comparison, GateResult
 from core.api import ApiError
+from engine.scoring.documents import ComparisonSummary, GateDimensionResult, GatePolicy, GateResultDocument, TriggeredCondition
 from runs.models import Lane, Run
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 
 
-def comparison_out(comparison: Comparison) -> dict[str, Any]:
-    latest = getattr(comparison, "latest_verdict", None)
+class ComparisonOut(TypedDict):
+    """A comparison as the API shows it (``ComparisonOutputSerializer`` documents it)."""
+
+    id: int
+    status: str
+    reason_code: str | None
+    baseline_run_id: int
+    candidate_run_id: int
+    baseline_lane_id: int
+    candidate_lane_id: int
+    fingerprint: str
+    latest_gate_verdict: str | None
+    created_at: dt.datetime
+
+
+class GateOut(TypedDict):
+    """A release-gate result as the API shows it (``GateOutputSerializer`` documents it)."""
+
+    id: int
+    comparison_id: int
+    verdict: str
+    reason_code: str
+    summary: str
+    policy: GatePolicy
+    policy_fingerprint: str
+    dimension_results: dict[str, GateDimensionResult]
+    triggered_conditions: list[TriggeredCondition]
+    created_at: dt.datetime
+
+
+class ComparisonDetailOut(ComparisonOut):
+    summary: ComparisonSummary
+    gates: list[GateOut]
+
+
+def comparison_out(comparison: Comparison) -> ComparisonOut:
+    latest: str | None = getattr(comparison, "latest_verdict", None)
     return {
         "id": comparison.pk,
         "status": comparison.status,
@@ -34,22 +71,30 @@ def comparison_out(comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def gate_out(gate: GateResult) -> dict[str, Any]:
+def comparison_detail_out(comparison: Comparison) -> ComparisonDetailOut:
+    summary: ComparisonSummary = comparison.summary
+    gates = [gate_out(g) for g in comparison.gate_results.all()]
+    return {**comparison_out(comparison), "summary": summary, "gates": gates}
+
+
+def gate_out(gate: GateResult) -> GateOut:
+    details: GateResultDocument | None = gate.details or None
+    policy: GatePolicy = gate.policy_snapshot
     return {
         "id": gate.pk,
         "comparison_id": gate.comparison_id,
         "verdict": gate.verdict,
         "reason_code": gate.reason_code,
         "summary": gate.summary,
-        "policy": gate.policy_snapshot,
+        "policy": policy,
         "policy_fingerprint": gate.policy_fingerprint,
-        "dimension_results": (gate.details or {}).get("dimension_results") or {},
-        "triggered_conditions": (gate.details or {}).get("triggered_conditions") or [],
+        "dimension_results": (details.get("dimension_results") if details else None) or {},
+        "triggered_conditions": (details.get("triggered_conditions") if details else None) or [],
         "created_at": gate.created_at,
     }
 
 
-class ComparisonOutputSerializer(serializers.Serializer):
+class ComparisonOutputSerializer(serializers.Serializer[ComparisonOut]):
     id = serializers.IntegerField()
     status = serializers.CharField()
     reason_code = serializers.CharField(allow_null=True)
@@ -67,7 +112,7 @@ class ComparisonDetailOutputSerializer(ComparisonOutputSerializer):
     gates = serializers.ListField(child=serializers.JSONField())
 
 
-class GateOutputSerializer(serializers.Serializer):
+class GateOutputSerializer(serializers.Serializer[GateOut]):
     id = serializers.IntegerField()
     comparison_id = serializers.IntegerField()
     verdict = serializers.CharField()
@@ -80,7 +125,7 @@ class GateOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class _PageSerializer(serializers.Serializer):
+class _PageSerializer(serializers.Serializer[Any]):
     """Passes the already-built dicts through the paginator."""
 
     def to_representation(self, instance: Any) -> Any:
@@ -88,7 +133,7 @@ class _PageSerializer(serializers.Serializer):
 
 
 class ComparisonListApi(WorkspaceApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         baseline_run_id = serializers.IntegerField()
         candidate_run_id = serializers.IntegerField()
         baseline_lane_id = serializers.IntegerField(required=False, allow_null=True)
@@ -133,8 +178,7 @@ class ComparisonListApi(WorkspaceApiView):
             baseline_lane=baseline_lane,
             candidate_lane=candidate_lane,
         )
-        body = {**comparison_out(comparison), "summary": comparison.summary, "gates": [gate_out(g) for g in comparison.gate_results.all()]}
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(comparison_detail_out(comparison), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class ComparisonDetailApi(WorkspaceApiView):
@@ -143,13 +187,11 @@ class ComparisonDetailApi(WorkspaceApiView):
         comparison = object_get_for_workspace(
             comparison_selectors.comparison_list(workspace=self.workspace), workspace=self.workspace, pk=comparison_id
         )
-        return Response(
-            {**comparison_out(comparison), "summary": comparison.summary, "gates": [gate_out(g) for g in comparison.gate_results.all()]}
-        )
+        return Response(comparison_detail_out(comparison))
 
 
 class ComparisonGateEvaluateApi(WorkspaceApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         policy = serializers.JSONField(
             required=False, allow_null=True, help_text="A policy object, or JSON/YAML text; omitted or empty → the default policy."
         )

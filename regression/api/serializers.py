@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
+from regression.models import RegressionCase, RegressionSuite
 
-class SuiteOutputSerializer(serializers.Serializer):
+
+class SuiteOutputSerializer(serializers.Serializer[RegressionSuite]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     description = serializers.CharField()
@@ -18,7 +22,7 @@ class SuiteOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class RegressionCaseOutputSerializer(serializers.Serializer):
+class RegressionCaseOutputSerializer(serializers.Serializer[RegressionCase]):
     id = serializers.IntegerField()
     suite_id = serializers.IntegerField()
     title = serializers.CharField()
@@ -37,7 +41,7 @@ class RegressionCaseOutputSerializer(serializers.Serializer):
     status_changed_at = serializers.DateTimeField(allow_null=True)
 
 
-class CoverageOutputSerializer(serializers.Serializer):
+class CoverageOutputSerializer(serializers.Serializer[Any]):  # given a list (many=True), which the stubs do not type
     suite_id = serializers.IntegerField()
     suite_name = serializers.CharField()
     cases = serializers.IntegerField()

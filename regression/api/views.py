@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -25,7 +27,7 @@ class SuiteListApi(WorkspaceApiView):
 
 
 class SuiteCreateApi(WorkspaceApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         pack_id = serializers.IntegerField(help_text="The pack whose failed cases the suite collects.")
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -52,7 +54,7 @@ class SuiteDetailApi(WorkspaceApiView):
     """GET one suite; PATCH renames, re-describes, archives or restores it (members); DELETE
     deletes one no run has used (admins; a suite that was run is a 409 ``suite_in_use``)."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         name = serializers.CharField(required=False, max_length=200)
         description = serializers.CharField(required=False, allow_blank=True)
         archived = serializers.BooleanField(required=False, help_text="true archives the suite, false restores it.")
@@ -99,7 +101,7 @@ class SuiteCaseListApi(WorkspaceApiView):
 
 
 class RegressionCaseDetailApi(WorkspaceApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         severity = serializers.ChoiceField(choices=RegressionCase.Severity.values)
 
     @extend_schema(responses=RegressionCaseOutputSerializer, summary="One regression case")
@@ -135,7 +137,7 @@ class RegressionCaseArchiveApi(_RegressionCaseStatusApi):
 
 
 class CasePromoteApi(WorkspaceApiView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         suite_id = serializers.IntegerField()
         status = serializers.ChoiceField(choices=["proposed", "active"], default="proposed")
         severity = serializers.ChoiceField(choices=RegressionCase.Severity.values, default="blocking")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TypedDict
 
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
 from engine.modes.case import (
@@ -22,9 +23,9 @@ from engine.modes.case import (
     STOP_TOKEN_LIMIT,
     STOP_TOOL_LIMIT,
 )
+from engine.scoring.documents import CaseDimension, CaseScoreDocument, ValidatorDetail
 from engine.scoring.security import BLOCKING_SEVERITIES, describe
-
-JSON = Any
+from engine.types import JSON
 
 SECURITY_FINDING = "security_finding"
 POLICY_DENIAL = "policy_denial"
@@ -79,8 +80,33 @@ class CaseFacts:
     provider_failure: dict[str, JSON] | None = None
     passed: bool | None = None
     scored: bool = True
-    document: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    document: CaseScoreDocument | None = None  # the case's CaseScore.document (None: not scored)
     events: tuple[EventFact, ...] = ()
+
+
+class FailedValidator(TypedDict):
+    """A validator that failed or could not run, as the review shows it (from its ``ValidatorDetail``)."""
+
+    key: str
+    type: str
+    label: str
+    state: str | None
+    verdict: str | None
+    outcome_class: str | None
+    reason: str
+    evidence_event_id: str
+
+
+class FailedDimension(TypedDict):
+    """A dimension below its bar or not scored, as the review shows it (from its ``CaseDimension``)."""
+
+    key: str
+    state: str | None
+    score: float | None
+    pass_threshold: float | None
+    gate: bool
+    required: bool
+    reason: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +127,8 @@ class Failure:
     title: str
     reason: str
     checks: tuple[Check, ...]  # what the fingerprint is made of
-    failed_validators: tuple[dict[str, JSON], ...]
-    failed_dimensions: tuple[dict[str, JSON], ...]
+    failed_validators: tuple[FailedValidator, ...]
+    failed_dimensions: tuple[FailedDimension, ...]
     evidence_event_id: str
     case_failed: bool  # the case itself failed (else it passed with failed checks)
 
@@ -129,15 +155,15 @@ def fingerprint(failure_class: str, check_keys: list[str] | tuple[str, ...]) -> 
 # -- the checks a document and the events show ----------------------------------------------------
 
 
-def _validators(document: dict[str, JSON]) -> list[dict[str, JSON]]:
-    return [v for v in document.get("validator_details") or [] if isinstance(v, dict)]
+def _validators(document: CaseScoreDocument | None) -> list[ValidatorDetail]:
+    return [v for v in (document.get("validator_details") if document else None) or [] if isinstance(v, dict)]
 
 
-def _validator_label(v: dict[str, JSON]) -> str:
+def _validator_label(v: ValidatorDetail) -> str:
     return f"{v.get('type') or 'validator'}({v.get('key')})"
 
 
-def _validator_row(v: dict[str, JSON]) -> dict[str, JSON]:
+def _validator_row(v: ValidatorDetail) -> FailedValidator:
     return {
         "key": str(v.get("key") or ""),
         "type": str(v.get("type") or ""),
@@ -150,12 +176,12 @@ def _validator_row(v: dict[str, JSON]) -> dict[str, JSON]:
     }
 
 
-def failed_validators(document: dict[str, JSON]) -> list[dict[str, JSON]]:
+def failed_validators(document: CaseScoreDocument | None) -> list[FailedValidator]:
     """Validators that ran and failed, or could not run (error / unavailable)."""
     return [_validator_row(v) for v in _validators(document) if v.get("state") in FAILED_STATES or v.get("verdict") == "fail"]
 
 
-def _dimension_failed(d: dict[str, JSON], strategy: str) -> bool:
+def _dimension_failed(d: CaseDimension, strategy: str) -> bool:
     if d.get("state") in FAILED_STATES:
         return True
     score = d.get("score")
@@ -169,12 +195,14 @@ def _dimension_failed(d: dict[str, JSON], strategy: str) -> bool:
     return d.get("source") == "validators" and score < 1.0  # a validator in it failed
 
 
-def failed_dimensions(document: dict[str, JSON]) -> list[dict[str, JSON]]:
+def failed_dimensions(document: CaseScoreDocument | None) -> list[FailedDimension]:
     """Dimensions that errored or were unavailable, scored below their threshold (a gate's, a
     thresholded one's, any under ``binary``), or are validator dimensions with a failed validator.
     Continuous dimensions with no threshold (latency, cost) are scores, not checks."""
+    if not document:
+        return []
     strategy = str(document.get("strategy") or "")
-    rows = []
+    rows: list[FailedDimension] = []
     for key, d in (document.get("dimensions") or {}).items():
         if isinstance(d, dict) and _dimension_failed(d, strategy):
             required = bool(d.get("gate")) or d.get("pass_threshold") is not None or strategy == "binary"
@@ -192,8 +220,8 @@ def failed_dimensions(document: dict[str, JSON]) -> list[dict[str, JSON]]:
     return rows
 
 
-def _security_checks(document: dict[str, JSON], *, blocking: bool) -> list[Check]:
-    report = document.get("security")
+def _security_checks(document: CaseScoreDocument | None, *, blocking: bool) -> list[Check]:
+    report = document.get("security") if document else None
     findings = report.get("findings") if isinstance(report, dict) else None
     checks = []
     for f in findings or []:
@@ -238,7 +266,7 @@ def _stop_check(facts: CaseFacts) -> Check:
     return Check(key, f"{stop} ({code})" if code else stop, facts.error[:300])
 
 
-def _validator_checks(rows: list[dict[str, JSON]], *, errored: bool) -> list[Check]:
+def _validator_checks(rows: list[FailedValidator], *, errored: bool) -> list[Check]:
     return [
         Check(f"validator:{r['key']}", r["label"], r["reason"], str(r["evidence_event_id"]))
         for r in rows
@@ -246,7 +274,7 @@ def _validator_checks(rows: list[dict[str, JSON]], *, errored: bool) -> list[Che
     ]
 
 
-def _dimension_checks(rows: list[dict[str, JSON]], *, errored: bool) -> list[Check]:
+def _dimension_checks(rows: list[FailedDimension], *, errored: bool) -> list[Check]:
     """Dimensions below their bar (``errored=False``), or required ones that could not be scored."""
     if errored:
         return [Check(f"dimension:{r['key']}", r["key"], r["reason"]) for r in rows if r["state"] in FAILED_STATES and r["required"]]
@@ -256,11 +284,15 @@ def _dimension_checks(rows: list[dict[str, JSON]], *, errored: bool) -> list[Che
 # -- the class, in precedence order ---------------------------------------------------------------
 
 
+def _overall_reason(facts: CaseFacts) -> str:
+    return str((facts.document.get("overall_reason") if facts.document else None) or "")
+
+
 def _class_and_checks(
-    facts: CaseFacts, validators: list[dict[str, JSON]], dimensions: list[dict[str, JSON]]
+    facts: CaseFacts, validators: list[FailedValidator], dimensions: list[FailedDimension]
 ) -> tuple[str, list[Check]] | None:
     document = facts.document
-    ordered = (
+    ordered: tuple[tuple[str, Callable[[], list[Check]]], ...] = (
         (SECURITY_FINDING, lambda: _security_checks(document, blocking=True)),
         (POLICY_DENIAL, lambda: _policy_checks(facts.events)),
         (TIMEOUT, lambda: [_stop_check(facts)] if facts.status == "failed" and facts.stop_reason in LIMIT_STOPS else []),
@@ -275,19 +307,19 @@ def _class_and_checks(
         if checks:
             return failure_class, checks
     if case_failed(facts):  # failed for a reason no check names (e.g. a judge's low score under a threshold)
-        reason = str(document.get("overall_reason") or "the case did not pass")
+        reason = _overall_reason(facts) or "the case did not pass"
         return WRONG_ANSWER, [Check("overall", "overall verdict", reason)]
     return None
 
 
-def _severity(facts: CaseFacts, failure_class: str, dimensions: list[dict[str, JSON]]) -> str:
+def _severity(facts: CaseFacts, failure_class: str, dimensions: list[FailedDimension]) -> str:
     if failure_class == POLICY_DENIAL or (failure_class == SECURITY_FINDING and case_failed(facts)):
         return BLOCKING
     if not case_failed(facts):
         return INFO
     if facts.status == "failed" or any(d["required"] for d in dimensions):
         return BLOCKING
-    reason = str(facts.document.get("overall_reason") or "")
+    reason = _overall_reason(facts)
     return WARNING if _BELOW_OVERALL_THRESHOLD.match(reason) else BLOCKING
 
 
@@ -297,7 +329,7 @@ def _reason(facts: CaseFacts, checks: list[Check]) -> str:
     for check in checks:
         if check.reason:
             return check.reason[:300]
-    return str(facts.document.get("overall_reason") or "")[:300]
+    return _overall_reason(facts)[:300]
 
 
 def title(failure_class: str, checks: list[Check] | tuple[Check, ...]) -> str:

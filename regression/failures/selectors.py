@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, cast
 from urllib.parse import quote
 
 from django.db.models import Q
@@ -21,11 +21,12 @@ from django.db.models.fields.json import KT
 
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
 from engine.modes.case import STOP_CANCELLED
+from engine.scoring.documents import CaseScoreDocument
+from engine.types import JSON
 from regression.failures.classify import CLASSES, SEVERITIES, CaseFacts, EventFact, Failure, classify, is_cancelled
 from runs.events import payload_hydrate
 from runs.models import CaseRun, CaseStatus, Lane, Run, RunEvent, ScoreStatus
 
-JSON = Any
 SEVERITY_RANK = {"blocking": 0, "warning": 1, "info": 2}
 EVENT_TYPES = (TOOL_CALL_FAILED, SANDBOX_EGRESS_DENIED)
 
@@ -200,15 +201,38 @@ def _candidates(run: Run) -> Q:
     )
 
 
-def _case_rows(run: Run) -> list[dict[str, JSON]]:
+class _CaseRow(TypedDict):
+    pk: int
+    case_key: str
+    lane_id: int
+    status: str
+    stop_reason: str
+    error: str
+    provider_failure: JSON
+    passed: bool | None
+    score_status: str
+    case_score__document: CaseScoreDocument | None
+
+
+class _EventRow(TypedDict):
+    pk: int
+    case_run_id: int
+    event_type: str
+    event_id: str
+    payload_ref: str
+    tool: JSON  # a few payload fields (the stored file's when the payload is not inline)
+    origin: JSON
+    host: JSON
+    content: JSON
+    reason: JSON
+
+
+def _case_rows(run: Run) -> list[_CaseRow]:
     rows = CaseRun.objects.filter(run=run).filter(_candidates(run)).order_by("lane_id", "position", "pk")
-    return [
-        dict(row)
-        for row in rows.values(
-            "pk", "case_key", "lane_id", "status", "stop_reason", "error", "provider_failure", "passed", "score_status",
-            "case_score__document",
-        )
-    ]  # fmt: skip
+    values = rows.values(
+        "pk", "case_key", "lane_id", "status", "stop_reason", "error", "provider_failure", "passed", "score_status", "case_score__document",
+    )  # fmt: skip
+    return cast(list[_CaseRow], [dict(row) for row in values])
 
 
 def _tool_error(content: JSON) -> str:
@@ -224,14 +248,14 @@ def _tool_error(content: JSON) -> str:
 
 
 def _event_facts(run: Run, case_run_ids: set[int]) -> dict[int, list[EventFact]]:
-    rows: list[dict[str, JSON]] = [
-        dict(row)
-        for row in RunEvent.objects.filter(run=run, event_type__in=EVENT_TYPES, case_run__isnull=False)
+    values = (
+        RunEvent.objects.filter(run=run, event_type__in=EVENT_TYPES, case_run__isnull=False)
         .order_by("case_run_id", "sequence_number")
         .values("pk", "case_run_id", "event_type", "event_id", "payload_ref",
                 tool=KT("payload__tool_name"), origin=KT("payload__failure_origin"), host=KT("payload__host"),
                 content=KT("payload__result__content"), reason=KT("payload__reason"))
-    ]  # fmt: skip
+    )  # fmt: skip
+    rows = cast(list[_EventRow], [dict(row) for row in values])
     stored = [r["pk"] for r in rows if r["payload_ref"] and r["case_run_id"] in case_run_ids]
     if stored:  # payloads too large to store inline: read the stored file for the few fields
         full = {pk: payload_hydrate(p) for pk, p in RunEvent.objects.filter(pk__in=stored).values_list("pk", "payload")}
@@ -252,7 +276,7 @@ def _event_facts(run: Run, case_run_ids: set[int]) -> dict[int, list[EventFact]]
     return facts
 
 
-def _facts(row: dict[str, JSON], events: list[EventFact]) -> CaseFacts:
+def _facts(row: _CaseRow, events: list[EventFact]) -> CaseFacts:
     document = row["case_score__document"]
     return CaseFacts(
         status=row["status"],
@@ -261,7 +285,7 @@ def _facts(row: dict[str, JSON], events: list[EventFact]) -> CaseFacts:
         provider_failure=row["provider_failure"] if isinstance(row["provider_failure"], dict) else None,
         passed=row["passed"],
         scored=row["score_status"] != ScoreStatus.PENDING,
-        document=document if isinstance(document, dict) else {},
+        document=document if isinstance(document, dict) else None,
         events=tuple(events),
     )
 

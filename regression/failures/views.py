@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from regression.failures.presenters import filter_choices
-from regression.failures.selectors import FailureFilterError, failure_review
+from regression.failures.selectors import FailureFilterError, FailureReview, failure_review
 from runs import lookups
 from workspaces.access import WorkspaceRequest, workspace_view
 
@@ -22,15 +22,16 @@ def run_failures(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     try:
         review = failure_review(run=run, query=request.GET)
     except FailureFilterError as exc:
-        context = {"run": run, "filter_error": exc, "review": failure_review(run=run)}
-        context.update(_page_context(context["review"]))
+        unfiltered = failure_review(run=run)
+        context = {"run": run, "filter_error": exc, "review": unfiltered}
+        context.update(_page_context(unfiltered))
         return render(request, "regression/failures/review.html", context, status=400)
     context = {"run": run, "review": review, "filter_error": None}
     context.update(_page_context(review))
     return render(request, "regression/failures/review.html", context)
 
 
-def _page_context(review) -> dict:
+def _page_context(review: FailureReview) -> dict[str, object]:
     limit = CASES_IN_ONE_CLUSTER if review.filters.cluster else CASES_PER_CLUSTER
     clusters = [
         {

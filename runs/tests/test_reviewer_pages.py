@@ -5,6 +5,7 @@ form's agent picker, scorecard headers and the sidebar's highlight."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import cast
 
 import pytest
 from django.urls import reverse
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from comparisons import presenters
 from comparisons.services import comparison_create
+from engine.scoring.documents import CaseScoreDocument
 from infrastructure.models import ExecutionTarget
 from runs import services
 from runs.models import Lane, Run
@@ -222,11 +224,17 @@ def test_side_by_side_cuts_huge_outputs():
 
 
 def test_verdict_changes_cover_validators_and_judges():
-    base = {"validator_details": [{"key": "v", "verdict": "pass", "normalized_score": 1.0}], "llm_judge_details": []}
-    cand = {
-        "validator_details": [{"key": "v", "verdict": "pass", "normalized_score": 1.0}],
-        "llm_judge_details": [{"judge_key": "tone", "state": "available", "normalized_score": 0.25, "reason": "curt"}],
-    }
+    # Stored documents with only the keys the presenter reads (an older document may lack the others).
+    base = cast(
+        CaseScoreDocument, {"validator_details": [{"key": "v", "verdict": "pass", "normalized_score": 1.0}], "llm_judge_details": []}
+    )
+    cand = cast(
+        CaseScoreDocument,
+        {
+            "validator_details": [{"key": "v", "verdict": "pass", "normalized_score": 1.0}],
+            "llm_judge_details": [{"judge_key": "tone", "state": "available", "normalized_score": 0.25, "reason": "curt"}],
+        },
+    )
     changes = presenters.verdict_changes(base, cand)
     assert [(c.kind, c.key, c.baseline_verdict, c.candidate_verdict) for c in changes] == [("judge", "tone", "absent", "0.25")]
 

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandParser
 
 from comparisons.services import comparison_create, gate_evaluate, policy_from
+from engine.scoring.documents import GateResultDocument
 from runs.models import Run
 from workspaces.models import Workspace
 
@@ -99,9 +100,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"comparison: #{comparison.pk} ({comparison.status}{', ' + comparison.reason_code if comparison.reason_code else ''})"
         )
-        for condition in (gate.details or {}).get("triggered_conditions") or []:
+        details: GateResultDocument | None = gate.details or None
+        for condition in (details.get("triggered_conditions") if details else None) or []:
             self.stdout.write(f"  - {condition.get('condition')}: {condition.get('outcome')}")
-        for key, result in sorted(((gate.details or {}).get("dimension_results") or {}).items()):
+        results = (details.get("dimension_results") if details else None) or {}
+        for key in sorted(results):
+            result = results[key]
             delta = result.get("delta")
             self.stdout.write(f"  {key}: {result.get('outcome')}" + (f" (delta {delta:+.4f})" if isinstance(delta, (int, float)) else ""))
         self.stdout.flush()

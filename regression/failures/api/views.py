@@ -8,14 +8,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ApiError
-from regression.failures.presenters import review_json
+from regression.failures.presenters import ReviewOut, review_json
 from regression.failures.selectors import FailureFilterError, failure_review
 from runs import lookups
 from workspaces.api.base import WorkspaceApiView
 
 
 class RunFailuresApi(WorkspaceApiView):
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[ReviewOut]):
         run_id = serializers.IntegerField()
         run_status = serializers.CharField()
         summary = serializers.JSONField()

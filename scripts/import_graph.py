@@ -42,7 +42,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-RUNS_RECORD = ("runs.models", "runs.events", "runs.lanes", "runs.ticker", "runs.lookups", "runs.throttle", "runs.precompiled")
+RUNS_RECORD = (
+    "runs.models",
+    "runs.events",
+    "runs.lanes",
+    "runs.ticker",
+    "runs.lookups",
+    "runs.throttle",
+    "runs.precompiled",
+    "runs.adapters",
+)
 # Bottom to top; each entry is one layer, named by its first prefix unless it is the runs record.
 LAYERS: list[tuple[str, ...]] = [
     ("core",),

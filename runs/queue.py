@@ -12,11 +12,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from celery.exceptions import OperationalError
-from celery.utils.saferepr import saferepr
-from kombu.exceptions import LimitExceeded
-from kombu.utils.uuid import uuid
-
 from runs.jobs import CaseRunExecute, Job
 
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
@@ -85,79 +80,22 @@ def enqueue(job: Job, *, countdown: float | None = None) -> None:
 
 
 class TaskSender:
-    """``app.send_task(name, args=args, queue=queue)`` with what Celery resolves per call resolved once.
+    """``app.send_task(name, args=args, queue=queue)``: Celery's public call, nothing re-implemented.
 
-    Per call, ``send_task`` looked up the task's execution options, routed them, read several
-    settings through Celery's layered configuration, and ``kombu`` copied and bound the queue to
-    check that it was declared: together more CPU than building and pushing the message
-    (docs/performance.md, "Publishing a case"). Here the options and the route are kept per
-    (task, queue), unless ``task_routes`` may route by arguments; the message is built by
-    Celery's own ``create_task_message`` and sent by its ``send_task_message`` (retry policy,
-    publish signals, sent events), through a producer of the app's pool, so it is the message
-    ``send_task`` sends (``runs/tests/test_task_sender.py``). Not replicated: adding the result to
-    the calling task's ``request.children``, which only a stored result reads (our tasks
-    ignore results).
+    It used to resolve what ``send_task`` works out per call once, through Celery's and kombu's
+    internals (``app._tasks``, ``_get_exec_options``, ``create_task_message``, the producer's
+    declared entities). Since a pool process runs the lane's next case itself (``keep_next_case``,
+    ``RUNS_CASE_CHAIN``) it publishes about one task per ten cases, and the saving measured within
+    noise (docs/performance.md, "Fast paths behind adapters"): dropped. Kept as a name for
+    :func:`enqueue`, which builds one per app.
     """
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.amqp = app.amqp
-        self.sent_event = app.conf.task_send_sent_event
-        self.inherit_priority = app.conf.task_inherit_parent_priority
-        self.acquire_timeout = app.conf.broker_pool_acquire_timeout
-        self.repr_maxlevels = app.conf.task_repr_maxlevels
-        self.kwargsrepr = saferepr({}, self.amqp.kwargsrepr_maxsize, maxlevels=self.repr_maxlevels)
-        self._routes: dict[tuple[str, str | None], tuple[dict[str, Any], Any, Any, Any]] = {}
-
-    def _route(self, name: str, args: list[Any], queue: str | None) -> tuple[dict[str, Any], Any, Any, Any]:
-        """(publish options, time limit, soft time limit, ignore_result), as ``send_task`` derives them."""
-        found = self._routes.get((name, queue))
-        if found is not None:
-            return found
-        task = self.app._tasks.get(name)  # as send_task looks it up: without finalizing the app
-        options = {k: v for k, v in task._get_exec_options().items() if v is not None} if task is not None else {}
-        if queue:
-            options["queue"] = queue
-        time_limit = options.pop("time_limit", None)
-        soft_time_limit = options.pop("soft_time_limit", None)
-        options.pop("expires", None)
-        ignore_result = options.pop("ignore_result", None)
-        options = self.amqp.router.route(options, name, args, None, task)
-        found = (options, time_limit, soft_time_limit, ignore_result)
-        if task is not None and not self.amqp.router.routes:  # a task_routes function may route by the arguments
-            self._routes[(name, queue)] = found
-        return found
 
     def send(self, name: str, args: list[Any], queue: str | None) -> str:
-        options, time_limit, soft_time_limit, ignore_result = self._route(name, args, queue)
-        task_id = uuid()
-        root_id = parent_id = None
-        parent = self.app.current_worker_task
-        if parent:
-            root_id = parent.request.root_id or parent.request.id
-            parent_id = parent.request.id
-            if self.inherit_priority:
-                options = {"priority": parent.request.delivery_info.get("priority"), **options}
-        message = self.amqp.create_task_message(
-            task_id, name, args, reply_to=self.app.thread_oid, time_limit=time_limit, soft_time_limit=soft_time_limit,
-            create_sent_event=self.sent_event, root_id=root_id, parent_id=parent_id, ignore_result=ignore_result,
-            argsrepr=saferepr(args, self.amqp.argsrepr_maxsize, maxlevels=self.repr_maxlevels), kwargsrepr=self.kwargsrepr,
-            **options,
-        )  # fmt: skip
-        destination = options.get("queue")
-        try:
-            acquired = self.app.producer_pool.acquire(block=True, timeout=self.acquire_timeout)
-        except LimitExceeded as exc:  # as send_task reports it
-            raise OperationalError(f"Timed out waiting for a broker producer after {self.acquire_timeout}s.") from exc
-        with acquired as producer, producer.connection._reraise_as_library_errors():
-            if not ignore_result:
-                self.app.backend.on_task_call(producer, task_id)
-            # kombu's own check (``maybe_declare``), without copying and binding the queue every time
-            declared = (
-                destination is not None and destination.can_cache_declaration and hash(destination) in producer.connection.declared_entities
-            )
-            self.amqp.send_task_message(producer, name, message, declare=[] if declared else None, **options)
-        return task_id
+        """Publish task ``name`` with ``args`` (to ``queue``, else where Celery routes it); returns its id."""
+        return str(self.app.send_task(name, args=args, **({"queue": queue} if queue else {})).id)
 
 
 def enqueue_on_commit(job: Job, *, countdown: float | None = None) -> None:

@@ -1,4 +1,8 @@
-"""``runs.queue.enqueue`` publishes what ``app.send_task`` publishes, resolving a task's route once.
+"""``runs.queue.enqueue`` publishes exactly what ``app.send_task`` publishes (it calls it: ``TaskSender``).
+
+The re-implementation of ``send_task`` that resolved a task's route once was dropped: with chained
+cases a pool process publishes about one task per ten cases, and its saving measured within noise
+(docs/performance.md, "Fast paths behind adapters"). These tests keep the message the same.
 
 Against the configured broker (filesystem by default, Redis when CELERY_BROKER_URL says so). That a
 real worker consumes and runs these messages is ``runs/tests/test_worker.py``: every case task
@@ -62,20 +66,22 @@ def test_inside_a_task_it_names_the_parent_and_root_as_send_task_does(broker_que
     assert (second["headers"]["parent_id"], second["headers"]["root_id"]) == ("parent-1", "root-1")
 
 
-def test_it_resolves_a_tasks_route_once(broker_queue, monkeypatch):
-    routed: list[str] = []
-    real = app.amqp.router.route
+def test_the_sender_returns_the_id_of_the_message_it_published(broker_queue):
+    task_id = queue.TaskSender(app).send(TASK, [3], broker_queue)
+    message = _take(broker_queue)
+    assert message["headers"]["id"] == task_id and message["body"][0] == [3]
 
-    def counting(options, name, *args: Any, **kwargs: Any):
-        routed.append(name)
-        return real(options, name, *args, **kwargs)
 
-    monkeypatch.setattr(app.amqp.router, "route", counting)
-    monkeypatch.setattr(queue, "_sender", None)
-    for case_run_id in (1, 2, 3):
-        queue.enqueue(CaseRunExecute(case_run_id=case_run_id))
-    assert routed == [TASK]  # send_task routed every call
-    assert sorted(_take(broker_queue)["body"][0][0] for _ in range(3)) == [1, 2, 3]
+def test_without_a_queue_it_goes_where_celery_routes_the_task():
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class App:
+        def send_task(self, name: str, **options: Any) -> Any:
+            sent.append((name, options))
+            return type("Result", (), {"id": "x"})()
+
+    assert queue.TaskSender(App()).send(TASK, [4], None) == "x"
+    assert sent == [(TASK, {"args": [4]})]  # no queue=None: Celery's own routing decides
 
 
 def test_a_delayed_retry_still_carries_its_eta(broker_queue):

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.utils import timezone
 
 from engine.events import SCORING_COMPLETED, SCORING_METRIC_RECORDED
-from engine.types import Event
+from engine.scoring.documents import CaseScoreDocument
+from engine.scoring.spec import EvaluationSpec
+from engine.types import JSON, Event, JSONObject
 from runs.events import run_events_append
 from runs.models import CaseRun, Lane
 
 logger = logging.getLogger(__name__)
 
-JSON = Any
 EVENT_SOURCE = "worker_scoring"
 
 
@@ -65,7 +65,7 @@ def scoring_event_record(*, lane: Lane, event_id: str, event_type: str, payload:
     scoring_events_record(lane=lane, events=[scoring_event(event_id=event_id, event_type=event_type, payload=payload)])
 
 
-def case_scored_events(*, case_run: CaseRun, prefix: str, spec: dict[str, JSON], document: dict[str, JSON]) -> list[Event]:
+def case_scored_events(*, case_run: CaseRun, prefix: str, spec: EvaluationSpec, document: CaseScoreDocument) -> list[Event]:
     """One ``scoring.metric.recorded`` per metric, then ``scoring.completed`` with the verdict."""
     events = [
         scoring_event(
@@ -76,7 +76,7 @@ def case_scored_events(*, case_run: CaseRun, prefix: str, spec: dict[str, JSON],
         )
         for metric in document.get("metric_details") or []
     ]
-    completed = {
+    completed: JSONObject = {
         "evaluation_spec": spec.get("name"),
         "status": document["status"],
         "validity": document["validity"],
@@ -88,7 +88,7 @@ def case_scored_events(*, case_run: CaseRun, prefix: str, spec: dict[str, JSON],
             {"judge_key": j.get("judge_key"), "normalized_score": j.get("normalized_score")}
             for j in document.get("llm_judge_details") or []
         ],
-        "warnings": document["warnings"],
+        "warnings": [*document["warnings"]],
     }
     events.append(scoring_event(case_run=case_run, event_id=f"{prefix}:completed", event_type=SCORING_COMPLETED, payload=completed))
     return events

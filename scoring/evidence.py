@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from engine.events import SCORING_FAMILY
 from engine.scoring import CaseEvidence
 from engine.scoring.tiers import BLACK_BOX, NATIVE, TIER_LABELS, TIER_NAMES, lane_tier
+from engine.types import JSON, JSONObject
 from infrastructure.models import ExecutionTarget
 from runs.events import payload_hydrate
 from runs.models import CaseRun, Lane, RunEvent
 
-JSON = Any
+
+class EvidenceTier(TypedDict):
+    """How observable a lane is (engine/scoring/tiers.py): the tier, its name and its label."""
+
+    tier: str
+    name: str
+    label: str
 
 
-def _case_document(case_payload: JSON) -> dict[str, JSON]:
+def _case_document(case_payload: JSON) -> JSONObject:
     """Case.payload is the publish row (``{case_key, payload, inputs, expectations, …}``), a
     ``schema_version: 1`` document, or (older rows) the plain payload."""
     payload = case_payload if isinstance(case_payload, dict) else {}
@@ -28,9 +35,9 @@ def _case_document(case_payload: JSON) -> dict[str, JSON]:
     return {"payload": payload, "inputs": payload.get("inputs") or [], "expectations": payload.get("expectations") or []}
 
 
-def _case_artifacts(case_payload: JSON) -> dict[str, dict[str, JSON]]:
+def _case_artifacts(case_payload: JSON) -> dict[str, JSONObject]:
     items = case_payload.get("artifacts") if isinstance(case_payload, dict) else None
-    return {str(a["key"]): a for a in items or [] if isinstance(a, dict) and a.get("key")}
+    return {str(a["key"]): a for a in (items if isinstance(items, list) else []) if isinstance(a, dict) and a.get("key")}
 
 
 def _lane_model(lane: Lane) -> dict[str, str] | None:
@@ -38,20 +45,26 @@ def _lane_model(lane: Lane) -> dict[str, str] | None:
     return {"provider_key": lane.provider_key, "provider_model_id": model} if model else None
 
 
-def _verification(case_run: CaseRun) -> tuple[dict, dict, dict]:
-    data = case_run.verification if isinstance(case_run.verification, dict) else {}
+def _verification(case_run: CaseRun) -> tuple[dict[str, JSONObject], dict[str, list[JSON]], dict[str, JSONObject]]:
+    """The captured files, directory listings and code executions the case's verification recorded."""
+    data: JSONObject = case_run.verification if isinstance(case_run.verification, dict) else {}
 
-    def part(*names: str) -> dict:
+    def part(*names: str) -> JSONObject:
         for name in names:
             value = data.get(name)
             if isinstance(value, dict):
                 return value
         return {}
 
-    return part("captured_files", "files"), part("directory_listings", "listings"), part("code_executions", "code")
+    # The pipeline records each in the shape of its CaseEvidence field; the engine reads their values defensively.
+    return (
+        cast(dict[str, JSONObject], part("captured_files", "files")),
+        cast(dict[str, list[JSON]], part("directory_listings", "listings")),
+        cast(dict[str, JSONObject], part("code_executions", "code")),
+    )
 
 
-def _stored_events(case_run: CaseRun) -> list[dict[str, JSON]]:
+def _stored_events(case_run: CaseRun) -> list[JSONObject]:
     rows = (
         RunEvent.objects.filter(case_run=case_run)
         .exclude(event_type__startswith=SCORING_FAMILY)
@@ -70,11 +83,11 @@ def _stored_events(case_run: CaseRun) -> list[dict[str, JSON]]:
     ]
 
 
-def evidence_for_case_run(case_run: CaseRun, events: list[dict[str, JSON]] | None = None) -> CaseEvidence:
+def evidence_for_case_run(case_run: CaseRun, events: list[JSONObject] | None = None) -> CaseEvidence:
     """The scoring evidence of a case run; ``events`` (as stored, in order) skips reading them back."""
     if events is None:
         events = _stored_events(case_run)
-    events = [{**e, "payload": payload_hydrate(e["payload"])} for e in events if not e["event_type"].startswith(SCORING_FAMILY)]
+    events = [{**e, "payload": payload_hydrate(e["payload"])} for e in events if not str(e["event_type"]).startswith(SCORING_FAMILY)]
     captured, listings, code = _verification(case_run)
     status = case_run.status if case_run.status in ("completed", "failed", "cancelled") else "failed"
     return CaseEvidence(
@@ -103,7 +116,7 @@ def _evidence_tier(case_run: CaseRun) -> str:
     return str(data.get("evidence_tier") or "native")
 
 
-def lane_evidence_tiers(lanes: list[Lane]) -> dict[int, dict[str, str]]:
+def lane_evidence_tiers(lanes: list[Lane]) -> dict[int, EvidenceTier]:
     """``{lane_id: {"tier", "name", "label"}}``: native lanes are ``native``; a hosted lane is as observable
     as its least observed finished case (``black_box`` until one has finished). One query."""
     hosted = [lane.pk for lane in lanes if lane.runtime_profile_snapshot.get("execution_target") == ExecutionTarget.HOSTED_EXTERNAL]

@@ -8,15 +8,183 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
+from engine.scoring.documents import (
+    CaseCounts,
+    CaseDimension,
+    CaseScoreDocument,
+    JudgeResult,
+    LaneDimension,
+    LaneFinding,
+    LaneScorecardDocument,
+    MetricDetail,
+    RunScorecardDocument,
+    SecurityProbe,
+    ValidatorDetail,
+)
 from engine.scoring.security import SEVERITIES, describe
+from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
-from scoring.evidence import lane_evidence_tiers
+from scoring.evidence import EvidenceTier, lane_evidence_tiers
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 
-JSON = Any
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
+
+
+class DimensionCell(TypedDict):
+    key: str
+    value: float | None
+    bar: int | None
+
+
+class LaneRow(TypedDict):
+    """A lane in the run scorecard: its rank and numbers from its lane scorecard."""
+
+    rank: int | None
+    lane_id: int
+    label: str
+    deployment: str
+    model: str
+    overall_score: float | None
+    pass_rate: float | None
+    passed: bool | None
+    validity: str | None
+    dimensions: dict[str, float | None]  # dimension key → mean
+    cost_usd: float | None
+    latency_p50_ms: float | None
+    case_counts: CaseCounts | dict[str, int]  # {} when the lane has no scorecard
+    is_winner: NotRequired[bool]  # the API leaves it out
+    evidence_tier: str
+    evidence_tier_label: str
+    bars: NotRequired[dict[str, int | None]]  # added by the page (scoring/views.py)
+    dimension_cells: NotRequired[list[DimensionCell]]  # added by the page
+
+
+class RunScorecardRows(TypedDict):
+    winner_lane_id: int | None
+    winner_reason: str | None
+    dimension_keys: list[str]
+    lanes: list[LaneRow]
+    dimension_deltas_winner_vs_runner_up: dict[str, float | None]
+    error: NotRequired[str | None]  # why ranking failed; the API leaves it out
+
+
+class DiffLine(TypedDict):
+    kind: str  # add | del | ctx | hunk
+    text: str
+
+
+class ValidatorRow(ValidatorDetail):
+    """A validator's result with its diff and its evidence's replay link."""
+
+    diff: list[DiffLine]
+    expected_text: str
+    actual_text: str
+    replay_url: str
+
+
+class CaseEntry(TypedDict):
+    """A case of the lane scorecard (its verdict, validators, metrics and judges)."""
+
+    case_run: NotRequired[CaseRun]  # the page's; the JSON surfaces leave it out
+    case_run_id: int
+    case_key: str
+    score_status: str
+    passed: bool | None
+    overall_score: float | None
+    overall_reason: str
+    validity: str | None
+    failed_validators: list[str]
+    validators: list[ValidatorRow]
+    metrics: list[MetricDetail]
+    llm_judges: list[JudgeResult]
+    replay_url: str
+
+
+class CaseVerdicts(CaseEntry):
+    """One case's verdicts (the case verdicts API)."""
+
+    lane_id: int
+    run_status: str
+    validity_reason: str
+    dimensions: dict[str, CaseDimension]
+    warnings: list[str]
+
+
+class FindingRow(LaneFinding):
+    text: str
+    badge: str
+    replay_url: str
+
+
+class ProbeRow(SecurityProbe):
+    case_key: str
+    badge: str
+    label: str
+    replay_url: str
+
+
+class SecuritySection(TypedDict):
+    """A security pack's lane rollup (``SecurityRollup``) with its findings in words and its probes per case."""
+
+    checked_cases: int
+    blocked_cases: list[str]
+    passed: bool
+    counts: dict[str, int]
+    kinds: dict[str, int]
+    probes: dict[str, int]
+    findings: list[FindingRow]
+    probe_rows: list[ProbeRow]
+    severities: list[tuple[str, int]]  # (severity, findings), most severe first
+
+
+class DeckRow(TypedDict):
+    """A dimension of the lane scorecard: its mean, weight, share of the overall score, gate and threshold."""
+
+    key: str
+    score: float | None
+    state: str | None
+    weight: float
+    contribution: float | None
+    gate: bool
+    pass_threshold: float | None
+    below_threshold: bool
+    declared_direction: str | None
+    source: str | None
+
+
+class LaneScorecardView(TypedDict):
+    security: SecuritySection | None
+    lane: Lane
+    deployment: str
+    model: str
+    scorecard: LaneScorecard | None
+    document: LaneScorecardDocument  # without any key when the lane has no scorecard yet
+    dimension_deck: list[DeckRow]
+    cases: list[CaseEntry]
+    failures_only: bool
+    evidence_tier: EvidenceTier
+    markdown: NotRequired[str]  # added by the page (scoring/views.py)
+    run: NotRequired[Run]  # added by the page
+
+
+# Stored documents are read with ``.get`` (one may be older than its type, docs of engine.scoring.documents);
+# a case, lane or run not scored yet reads as a document without any key.
+def _case_document(score: CaseScore | None) -> CaseScoreDocument:
+    document: CaseScoreDocument = (score.document if score is not None else None) or cast(CaseScoreDocument, {})
+    return document
+
+
+def _lane_document(card: LaneScorecard | None) -> LaneScorecardDocument:
+    document: LaneScorecardDocument = (card.document if card is not None else None) or cast(LaneScorecardDocument, {})
+    return document
+
+
+def _run_document(card: RunScorecard | None) -> RunScorecardDocument:
+    # After a failed ranking, scoring/services.py stores ``{"error": …}`` instead (read below with .get).
+    document: RunScorecardDocument = (card.document if card is not None else None) or cast(RunScorecardDocument, {})
+    return document
 
 
 def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: str | None = None) -> str:
@@ -24,23 +192,23 @@ def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: 
     return f"{url}#event-{event_id}" if event_id else url
 
 
-def run_scorecard_rows(run: Run) -> dict[str, JSON]:
+def run_scorecard_rows(run: Run) -> RunScorecardRows:
     """Lanes ranked, with every dimension, for the run page table and the API."""
     card = RunScorecard.objects.filter(run=run).first()
     lanes = {lane.pk: lane for lane in Lane.objects.filter(run=run).order_by("lane_index")}
     lane_cards = {c.lane_id: c for c in LaneScorecard.objects.filter(lane__run=run)}
-    ranking = (card.document.get("ranking") if card and isinstance(card.document, dict) else None) or []
+    ranking = (_run_document(card).get("ranking") if card and isinstance(card.document, dict) else None) or []
     dimension_keys: list[str] = []
     for card_of_lane in lane_cards.values():
-        dimension_keys += [k for k in (card_of_lane.document.get("dimensions") or {}) if k not in dimension_keys]
+        dimension_keys += [k for k in (_lane_document(card_of_lane).get("dimensions") or {}) if k not in dimension_keys]
     tiers = lane_evidence_tiers(list(lanes.values()))
-    rows = []
+    rows: list[LaneRow] = []
     for entry in ranking:
         lane = lanes.get(int(entry["lane_id"]))
         lane_card = lane_cards.get(int(entry["lane_id"]))
         if lane is None:
             continue
-        document = lane_card.document if lane_card else {}
+        document = _lane_document(lane_card)
         dims = document.get("dimensions") or {}
         rows.append(
             {
@@ -53,7 +221,7 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
                 "pass_rate": document.get("pass_rate"),
                 "passed": document.get("passed"),
                 "validity": document.get("validity"),
-                "dimensions": {key: (dims.get(key) or {}).get("mean") for key in dimension_keys},
+                "dimensions": {key: _mean(dims.get(key)) for key in dimension_keys},
                 "cost_usd": document.get("cost_usd"),
                 "latency_p50_ms": (document.get("latency_ms") or {}).get("p50"),
                 "case_counts": document.get("case_counts") or {},
@@ -62,15 +230,20 @@ def run_scorecard_rows(run: Run) -> dict[str, JSON]:
                 "evidence_tier_label": tiers[lane.pk]["label"],
             }
         )
-    document = card.document if card else {}
+    ranked = _run_document(card)
+    error = ranked.get("error")  # not a RunScorecardDocument key: what scoring/services.py stores when ranking failed
     return {
         "winner_lane_id": card.winner_lane_id if card else None,
-        "winner_reason": document.get("winner_reason"),
+        "winner_reason": ranked.get("winner_reason"),
         "dimension_keys": dimension_keys,
         "lanes": rows,
-        "dimension_deltas_winner_vs_runner_up": document.get("dimension_deltas_winner_vs_runner_up") or {},
-        "error": document.get("error"),
+        "dimension_deltas_winner_vs_runner_up": ranked.get("dimension_deltas_winner_vs_runner_up") or {},
+        "error": error if isinstance(error, str) else None,
     }
+
+
+def _mean(dimension: LaneDimension | None) -> float | None:
+    return dimension.get("mean") if dimension else None
 
 
 def _text(value: JSON) -> str:
@@ -84,12 +257,12 @@ def _text(value: JSON) -> str:
         return str(value)
 
 
-def readable_diff(expected: JSON, actual: JSON) -> list[dict[str, str]]:
+def readable_diff(expected: JSON, actual: JSON) -> list[DiffLine]:
     """Line diff of expected vs actual as ``[{kind: add|del|ctx|hunk, text}]``; empty when equal."""
     a, b = _text(expected).splitlines(), _text(actual).splitlines()
     if a == b:
         return []
-    lines = []
+    lines: list[DiffLine] = []
     for line in difflib.unified_diff(a, b, fromfile="expected", tofile="actual", lineterm="", n=2):
         if line.startswith(("---", "+++")):
             continue
@@ -101,35 +274,35 @@ def readable_diff(expected: JSON, actual: JSON) -> list[dict[str, str]]:
     return lines
 
 
-def failed_validators(document: dict[str, JSON]) -> list[str]:
+def failed_validators(document: CaseScoreDocument) -> list[str]:
     return [
         str(v.get("key")) for v in document.get("validator_details") or [] if v.get("state") != "available" or v.get("verdict") != "pass"
     ]
 
 
-def case_verdicts(case_run: CaseRun, *, workspace_slug: str) -> dict[str, JSON]:
+def case_verdicts(case_run: CaseRun, *, workspace_slug: str) -> CaseVerdicts:
     """One case's verdicts with evidence, diffs and replay links (JSON-ready)."""
     score = CaseScore.objects.filter(case_run=case_run).first()
     entry = _case_entry(case_run, score, workspace_slug=workspace_slug)
     entry.pop("case_run")
-    document = score.document if score else {}
-    entry.update(
-        lane_id=case_run.lane_id,
-        run_status=case_run.status,
-        validity_reason=document.get("validity_reason") or "",
-        dimensions=document.get("dimensions") or {},
-        warnings=document.get("warnings") or [],
-    )
-    return entry
+    document = _case_document(score)
+    return {
+        **entry,
+        "lane_id": case_run.lane_id,
+        "run_status": case_run.status,
+        "validity_reason": document.get("validity_reason") or "",
+        "dimensions": document.get("dimensions") or {},
+        "warnings": document.get("warnings") or [],
+    }
 
 
-def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> dict[str, JSON]:
+def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> LaneScorecardView:
     """Everything the lane scorecard page shows."""
     card = LaneScorecard.objects.filter(lane=lane).first()
-    document = card.document if card else {}
+    document = _lane_document(card)
     case_runs = list(CaseRun.objects.filter(lane=lane).select_related("case_score").order_by("position", "pk"))
     # One CaseScore per case run was loaded with select_related; reuse it instead of re-querying.
-    cases = []
+    cases: list[CaseEntry] = []
     for case_run in case_runs:
         score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
         cases.append(_case_entry(case_run, score, workspace_slug=workspace_slug))
@@ -155,7 +328,7 @@ PROBE_BADGES = {"refused": "pass", "answered": "ok", "accepted": "fail", "unansw
 PROBE_LABELS = {"refused": "Refused", "answered": "Answered", "accepted": "Not refused", "unanswered": "No answer", "not_sent": "Not sent"}
 
 
-def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, workspace_slug: str) -> dict[str, JSON] | None:
+def security_section(document: LaneScorecardDocument, case_runs: list[CaseRun], *, workspace_slug: str) -> SecuritySection | None:
     """A security pack's findings (each with a sentence and a replay link) and adversarial prompts, per case.
 
     Findings name the secret, rule, host or prompt; no secret value is ever part of them."""
@@ -164,13 +337,13 @@ def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, wor
         return None
     by_key = {case_run.case_key: case_run for case_run in case_runs}
 
-    def link(case_key: JSON, event_id: JSON) -> str:
+    def link(case_key: str | None, event_id: str | None) -> str:
         case_run = by_key.get(str(case_key))
         if case_run is None:
             return ""
         return replay_url(workspace_slug=workspace_slug, run_id=case_run.run_id, case_run_id=case_run.pk, event_id=event_id or None)
 
-    findings = [
+    findings: list[FindingRow] = [
         {
             **f,
             "text": describe(f),
@@ -180,11 +353,11 @@ def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, wor
         for f in rollup.get("findings") or []
         if isinstance(f, dict)
     ]
-    probes = []
+    probes: list[ProbeRow] = []
     for case_run in case_runs:
         score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
-        report = (score.document or {}).get("security") if score is not None else None
-        for probe in (report or {}).get("probes") or []:
+        report = _case_document(score).get("security")
+        for probe in (report.get("probes") if report else None) or []:
             status = str(probe.get("status") or "")
             probes.append(
                 {
@@ -203,9 +376,9 @@ def security_section(document: dict[str, JSON], case_runs: list[CaseRun], *, wor
     }
 
 
-def _case_entry(case_run: CaseRun, score: CaseScore | None, *, workspace_slug: str) -> dict[str, JSON]:
-    document = score.document if score else {}
-    validators = []
+def _case_entry(case_run: CaseRun, score: CaseScore | None, *, workspace_slug: str) -> CaseEntry:
+    document = _case_document(score)
+    validators: list[ValidatorRow] = []
     for v in document.get("validator_details") or []:
         validators.append(
             {
@@ -235,19 +408,19 @@ def _case_entry(case_run: CaseRun, score: CaseScore | None, *, workspace_slug: s
     }
 
 
-def _dimension_deck(lane: Lane, document: dict[str, JSON]) -> list[dict[str, JSON]]:
+def _dimension_deck(lane: Lane, document: LaneScorecardDocument) -> list[DeckRow]:
     """Per dimension: mean score, weight, share of the overall score, gate and threshold.
 
     Weight, gate and threshold come from the evaluation spec (via the first case's dimension
     entry, which carries them); contribution = weight × score / Σ weights of available dims.
     """
     first_case = CaseScore.objects.filter(lane=lane).order_by("case_run__position").first()
-    declared = (first_case.document.get("dimensions") or {}) if first_case else {}
+    declared = (_case_document(first_case).get("dimensions") or {}) if first_case else {}
     dims = document.get("dimensions") or {}
-    total_weight = sum(float((declared.get(k) or {}).get("weight") or 1.0) for k, d in dims.items() if d.get("mean") is not None)
-    deck = []
+    total_weight = sum(float(_declared(declared, k).get("weight") or 1.0) for k, d in dims.items() if d.get("mean") is not None)
+    deck: list[DeckRow] = []
     for key, entry in dims.items():
-        spec = declared.get(key) or {}
+        spec = _declared(declared, key)
         declared_weight = spec.get("weight")
         weight = float(declared_weight if declared_weight is not None else 1.0)
         mean = entry.get("mean")
@@ -269,7 +442,12 @@ def _dimension_deck(lane: Lane, document: dict[str, JSON]) -> list[dict[str, JSO
     return deck
 
 
-def _fmt(value: JSON, digits: int = 3) -> str:
+def _declared(declared: dict[str, CaseDimension], key: str) -> CaseDimension:
+    """A dimension as the first case declares it; one without any key when it does not."""
+    return declared.get(key) or cast(CaseDimension, {})
+
+
+def _fmt(value: object, digits: int = 3) -> str:
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -279,7 +457,7 @@ def _fmt(value: JSON, digits: int = 3) -> str:
     return str(value)
 
 
-def lane_scorecard_markdown(view: dict[str, JSON]) -> str:
+def lane_scorecard_markdown(view: LaneScorecardView) -> str:
     """The lane scorecard as Markdown, for pasting into a PR or an issue."""
     document = view["document"]
     lane = view["lane"]

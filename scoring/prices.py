@@ -7,14 +7,16 @@ cases skip the read.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from engine.scoring.pricing import FREE_PROVIDERS
+from engine.scoring.spec import ModelPrice
 from infrastructure.selectors import model_price_rows
 from runs.models import CaseRun
 
 
-def workspace_prices_for(case_run: CaseRun) -> list[dict[str, Any]]:
+def workspace_prices_for(case_run: CaseRun) -> list[ModelPrice]:
     if case_run.lane.provider_key in FREE_PROVIDERS:
         return []
-    return model_price_rows(workspace_id=case_run.run.workspace_id)
+    # ``ModelPrice.as_pricing_row`` builds ``pricing.models`` rows (infrastructure/models.py).
+    return cast(list[ModelPrice], model_price_rows(workspace_id=case_run.run.workspace_id))

@@ -7,7 +7,7 @@ no CDN and no style= attribute: colours come from classes in app.css (``s-0`` â€
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TypedDict
 
 from packs.models import Pack
 from runs.models import Run, RunStatus
@@ -63,12 +63,21 @@ class Chart:
     baseline_y: float = HEIGHT - BOTTOM
 
 
+class TrendRow(TypedDict):
+    """One agent in one run: the numbers behind the charts, for the table."""
+
+    run: Run
+    agent: str
+    pass_rate: float | None
+    overall_score: float | None
+
+
 @dataclasses.dataclass
 class PackTrends:
     runs: list[Run]
     agents: list[str]
     charts: list[Chart]
-    rows: list[dict[str, Any]]  # the numbers behind the charts, for the table
+    rows: list[TrendRow]
 
 
 def _x(index: int, count: int) -> float:
@@ -96,7 +105,7 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
         if name not in agents:
             agents.append(name)
         values[(name, card.lane.run_id)] = card
-    rows = [
+    rows: list[TrendRow] = [
         {
             "run": run,
             "agent": agent,

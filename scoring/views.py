@@ -22,7 +22,7 @@ def _bar(value: float | None, maximum: float | None = 1.0) -> int | None:
     return max(0, min(BAR_WIDTH, round(BAR_WIDTH * float(value) / float(maximum))))
 
 
-def _run_scorecard_context(run: Run) -> dict:
+def _run_scorecard_context(run: Run) -> dict[str, object]:
     data = run_scorecard_rows(run)
     max_cost = max((r["cost_usd"] or 0 for r in data["lanes"]), default=0) or None
     max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.scoring import aggregate_lane
+from engine.scoring.documents import LaneRefs
 from scoring import services as scoring
 from scoring.models import CaseScore, LaneScorecard
 from scoring.services import _share_strings, evaluation_spec_for
@@ -34,7 +35,7 @@ def test_the_lane_scorecard_is_what_the_case_scores_aggregate_to(workspace):
     LaneScorecard.objects.filter(pk=card.pk).update(document={})
     scoring.lane_score(lane_id=lane.pk)
     documents = [cs.document for cs in CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id")]
-    refs = {"run_id": run.pk, "lane_id": lane.pk, "pack_version_id": run.pack_version_id, "input_set_id": run.input_set_id}
+    refs: LaneRefs = {"run_id": run.pk, "lane_id": lane.pk, "pack_version_id": run.pack_version_id, "input_set_id": run.input_set_id}
     expected = aggregate_lane(evaluation_spec_for(run), documents, refs=refs)
     assert LaneScorecard.objects.get(lane=lane).document == expected
     assert expected["case_counts"]["total"] == 2 and expected["pass_rate"] == 0.5

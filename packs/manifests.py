@@ -16,27 +16,28 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import cast
 
+from engine.scoring.spec import EvaluationSpec
+from engine.types import JSONObject
 from packs.models import PackVersion
 
 MAX_VERSIONS = 32  # a worker rarely runs more versions at once
 MAX_CASES = 10_000  # about four full-size packs: ~20 MB per process
 
-JSON = Any
-
 
 @dataclasses.dataclass(frozen=True)
 class PackManifest:
-    manifest: dict[str, JSON]
-    cases: dict[tuple[str, str], dict[str, JSON]]  # (input set key, case key) → the manifest's case
+    manifest: JSONObject
+    cases: dict[tuple[str, str], JSONObject]  # (input set key, case key) → the manifest's case
 
     @property
-    def evaluation_spec(self) -> dict[str, JSON]:
+    def evaluation_spec(self) -> EvaluationSpec:
+        """The spec as bundle/manifest.py stored it, validated at publish (engine/scoring/spec.py: its shape)."""
         spec = self.manifest.get("evaluation_spec")
-        return spec if isinstance(spec, dict) else {}
+        return cast(EvaluationSpec, spec) if isinstance(spec, dict) else {}
 
-    def case(self, input_set_key: str, case_key: str) -> dict[str, JSON] | None:
+    def case(self, input_set_key: str, case_key: str) -> JSONObject | None:
         return self.cases.get((input_set_key, case_key))
 
 
@@ -44,11 +45,13 @@ _cache: OrderedDict[tuple[int, str | None], PackManifest] = OrderedDict()  # lea
 _lock = threading.Lock()
 
 
-def _index(manifest: dict[str, JSON]) -> dict[tuple[str, str], dict[str, JSON]]:
-    index: dict[tuple[str, str], dict[str, JSON]] = {}
-    for input_set in manifest.get("input_sets") or []:
-        for case in (input_set or {}).get("cases") or []:
-            if isinstance(case, dict):
+def _index(manifest: JSONObject) -> dict[tuple[str, str], JSONObject]:
+    index: dict[tuple[str, str], JSONObject] = {}
+    input_sets = manifest.get("input_sets")
+    for input_set in input_sets if isinstance(input_sets, list) else []:
+        cases = input_set.get("cases") if isinstance(input_set, dict) else None
+        for case in cases if isinstance(cases, list) else []:
+            if isinstance(case, dict) and isinstance(input_set, dict):
                 index[(str(input_set.get("key")), str(case.get("case_key") or case.get("item_key")))] = case
     return index
 

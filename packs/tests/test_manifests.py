@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from packs.manifests import pack_manifest, pack_manifest_cache_clear
@@ -25,8 +27,9 @@ def test_a_version_is_read_once_and_then_served_from_memory(workspace, admin, dj
     with django_assert_num_queries(0):
         again = pack_manifest(pack_version_id=version.pk, checksum=version.manifest_checksum)
     assert again is first
-    assert first.manifest["pack"]["slug"] == "tiny" and first.evaluation_spec["name"] == "tiny"
-    assert first.case("default", "case-1") == next(c for c in first.manifest["input_sets"][0]["cases"] if c.get("case_key") == "case-1")
+    manifest: dict[str, Any] = first.manifest  # read as the test wrote it
+    assert manifest["pack"]["slug"] == "tiny" and first.evaluation_spec["name"] == "tiny"
+    assert first.case("default", "case-1") == next(c for c in manifest["input_sets"][0]["cases"] if c.get("case_key") == "case-1")
 
 
 def test_without_a_checksum_it_asks_the_database_for_one(workspace, admin, django_assert_num_queries):

@@ -63,10 +63,19 @@ class CaseRunFinalize(Job):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class CaseRunDeadline(Job):
+    """A hosted case's deadline: close and finish it unless its agent finished it first."""
+
+    task_name: ClassVar[str] = "runs.case_run_deadline"
+    case_run_id: int
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RunReap(Job):
     """The periodic safety net (celery beat)."""
 
     task_name: ClassVar[str] = "runs.run_reap"
 
 
-JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, RunReap)
+JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunReap)

@@ -12,7 +12,9 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from engine.scoring.documents import ValidatorDetail
 from runs.models import CaseStatus, Lane, ScoreStatus
+from runs.selectors import CaseMatrixRow
 
 SHOW_ALL, SHOW_FAILURES, SHOW_DISAGREEMENTS = "all", "failures", "disagreements"
 SHOW_CHOICES = [
@@ -76,7 +78,7 @@ class MatrixRow:
         return len(verdicts) > 1 and len(set(verdicts)) > 1
 
 
-def _cell(row: dict[str, Any], validator: dict[str, Any] | None, validator_key: str) -> MatrixCell:
+def _cell(row: CaseMatrixRow, validator: ValidatorDetail | None, validator_key: str) -> MatrixCell:
     cell = MatrixCell(case_run_id=row["pk"], lane_id=row["lane_id"], tone="pending", label="Scoring…", score=row["score"])
     status = row["status"]
     if status == CaseStatus.QUEUED:
@@ -101,7 +103,7 @@ def _cell(row: dict[str, Any], validator: dict[str, Any] | None, validator_key: 
     return cell
 
 
-def _validator_cell(cell: MatrixCell, validator: dict[str, Any] | None, row: dict[str, Any]) -> None:
+def _validator_cell(cell: MatrixCell, validator: ValidatorDetail | None, row: CaseMatrixRow) -> None:
     if validator is None:
         cell.tone, cell.label = ("pending", "Scoring…") if row["score_status"] == ScoreStatus.PENDING else ("pending", "Not checked")
         cell.score = None
@@ -118,7 +120,7 @@ def _validator_cell(cell: MatrixCell, validator: dict[str, Any] | None, row: dic
 
 
 def matrix_rows(
-    rows: list[dict[str, Any]], lanes: list[Lane], *, validator_key: str = "", validator_verdicts: dict[int, dict[str, Any]] | None = None
+    rows: list[CaseMatrixRow], lanes: list[Lane], *, validator_key: str = "", validator_verdicts: dict[int, ValidatorDetail] | None = None
 ) -> list[MatrixRow]:
     """Case runs grouped by case (in the run's case order), one cell per lane."""
     column = {lane.pk: index for index, lane in enumerate(lanes)}

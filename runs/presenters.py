@@ -9,17 +9,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from engine import events as ev
 from engine.scoring.security import describe
-from engine.types import EVENT_SCHEMA_VERSION
+from engine.types import EVENT_SCHEMA_VERSION, JSON, JSONObject
 from runs.models import RunEvent
 
 if TYPE_CHECKING:
     from runs.selectors import LaneProgress
-
-JSON = Any
 
 _SHELL_TOOLS = frozenset({"exec", "run_tests", "build"})
 _FAILURES = frozenset({ev.SYSTEM_RUN_FAILED, ev.TOOL_CALL_FAILED, ev.SCORING_FAILED, ev.SANDBOX_COMMAND_FAILED, ev.SECURITY_FINDING})
@@ -34,8 +32,13 @@ _MINOR_TITLES = {
 }
 
 
-def _payload(event: RunEvent) -> dict[str, JSON]:
+def _payload(event: RunEvent) -> JSONObject:
     return event.payload if isinstance(event.payload, dict) else {}
+
+
+def _dicts(value: JSON) -> list[JSONObject]:
+    """The objects of a JSON list (a payload's ``tool_calls``); none when it is not a list."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _is_tool_call(kind: str) -> bool:
@@ -64,7 +67,7 @@ def lane_activity(event: RunEvent | None) -> str:
             if not isinstance(args, dict):
                 args = {}
             command = args.get("command") or args.get("argv") or name
-            return f"$ {' '.join(command) if isinstance(command, list) else command}"[:80]
+            return f"$ {' '.join(str(part) for part in command) if isinstance(command, list) else command}"[:80]
         return f"tool {name}"
     if kind.startswith(ev.GRADER_FAMILY):
         return "verifying"
@@ -94,7 +97,7 @@ def event_summary(event: RunEvent) -> str:
     payload = _payload(event)
     kind = event.event_type
     if kind == ev.MODEL_CALL_COMPLETED:
-        calls = ", ".join(c.get("name", "?") for c in payload.get("tool_calls") or [] if isinstance(c, dict))
+        calls = ", ".join(str(c.get("name", "?")) for c in _dicts(payload.get("tool_calls")))
         return f"model answered{' → ' + calls if calls else ''}"
     if _is_tool_call(kind):
         return f"{payload.get('tool_name', 'tool')} {'failed' if kind == ev.TOOL_CALL_FAILED else 'ok'}"
@@ -184,10 +187,8 @@ def replay_step(event: RunEvent) -> ReplayStep:
     )
     if kind == ev.MODEL_CALL_COMPLETED:
         step.title = f"Model call ({payload.get('provider_model_id') or ''})"
-        step.text = payload.get("output_text") or ""
-        step.calls = [
-            {"name": c.get("name"), "arguments": c.get("arguments")} for c in payload.get("tool_calls") or [] if isinstance(c, dict)
-        ]
+        step.text = str(payload.get("output_text") or "")
+        step.calls = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in _dicts(payload.get("tool_calls"))]
     elif kind in ev.TOOL_CALL_RESULTS:
         result = payload.get("result")
         if not isinstance(result, dict):
@@ -234,9 +235,27 @@ def _security_step(step: ReplayStep, payload: dict[str, JSON]) -> None:
         step.title, step.error, step.is_error = "Security finding", describe(payload), True
 
 
-def event_json(event: RunEvent) -> dict[str, Any]:
+class EventJSON(TypedDict):
+    """An event as the API and the JSONL export show it (``EventOutputSerializer`` documents it)."""
+
+    id: int
+    event_id: str
+    schema_version: JSON  # the payload's, else the current one
+    run_id: int
+    run_agent_id: int
+    case_run_id: int | None
+    case_key: str
+    attempt: int
+    sequence_number: int
+    event_type: str
+    source: str
+    occurred_at: str
+    payload: JSON
+
+
+def event_json(event: RunEvent) -> EventJSON:
     """An event as the API and the JSONL export show it (one shape; ``EventOutputSerializer`` documents it)."""
-    payload = event.payload
+    payload: JSON = event.payload
     occurred = event.occurred_at.isoformat()
     return {
         "id": event.pk,

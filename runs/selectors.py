@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from django.db.models import (
     Avg,
@@ -24,7 +24,9 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
 
 from engine import events as ev
+from engine.scoring.documents import ValidatorDetail
 from engine.scoring.pricing import price_usage
+from engine.scoring.spec import ModelPrice, PricingConfig
 from runs.events import payload_hydrate
 from runs.lookups import CASE_STATUSES
 from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
@@ -265,9 +267,25 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
 MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt")
 
 
-def case_matrix_rows(*, run: Run) -> list[dict[str, Any]]:
+class CaseMatrixRow(TypedDict):
+    """A case run's ``MATRIX_FIELDS``."""
+
+    pk: int
+    lane_id: int
+    case_key: str
+    position: int
+    status: str
+    passed: bool | None
+    score: float | None
+    score_status: str
+    stop_reason: str
+    attempt: int
+
+
+def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
     """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
-    return list(CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS))
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS)
+    return cast(list[CaseMatrixRow], list(rows))
 
 
 def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[int, str | None]:
@@ -282,12 +300,13 @@ def validator_keys(*, run: Run) -> list[str]:
     return [str(v["key"]) for v in spec.get("validators") or [] if isinstance(v, dict) and v.get("key")]
 
 
-def validator_verdicts(*, run: Run, key: str) -> dict[int, dict[str, Any]]:
+def validator_verdicts(*, run: Run, key: str) -> dict[int, ValidatorDetail]:
     """Per scored case run, the verdict of validator ``key`` (``verdict``, ``state``, ``normalized_score``, ``reason``)."""
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, ValidatorDetail] = {}
     rows = CaseScore.objects.filter(lane__run=run).values_list("case_run_id", "document__validator_details")
     for case_run_id, details in rows:
-        for detail in details if isinstance(details, list) else []:
+        stored: list[ValidatorDetail] = details if isinstance(details, list) else []
+        for detail in stored:
             if isinstance(detail, dict) and detail.get("key") == key:
                 found[case_run_id] = detail
                 break
@@ -357,11 +376,11 @@ def model_call_pricer(*, case_run: CaseRun) -> Callable[[str, str, int, int], fl
     """Prices one model call's tokens from the sources scoring uses (the pack's pricing rows,
     free for ``scripted``, the workspace's overrides, the price library)."""
     spec = evaluation_spec_for(case_run.run)
-    pricing = spec.get("pricing")
+    pricing: PricingConfig | None = spec.get("pricing")
     if not isinstance(pricing, dict):
         pricing = {}
-    spec_rows = [row for row in pricing.get("models") or [] if isinstance(row, dict)]
-    workspace_rows: list[dict[str, Any]] | None = None
+    spec_rows: list[ModelPrice] = [row for row in pricing.get("models") or [] if isinstance(row, dict)]
+    workspace_rows: list[ModelPrice] | None = None
 
     def price(provider_key: str, model_id: str, input_tokens: int, output_tokens: int) -> float | None:
         nonlocal workspace_rows

@@ -18,7 +18,8 @@ from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
-from runs.jobs import CaseRunExecute, CaseRunFinalize, RunReap, RunStart
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunStart
+from runs.pipeline.hosted.finish import hosted_case_deadline
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 log = logging.getLogger(__name__)
@@ -83,6 +84,13 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
 def case_run_finalize(case_run_id: int) -> None:
     db_fresh()
     pipeline.case_run_finalize(case_run_id=case_run_id)
+
+
+@shared_task(name=CaseRunDeadline.task_name, **IDEMPOTENT)
+def case_run_deadline(case_run_id: int, attempt: int) -> None:
+    """A hosted case's deadline (runs/pipeline/hosted/finish.py)."""
+    db_fresh()
+    hosted_case_deadline(case_run_id=case_run_id, attempt=attempt)
 
 
 @shared_task(name=RunReap.task_name, **IDEMPOTENT)

@@ -11,13 +11,12 @@ import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from engine import events as ev
+from engine.types import JSON, JSONObject
 from runs.models import RunEvent
 from runs.presenters import ReplayStep, replay_step
 
-JSON = Any
 # provider key, model id, input tokens, output tokens → cost in USD (None: nobody prices it)
 Pricer = Callable[[str, str, int, int], float | None]
 
@@ -47,7 +46,7 @@ def _ms(later: dt.datetime, earlier: dt.datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() * 1000)
 
 
-def _payload(event: RunEvent) -> dict[str, JSON]:
+def _payload(event: RunEvent) -> JSONObject:
     return event.payload if isinstance(event.payload, dict) else {}
 
 
@@ -55,7 +54,7 @@ def _payload(event: RunEvent) -> dict[str, JSON]:
 class InputMessage:
     role: str
     content: str
-    tool_calls: list[dict[str, JSON]]
+    tool_calls: list[JSONObject]
     tool_call_id: str = ""
     is_error: bool = False
 
@@ -64,7 +63,7 @@ class InputMessage:
         return ROLE_LABELS.get(self.role, self.role.capitalize())
 
 
-def input_messages(payload: dict[str, JSON]) -> list[InputMessage] | None:
+def input_messages(payload: JSONObject) -> list[InputMessage] | None:
     """The messages a ``model.call.started`` recorded (None: recorded before inputs were stored)."""
     raw = payload.get("messages")
     if not isinstance(raw, list):
@@ -73,7 +72,8 @@ def input_messages(payload: dict[str, JSON]) -> list[InputMessage] | None:
     for entry in raw:
         if not isinstance(entry, dict):
             continue
-        calls = [c for c in entry.get("tool_calls") or [] if isinstance(c, dict)]
+        listed = entry.get("tool_calls")
+        calls = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
         found.append(
             InputMessage(
                 role=str(entry.get("role") or ""),
@@ -132,17 +132,23 @@ class _Open:
         return None
 
 
-def _usage(payload: dict[str, JSON]) -> tuple[int, int]:
+def _usage(payload: JSONObject) -> tuple[int, int]:
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         usage = {}
     try:
-        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        return _int(usage.get("input_tokens") or 0), _int(usage.get("output_tokens") or 0)
     except (TypeError, ValueError):
         return 0, 0
 
 
-def _model_call(step: ReplayStep, payload: dict[str, JSON], pricer: Pricer | None) -> None:
+def _int(value: JSON) -> int:
+    if isinstance(value, str | int | float):
+        return int(value)
+    raise TypeError(f"not a number: {type(value).__name__}")
+
+
+def _model_call(step: ReplayStep, payload: JSONObject, pricer: Pricer | None) -> None:
     step.tokens_in, step.tokens_out = _usage(payload)
     if pricer is not None:
         model = str(payload.get("provider_model_id") or "")
@@ -150,7 +156,7 @@ def _model_call(step: ReplayStep, payload: dict[str, JSON], pricer: Pricer | Non
         step.cost_text = cost_text(step.cost)
 
 
-def _model_input(step: ReplayStep, payload: dict[str, JSON]) -> None:
+def _model_input(step: ReplayStep, payload: JSONObject) -> None:
     messages = input_messages(payload)
     total = payload.get("message_count")
     if messages is None:
@@ -159,7 +165,7 @@ def _model_input(step: ReplayStep, payload: dict[str, JSON]) -> None:
     step.messages = messages
     step.minor = False
     start = payload.get("messages_from") or 0
-    step.messages_total = int(total) if isinstance(total, int) else len(messages) + int(start)
+    step.messages_total = int(total) if isinstance(total, int) else len(messages) + _int(start)
     step.messages_earlier = step.messages_total - len(messages)
     new = len(messages)
     step.title = f"Model input: {new} message{'s' if new != 1 else ''}" + (

@@ -73,7 +73,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     "judge_deployments": "allow_missing_judges", "simulator_deployment_id": "simulator_deployment",
                     "regression_suite_ids": "regression_suites", "regression_case_ids": "regression_suites",
                     "regression_scope": "regression_scope", "race_context": "race_context",
-                }.get(exc.field)  # fmt: skip
+                }.get(exc.field or "")  # fmt: skip
                 form.add_error(field if field in form.fields else None, exc.text)
             else:
                 messages.success(request, f"Run “{run.name}” started.")

@@ -357,12 +357,11 @@ RUNS_RETRY_BACKOFF_SECONDS = env.float("RUNS_RETRY_BACKOFF_SECONDS", default=10.
 API_TOKEN_PREFIX = "act_"
 # Hosted external agents (docs/hosted-agents.md): the public origin agents post their events back
 # to (the callback URL sent with each case), and the bounds on the worker's case POST and on a
-# callback body. The worker checks for the agent's terminal event every HOSTED_POLL_SECONDS.
+# callback body. No process waits for a hosted agent: its callback or its deadline finishes the case.
 HOSTED_CALLBACK_BASE_URL = env.str("HOSTED_CALLBACK_BASE_URL", default="http://localhost:8000").rstrip("/")
 HOSTED_DISPATCH_TIMEOUT_SECONDS = env.float("HOSTED_DISPATCH_TIMEOUT_SECONDS", default=10.0)
 HOSTED_DISPATCH_MAX_RESPONSE_BYTES = env.int("HOSTED_DISPATCH_MAX_RESPONSE_BYTES", default=64 * 1024)
 HOSTED_CALLBACK_MAX_BYTES = env.int("HOSTED_CALLBACK_MAX_BYTES", default=256 * 1024)
-HOSTED_POLL_SECONDS = env.float("HOSTED_POLL_SECONDS", default=0.5)
 # Tests only: fail instead of skipping when PostgreSQL, Redis, bubblewrap or Chromium is missing.
 REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 

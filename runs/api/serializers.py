@@ -105,4 +105,4 @@ class EventOutputSerializer(serializers.Serializer):
 
     def to_representation(self, instance: RunEvent) -> dict[str, Any]:
         # The fields above document the shape; runs.presenters.event_json is the one that builds it.
-        return event_json(instance)
+        return {**event_json(instance)}

@@ -25,7 +25,7 @@ from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.pipeline.context import MAX_ATTEMPTS, CaseContext, attempt_prefix, case_context
 from runs.pipeline.finish import ERROR_MAX_CHARS, case_finish
-from runs.pipeline.hosted.attempt import hosted_attempt_run
+from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
 from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
 from runs.queue import enqueue_on_commit
 from runs.ticker import TICKER, Job
@@ -91,6 +91,8 @@ def case_run_execute(
 ) -> str:
     """Claim and run one case. Returns what happened (for logs and tests); never raises for case problems.
 
+    A hosted case is handed to its agent and left running ("dispatched"): no process waits for it.
+
     ``score_inline``: score the finished case here, from the events just written, instead of
     enqueueing ``runs.case_run_finalize`` (the worker task does; it saves a task round trip and
     reading the case back). A case left unscored by a dying worker is re-finalized by the reaper.
@@ -130,6 +132,11 @@ def case_run_execute(
     finally:
         heartbeat.stop()
         sink.stop()
+    if isinstance(result, HostedWait):  # the agent has the case; its callback or its deadline finishes it
+        sink.flush()
+        if ctx is not None:
+            hosted_case_wait(ctx, result)
+        return "dispatched"
     if result.retryable and case_run.attempt < MAX_ATTEMPTS:
         sink.flush()
         _retry_later(case_run, result, ctx.redactor if ctx else Redactor([]))
@@ -137,12 +144,11 @@ def case_run_execute(
     return case_finish(case_run, result, sink, ctx)
 
 
-def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
-    cancel = CancelCheck(ctx.case_run.pk, ctx.attempt)
+def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt | HostedWait:
     try:
         if ctx.hosted:  # the team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)
-            return hosted_attempt_run(ctx, cancel=cancel)
-        return native_attempt_run(ctx, sink=sink, cancel=cancel, emitter=emitter)
+            return hosted_case_dispatch(ctx)
+        return native_attempt_run(ctx, sink=sink, cancel=CancelCheck(ctx.case_run.pk, ctx.attempt), emitter=emitter)
     except Exception as exc:
         logger.exception("case run %s crashed", ctx.case_run.pk)
         return attempt_failed(emitter, STOP_SANDBOX_ERROR, f"worker error: {type(exc).__name__}", retryable=True)

@@ -16,13 +16,15 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.utils import timezone
 
-from runs.jobs import CaseRunExecute, CaseRunFinalize
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize
 from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_transition
-from runs.models import RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
+from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
 from runs.pipeline.advance import case_after_finish, lane_advance, run_advance
 from runs.pipeline.context import MAX_ATTEMPTS
+from runs.pipeline.hosted.finish import hosted_cases_cancel
 from runs.pipeline.lane import lane_dispatch, lanes_dispatch_interleaved
 from runs.queue import enqueue_now
 
@@ -65,10 +67,12 @@ def run_start(*, run_id: int) -> bool:
 
 @transaction.atomic
 def run_cancel(*, run: Run, user: Any) -> Run:
-    """Cancel a run that can still be cancelled; running cases stop at their next cancel check."""
+    """Cancel a run that can still be cancelled: queued cases at once, hosted ones at once (no worker
+    waits for them), native running ones at their worker's next cancel check."""
     if run.is_terminal or not run_transition(run_id=run.pk, to=RunStatus.CANCELLED, reason="cancelled by user", user=user):
         raise RunNotCancellable(f"This run is {Run.objects.get(pk=run.pk).get_status_display().lower()} and can't be cancelled.")
     cases_cancel_open(run_id=run.pk)
+    hosted_cases_cancel(run_id=run.pk)
     run.refresh_from_db()
     return run
 
@@ -92,7 +96,12 @@ def run_reap(
     stale = CaseRun.objects.filter(run__in=running, status=CaseStatus.RUNNING).filter(
         Q(heartbeat_at__lt=now - stale_after) | Q(heartbeat_at__isnull=True)
     )
-    for case_run_id, attempt, lane_id in stale.values_list("pk", "attempt", "lane_id")[:500]:
+    stale = stale.annotate(target=KeyTextTransform("execution_target", KeyTransform("runtime_profile", "lane__snapshot")))
+    for case_run_id, attempt, lane_id, target in stale.values_list("pk", "attempt", "lane_id", "target")[:500]:
+        if target == HOSTED_EXTERNAL:  # its agent has it (no worker to have died): past its deadline, close it
+            enqueue_now(CaseRunDeadline(case_run_id=case_run_id, attempt=attempt))
+            report["requeued"] += 1
+            continue
         if attempt >= MAX_ATTEMPTS:  # its workers keep dying (a case that kills them): stop here
             error = f"the worker running this case stopped responding ({attempt} attempts)"
             fields = {"stop_reason": "sandbox_error", "error": error}

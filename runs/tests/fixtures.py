@@ -8,6 +8,7 @@ import pytest
 
 from regression.tests.factories import failing_deployment, finished_run, suite_for
 from runs import pipeline, queue, services
+from runs.pipeline.hosted.finish import hosted_case_deadline
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker
 
@@ -17,6 +18,7 @@ TASKS: dict[str, Callable[..., object]] = {
         case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds
     ),
     "runs.case_run_finalize": lambda case_run_id: pipeline.case_run_finalize(case_run_id=case_run_id),
+    "runs.case_run_deadline": lambda case_run_id, attempt: hosted_case_deadline(case_run_id=case_run_id, attempt=attempt),
     "runs.run_reap": lambda: services.run_reap(),
 }
 

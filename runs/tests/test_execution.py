@@ -4,7 +4,7 @@ import pytest
 
 from engine.events import MODEL_CALL_COMPLETED, SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED, SYSTEM_STEP_STARTED
 from engine.sandbox import IsolationUnavailableError
-from engine.types import ProviderError
+from engine.types import JSONObject, ProviderError
 from runs import pipeline, services
 from runs.events import payload_hydrate, run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
@@ -81,7 +81,7 @@ def test_it_stores_oversized_payloads_as_files_and_hydrates_them(run_of, deploym
     settings.RUN_EVENT_INLINE_MAX_BYTES = 100
     run = run_of(deployment)
     lane = run.lanes.get()
-    big = {"output_text": "x" * 500}
+    big: JSONObject = {"output_text": "x" * 500}
     run_events_append(
         run_id=run.pk,
         lane_id=lane.pk,

@@ -26,7 +26,7 @@ def test_a_hosted_race_started_from_the_run_form_shows_each_lanes_evidence_tier(
     ws = f"{live_server.url}/w/{workspace.slug}"
     with agent_on_loopback(answers=_answers()) as agent:
         hosted_deployment(workspace, name="Hosted reference", endpoint_url=agent_url(agent))
-        env = {"ALLOW_PRIVATE_PROVIDER_URLS": "true", "HOSTED_CALLBACK_BASE_URL": live_server.url, "HOSTED_POLL_SECONDS": "0.1"}
+        env = {"ALLOW_PRIVATE_PROVIDER_URLS": "true", "HOSTED_CALLBACK_BASE_URL": live_server.url}
         worker.extra_env = env
         worker.start()
         login(page, live_server.url, member.username, PASSWORD)

@@ -71,7 +71,7 @@ def test_a_hosted_agent_races_a_native_one_on_a_real_pack(live_server, api_clien
     client = api_client_for(admin)
     with agent_on_loopback(answers=_answers()) as agent:
         version_id, native_id, hosted_id = _api_setup(client, workspace, agent_url(agent))
-        env = {"ALLOW_PRIVATE_PROVIDER_URLS": "true", "HOSTED_CALLBACK_BASE_URL": live_server.url, "HOSTED_POLL_SECONDS": "0.1"}
+        env = {"ALLOW_PRIVATE_PROVIDER_URLS": "true", "HOSTED_CALLBACK_BASE_URL": live_server.url}
         worker = Worker(queue=broker_queue, extra_env=env).start()
         try:
             created = client.post(

@@ -5,25 +5,27 @@ from __future__ import annotations
 import pytest
 
 from engine.scoring.evidence import CaseEvidence, extract
+from engine.scoring.spec import ValidatorDeclaration
 from engine.scoring.tiers import BLACK_BOX, NATIVE, STRUCTURED_TRACE, lane_tier, tier_gap
 from engine.scoring.validators import run_validator
+from engine.types import JSONObject
 from runs.pipeline.hosted.attempt import evidence_tier
 
-TOOL_CHECK = {
+TOOL_CHECK: ValidatorDeclaration = {
     "key": "used_lookup",
     "type": "tool_call_assertion",
     "target": "tool_calls",
     "config": {"tool_name": "lookup", "must_call": True},
 }
-FILE_CHECK = {"key": "wrote_file", "type": "file_exists", "target": "file:out.txt"}
-ANSWER_CHECK = {"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}
-TRACE = [
+FILE_CHECK: ValidatorDeclaration = {"key": "wrote_file", "type": "file_exists", "target": "file:out.txt"}
+ANSWER_CHECK: ValidatorDeclaration = {"key": "answer", "type": "exact_match", "target": "final_output", "expected_from": "literal:42"}
+TRACE: list[JSONObject] = [
     {"event_id": "1", "event_type": "tool.call.completed", "sequence_number": 1, "payload": {"tool_name": "lookup", "arguments": {}}},
     {"event_id": "2", "event_type": "system.run.completed", "sequence_number": 2, "payload": {"final_output": "42"}},
 ]
 
 
-def _result(declaration: dict, tier: str):
+def _result(declaration: ValidatorDeclaration, tier: str):
     evidence = CaseEvidence(case_key="c", final_output="42", events=TRACE, evidence_tier=tier)
     return run_validator(declaration, evidence, extract(evidence))
 

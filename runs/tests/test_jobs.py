@@ -31,7 +31,7 @@ def test_a_job_sends_its_arguments_in_order_without_trailing_defaults():
 
 def test_a_job_is_keyword_only():
     with pytest.raises(TypeError):
-        CaseRunExecute(4, 2)  # type: ignore[misc]
+        CaseRunExecute(4, 2)  # type: ignore[call-arg]
 
 
 def test_enqueue_captures_the_task_name_and_arguments(tasks):

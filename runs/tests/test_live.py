@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from engine.events import MODEL_CALL_STARTED
 from engine.redact import Redactor
-from engine.types import Event
+from engine.types import Event, JSONObject
 from runs import services
 from runs.events import run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, LaneStatusHistory, Run, RunEvent, RunStatus, ScoreStatus
@@ -231,7 +231,7 @@ def test_the_whole_input_of_a_model_call_is_rebuilt(race, viewer, client_for):
 def test_model_inputs_are_stored_redacted(workspace, admin, tasks):
     run = started_run(workspace, admin, tasks, lanes=1)
     case = CaseRun.objects.filter(run=run).first()
-    payload = {"messages_from": 0, "messages": [{"role": "user", "content": "use the key sk-live-0123456789abcdef please"}]}
+    payload: JSONObject = {"messages_from": 0, "messages": [{"role": "user", "content": "use the key sk-live-0123456789abcdef please"}]}
     event = Event(
         event_id="t:1", event_type=MODEL_CALL_STARTED, source="native_engine", occurred_at="2026-01-01T00:00:00.000Z", payload=payload
     )

@@ -1,18 +1,16 @@
-"""A hosted lane's case attempt (docs/hosted-agents.md): hand the case to the agent, then wait.
+"""A hosted lane's case attempt (docs/hosted-agents.md): hand the case to the agent, and let go.
 
-The worker issues the case's callback token, POSTs the case to the agent's endpoint and then
-checks the database every ``HOSTED_POLL_SECONDS`` for the agent's terminal event (``error`` or
-``run_finished``, stored by the callback view) — a bounded, cheap poll, while the caller's
-heartbeat keeps the claim fresh. At the deadline (the lane's run timeout) the worker closes the
-case itself; the callback then answers 410. The outcome is read back from the stored events.
+The worker issues the case's callback token and POSTs the case to the agent's endpoint, then
+ends its task: nothing polls. The agent's terminal event (``error`` or ``run_finished``) finishes
+the case in the callback's own transaction (runs/pipeline/hosted/finish.py); at the deadline (the
+lane's run timeout) the ``runs.case_run_deadline`` job closes it instead, and the callback then
+answers 410. The outcome is read back from the stored events.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import time
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -27,20 +25,22 @@ from engine.events import (
     iso_now,
 )
 from engine.modes import CaseOutcome
-from engine.modes.case import CANCELLED, COMPLETED, FAILED, STOP_CANCELLED, STOP_DEADLINE_EXCEEDED, STOP_PROVIDER_ERROR, Limits
+from engine.modes.case import CANCELLED, COMPLETED, FAILED, STOP_CANCELLED, STOP_PROVIDER_ERROR, Limits
 from engine.modes.context import render, template_context, visible_case
 from engine.modes.prompt_eval import instructions_for
 from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
-from runs.models import CaseRun, RunEvent
+from runs.jobs import CaseRunDeadline
+from runs.models import CaseRun, CaseStatus, RunEvent
 from runs.pipeline.context import CaseContext
 from runs.pipeline.deadline import NO_DEADLINE_SECONDS
 from runs.pipeline.hosted import schemas
 from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
-from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close, terminal_recorded
+from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close
 from runs.pipeline.hosted.tokens import TokenScope, token_issue
 from runs.pipeline.native import CaseAttempt
+from runs.queue import enqueue_on_commit
 
 JSON = Any
 STOP_AGENT_UNREACHABLE = "agent_unreachable"
@@ -50,7 +50,7 @@ def callback_url(case_run_id: int) -> str:
     return f"{settings.HOSTED_CALLBACK_BASE_URL}/hooks/hosted/{case_run_id}/events"
 
 
-def _deadline_seconds(ctx: CaseContext) -> float:
+def deadline_seconds(ctx: CaseContext) -> float:
     return Limits.from_request(ctx.request()).run_timeout_seconds or NO_DEADLINE_SECONDS
 
 
@@ -79,7 +79,9 @@ def case_payload(ctx: CaseContext, *, token: str, deadline: dt.datetime, seconds
     }
 
 
-def _close(ctx: CaseContext, stop_reason: str, error: str) -> bool:
+def close_attempt(ctx: CaseContext, stop_reason: str, error: str) -> bool:
+    """Record the pipeline's own terminal event for the attempt (dispatch failure, deadline, cancel)
+    unless the agent's got there first. True when this call closed it."""
     case_run = ctx.case_run
     event = Event(
         event_id=f"{ctx.prefix}:worker:hosted:{stop_reason}",
@@ -115,30 +117,46 @@ def evidence_tier(event_types: set[str]) -> str:
     return STRUCTURED_TRACE if event_types & schemas.TRACE_TYPES else BLACK_BOX
 
 
-def outcome_from_events(case_run: CaseRun, *, started: float) -> CaseAttempt:
+def outcome_from_events(case_run: CaseRun) -> CaseAttempt:
+    """The attempt's outcome as its stored events tell it (the agent's, and the pipeline's own
+    deadline, cancel or dispatch failure); its duration runs from the claim."""
     events = _events(case_run)
     types = {event_type for event_type, _ in events}
     terminal = next(((t, p) for t, p in reversed(events) if t in (SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)), None)
     answer = next((p.get("final_output") for t, p in events if t == SYSTEM_OUTPUT_FINALIZED), None)
     completed = terminal is not None and terminal[0] == SYSTEM_RUN_COMPLETED
+    stop_reason = "completed" if completed else str((terminal or ("", {}))[1].get("stop_reason") or STOP_AGENT_ERROR)
+    started = case_run.claimed_at or timezone.now()
     outcome = CaseOutcome(
-        status=COMPLETED if completed else FAILED,
-        stop_reason="completed" if completed else str((terminal or ("", {}))[1].get("stop_reason") or STOP_AGENT_ERROR),
+        status=COMPLETED if completed else (CANCELLED if stop_reason == STOP_CANCELLED else FAILED),
+        stop_reason=stop_reason,
         final_output=answer if completed and isinstance(answer, str) else None,
         step_count=sum(1 for t, _ in events if t == MODEL_CALL_COMPLETED),
         tool_call_count=sum(1 for t, _ in events if t in TOOL_CALL_RESULTS),
         usage=_usage(events),
         error=None if completed else str((terminal or ("", {}))[1].get("error") or "the agent reported an error"),
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=max(0, int((timezone.now() - started).total_seconds() * 1000)),
     )
     return CaseAttempt(outcome=outcome, retryable=False, verification={"evidence_tier": evidence_tier(types)})
 
 
-def hosted_attempt_run(ctx: CaseContext, *, cancel: Callable[[], bool], sleep: Callable[[float], None] = time.sleep) -> CaseAttempt:
-    """Dispatch the claimed case to the lane's agent and wait for it (or its deadline)."""
+@dataclasses.dataclass(frozen=True)
+class HostedWait:
+    """The agent accepted the case: it stays running until the agent's terminal event (the
+    callback finishes it) or its deadline (the ``runs.case_run_deadline`` job does)."""
+
+    deadline: dt.datetime
+    seconds: float
+
+
+def hosted_case_dispatch(ctx: CaseContext) -> CaseAttempt | HostedWait:
+    """Hand the claimed case to the lane's agent: a failed attempt when it cannot be reached, else what to wait for.
+
+    Nothing waits in the worker (docs/hosted-agents.md): no pool process is held while a hosted
+    agent works, so slow agents never stall native lanes.
+    """
     case_run = ctx.case_run
-    started = time.monotonic()
-    seconds = _deadline_seconds(ctx)
+    seconds = deadline_seconds(ctx)
     deadline = timezone.now() + dt.timedelta(seconds=seconds)
     scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)
     case = case_payload(ctx, token=token_issue(scope), deadline=deadline, seconds=seconds)
@@ -148,18 +166,15 @@ def hosted_attempt_run(ctx: CaseContext, *, cancel: Callable[[], bool], sleep: C
             raise DispatchFailed("the deployment has no endpoint URL", retryable=False)
         case_dispatch(endpoint, case)
     except DispatchFailed as exc:
-        _close(ctx, STOP_AGENT_UNREACHABLE, str(exc))
+        close_attempt(ctx, STOP_AGENT_UNREACHABLE, str(exc))
         failed = CaseOutcome(status=FAILED, stop_reason=STOP_PROVIDER_ERROR, error=str(exc))
         return CaseAttempt(outcome=failed, retryable=exc.retryable, verification={"evidence_tier": BLACK_BOX})
-    while not terminal_recorded(case_run, case_run.attempt):
-        if cancel():
-            _close(ctx, STOP_CANCELLED, "the run was cancelled")
-            return CaseAttempt(outcome=CaseOutcome(status=CANCELLED, stop_reason=STOP_CANCELLED), retryable=False)
-        if timezone.now() >= deadline:
-            message = f"the hosted agent did not finish within its deadline of {seconds:g}s"
-            if _close(ctx, STOP_DEADLINE_EXCEEDED, message):
-                outcome = CaseOutcome(status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=message, duration_ms=int(seconds * 1000))
-                return dataclasses.replace(outcome_from_events(case_run, started=started), outcome=outcome)
-            break  # the agent's terminal event won the race
-        sleep(float(settings.HOSTED_POLL_SECONDS))
-    return outcome_from_events(case_run, started=started)
+    return HostedWait(deadline=deadline, seconds=seconds)
+
+
+def hosted_case_wait(ctx: CaseContext, wait: HostedWait) -> None:
+    """Leave the case running for its agent: the reaper leaves it alone until its deadline (its
+    heartbeat is the deadline), and the deadline job closes it then if the agent has not."""
+    case_run = ctx.case_run
+    CaseRun.objects.filter(pk=case_run.pk, attempt=case_run.attempt, status=CaseStatus.RUNNING).update(heartbeat_at=wait.deadline)
+    enqueue_on_commit(CaseRunDeadline(case_run_id=case_run.pk, attempt=case_run.attempt), countdown=max(wait.seconds, 0.0) + 0.5)

@@ -31,7 +31,8 @@ from runs.events import run_events_append
 from runs.lanes import LaneRow
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
 from runs.pipeline.hosted import schemas
-from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, terminal_recorded
+from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, TERMINAL_EVENT_TYPES, terminal_recorded
+from runs.pipeline.hosted.finish import hosted_case_finish
 from runs.pipeline.hosted.tokens import TokenScope
 
 JSON = Any
@@ -166,4 +167,6 @@ def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[st
         case_key=case_run.case_key,
     )
     run_events_append(run_id=scope.run_id, lane_id=scope.lane_id, case_run_id=case_run.pk, attempt=scope.attempt, events=[event])
+    if event_type in TERMINAL_EVENT_TYPES:  # the agent is done: the case finishes here, under the same lock
+        hosted_case_finish(case_run_id=case_run.pk, attempt=scope.attempt)
     return event_id

@@ -83,6 +83,7 @@ def main() -> int:
 
     from agentclash.celery import app
     from runs import queue
+    from runs.jobs import CaseRunExecute
 
     app.loader.import_default_modules()
     app.finalize(auto=True)
@@ -92,7 +93,7 @@ def main() -> int:
     paths: dict[str, Callable[[int], object]] = {
         "before": lambda i: stock.send_task(TASK, args=[i], queue=name),
         "client reuse": lambda i: app.send_task(TASK, args=[i], queue=name),
-        "after": lambda i: queue.enqueue(TASK, i),
+        "after": lambda i: queue.enqueue(CaseRunExecute(case_run_id=i)),
     }
     client = redis.Redis.from_url(url)
     cpu: dict[str, list[float]] = {path: [] for path in paths}

@@ -65,6 +65,7 @@ def engine_only(version, script: list, cases: int) -> dict[str, float]:
     from engine.sandbox import SandboxConfig, SandboxSettings, create_sandbox
     from engine.scoring.verification import run_post_execution
     from engine.tools import build_toolset
+    from engine.types import JSONObject
     from packs.manifests import pack_manifest
     from runs.services.staging import challenge_for, engine_case, staged_files
 
@@ -72,7 +73,7 @@ def engine_only(version, script: list, cases: int) -> dict[str, float]:
     manifest, spec = pack.manifest, pack.evaluation_spec
     input_set = version.input_sets.get()
     rows = list(input_set.cases.order_by("position")[:cases])
-    config = {"script": {"default": script}}
+    config: JSONObject = {"script": {"default": script}}
     events = [0]
 
     def sink(event) -> None:

@@ -36,13 +36,17 @@ VIEWS = {"project": APPS, "with_kernel": APPS | KERNEL}
 
 
 class PathTracer:
-    """Records, per view (a set of top-level packages), the project modules entered in order."""
+    """Records, per view (a set of top-level packages), the project modules entered in order; and
+    the case's *orchestration path*: the distinct calls project code makes into another project
+    module (see :func:`orchestration`)."""
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.owner: dict[FrameType, tuple[str | None, ...]] = {}  # live frame -> nearest project module, per view
         self.stops: dict[str, list[str]] = {name: [] for name in VIEWS}
         self.views = list(VIEWS.items())
+        self.edges: list[tuple[str, str, str]] = []  # (caller module, callee module, callee function), first call order
+        self.seen_edges: set[tuple[str, str, str]] = set()
 
     def _below(self, frame: FrameType) -> tuple[str | None, ...]:
         back = frame.f_back
@@ -61,6 +65,7 @@ class PathTracer:
         module = frame.f_globals.get("__name__") or ""
         top = module.partition(".")[0]
         below, mine = self._below(frame), []
+        self._edge(module, top, below, frame)
         for i, (name, packages) in enumerate(self.views):
             if top in packages:
                 if module != below[i]:
@@ -69,6 +74,28 @@ class PathTracer:
             else:
                 mine.append(below[i])
         self.owner[frame] = tuple(mine)
+
+
+    def _edge(self, module: str, top: str, below: tuple[str | None, ...], frame: FrameType) -> None:
+        """A project → project call, made by project code (the kernel's nearest frame is below the
+        caller's project frame, or absent: not a callback the kernel makes), into another module."""
+        caller, kernel_caller = below[0], below[1]
+        if top not in APPS or caller is None or caller == module or kernel_caller != caller:
+            return
+        if module.endswith(".models") or caller.endswith(".models"):
+            return  # model fields and properties are data, not a step of the path
+        edge = (caller, module, frame.f_code.co_qualname)
+        if edge not in self.seen_edges:
+            self.seen_edges.add(edge)
+            self.edges.append(edge)
+
+
+def orchestration(edges: list[tuple[str, str, str]]) -> list[str]:
+    """The case's orchestration path: the callee modules of the distinct project → project calls, in
+    first-call order. A call repeated per agent step (the same caller, callee and function) is one
+    stop; calls the kernel makes back into project code (its event sink, cancel and deadline
+    checks, once per step) are the kernel's loop, not the path; ``*.models`` are data."""
+    return [callee for _, callee, _ in edges]
 
 
 def summary(stops: list[str]) -> dict[str, Any]:
@@ -128,6 +155,7 @@ def measure(variant: str) -> dict[str, Any]:
         "warm_case": warm,
         "case": result,
         **{name: summary(stops) for name, stops in tracer.stops.items()},
+        "orchestration": {**summary([str(tracer.edges[0][0])] + orchestration(tracer.edges) if tracer.edges else []), "edges": tracer.edges},
     }
 
 
@@ -163,7 +191,7 @@ def main() -> int:
     django.setup()
     figures = measure(args.variant)
     figures["root"], figures["database"] = str(root), django.db.connection.vendor
-    project = figures["project"]
+    project = figures["orchestration"]
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
@@ -171,7 +199,8 @@ def main() -> int:
               f"warm-up case {figures['warm_case']}, traced case {figures['case']}")  # fmt: skip
         print("Project modules: " + ", ".join(sorted(APPS)) + ". The kernel (engine/, bundle/) is called, not crossed:")
         print("its modules are not stops, and a project module it calls back counts as entered from its project caller.")
-        report("project modules (the target)", project)
+        report("orchestration path: distinct project-to-project calls (the target)", project)
+        report("every entry into a project module, callbacks and repeats included (for information)", figures["project"], compact=True)
         report("with engine/ and bundle/ (for information)", figures["with_kernel"], compact=True)
     line = f"CASE PATH: {project['modules']} modules, max entries {project['max_entries']} (target: <= 12 modules, <= 2 entries)"
     print(line, file=sys.stderr if args.json else sys.stdout)  # --json: stdout stays one JSON document

@@ -23,8 +23,8 @@ from typing import Any
 
 from django.db import connection
 
+from runs.adapters.statements import prepared_cursor
 from runs.models import Lane
-from runs.precompiled import prepared_cursor
 
 DEFAULT_MAX_IN_FLIGHT = 8
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core.actors import actor_or_none
+from runs.adapters.statements import PrecompiledGet, RowUpdate
 from runs.models import (
     LANE_TERMINAL,
     LANE_TRANSITIONS,
@@ -30,7 +31,6 @@ from runs.models import (
     RunStatusHistory,
     ScoreStatus,
 )
-from runs.precompiled import PrecompiledGet, RowUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -138,13 +138,11 @@ def case_claim(*, case_run_id: int, stale_before: Any = None, retry_of: int | No
         # The common case, a first delivery of a queued case: claim straight away (one CAS).
         values = {"status": CaseStatus.RUNNING, "claimed_at": now, "heartbeat_at": now, "started_at": now}
         where: dict[str, Any] = {"status": CaseStatus.QUEUED}
-        if connection.vendor == "postgresql":  # the CAS and the read in one statement
-            cas = _CASE_UPDATE.statement(case_run_id, where=where, values=values, increment=("attempt",))
-            claimed = _CLAIMED.get(case_run_id, updated=cas)
-            if claimed is not None:
-                return claimed  # type: ignore[return-value]
-        elif _CASE_UPDATE(case_run_id, where=where, values=values, increment=("attempt",)) == 1:
-            return _claimed(case_run_id)
+        # The CAS and the read in one round trip where the database allows it (runs/adapters/statements.py).
+        cas = _CASE_UPDATE.statement(case_run_id, where=where, values=values, increment=("attempt",))
+        claimed = _CLAIMED.get(case_run_id, updated=cas)
+        if claimed is not None:
+            return claimed  # type: ignore[return-value]
     row = CaseRun.objects.filter(pk=case_run_id).values("status", "attempt", "heartbeat_at").first()
     if row is None:
         return None
@@ -177,7 +175,7 @@ def _claim_queryset() -> Any:
     )
 
 
-_CLAIMED = PrecompiledGet(_claim_queryset)  # its SQL is compiled once per process (runs/precompiled.py)
+_CLAIMED = PrecompiledGet(_claim_queryset)  # its SQL is compiled once per process (runs/adapters/statements.py)
 _CASE_UPDATE = RowUpdate(CaseRun)  # the claim's and the finish's single-row writes, without the ORM's compile
 
 

@@ -16,7 +16,6 @@ from runs.jobs import CaseRunExecute, Job
 
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
 _default_queue: str | None = None
-_sender: TaskSender | None = None  # per process: the app's, built on first use
 _local = threading.local()  # .kept: see keep_next_case (per thread: only the task's own thread keeps)
 CASE_TASK = CaseRunExecute.task_name
 
@@ -66,36 +65,13 @@ def enqueue(job: Job, *, countdown: float | None = None) -> None:
     if _capture is not None:
         _capture.append((job.task_name, args, {"countdown": countdown}))
         return
-    global _sender
     from celery import current_app
 
-    app = current_app._get_current_object()
     queue = _current_queue() or _default_queue
-    if countdown:  # a retry's delayed attempt: rare, and Celery's own path knows every broker's delays
-        app.send_task(job.task_name, args=list(args), countdown=countdown, **({"queue": queue} if queue else {}))
-        return
-    if _sender is None or _sender.app is not app:
-        _sender = TaskSender(app)
-    _sender.send(job.task_name, list(args), queue)
-
-
-class TaskSender:
-    """``app.send_task(name, args=args, queue=queue)``: Celery's public call, nothing re-implemented.
-
-    It used to resolve what ``send_task`` works out per call once, through Celery's and kombu's
-    internals (``app._tasks``, ``_get_exec_options``, ``create_task_message``, the producer's
-    declared entities). Since a pool process runs the lane's next case itself (``keep_next_case``,
-    ``RUNS_CASE_CHAIN``) it publishes about one task per ten cases, and the saving measured within
-    noise (docs/performance.md, "Fast paths behind adapters"): dropped. Kept as a name for
-    :func:`enqueue`, which builds one per app.
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    def send(self, name: str, args: list[Any], queue: str | None) -> str:
-        """Publish task ``name`` with ``args`` (to ``queue``, else where Celery routes it); returns its id."""
-        return str(self.app.send_task(name, args=args, **({"queue": queue} if queue else {})).id)
+    options: dict[str, Any] = {"queue": queue} if queue else {}  # no queue: where Celery routes the task
+    if countdown:  # a retry's delayed attempt
+        options["countdown"] = countdown
+    current_app.send_task(job.task_name, args=list(args), **options)
 
 
 def enqueue_on_commit(job: Job, *, countdown: float | None = None) -> None:

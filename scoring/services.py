@@ -19,8 +19,8 @@ from engine.scoring.judges import run_nwise_judge
 from engine.scoring.security import SecurityPolicy
 from engine.types import Event
 from packs.manifests import pack_manifest
+from runs.adapters.statements import RowUpsert
 from runs.models import CaseRun, Lane, Run, ScoreStatus
-from runs.precompiled import RowUpsert
 from scoring.events import case_scored_events, scoring_event, scoring_event_record, scoring_events_record
 from scoring.evidence import evidence_for_case_run
 from scoring.judges import judge_for_run, secret_values_for_run
@@ -83,12 +83,14 @@ class CaseScoring:
 
     document: dict[str, JSON] | None
     events: list[Event]
+    fields: dict[str, JSON] = dataclasses.field(init=False)
 
-    @property
-    def fields(self) -> dict[str, JSON]:
+    def __post_init__(self) -> None:
         if self.document is None:
-            return {"score_status": ScoreStatus.ERRORED}
-        return {"score_status": ScoreStatus.SCORED, "passed": self.document["passed"], "score": self.document["overall_score"]}
+            fields: dict[str, JSON] = {"score_status": ScoreStatus.ERRORED}
+        else:
+            fields = {"score_status": ScoreStatus.SCORED, "passed": self.document["passed"], "score": self.document["overall_score"]}
+        object.__setattr__(self, "fields", fields)
 
 
 def case_scoring(

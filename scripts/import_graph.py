@@ -8,7 +8,7 @@
 
 ``runs (record)`` is the part of ``runs`` every layer of the run family reads: the models, the
 event store (``runs.events``, ``runs.ticker``), the shared lookups (``runs.lookups``), provider
-limits (``runs.throttle``) and the statement adapter (``runs.precompiled``). The rest of ``runs``
+limits (``runs.throttle``), the lane row's writer (``runs.lanes``) and the statement adapter (``runs.adapters``). The rest of ``runs``
 (the pipeline, run creation, the pages and the API) sits above scoring and regression, because it
 scores cases and adds regression suites to runs; scoring and regression read runs only through
 the record. A module belongs to the longest layer prefix that names it.
@@ -49,7 +49,6 @@ RUNS_RECORD = (
     "runs.ticker",
     "runs.lookups",
     "runs.throttle",
-    "runs.precompiled",
     "runs.adapters",
 )
 # Bottom to top; each entry is one layer, named by its first prefix unless it is the runs record.

@@ -115,7 +115,7 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
-    # Server-side prepared statements for the worker's hot statements (runs/precompiled.py
+    # Server-side prepared statements for the worker's hot statements (runs/adapters/statements.py
     # prepared_cursor; docs/performance.md): psycopg prepares a statement once it ran this many
     # times on a connection. "off" for PgBouncer in transaction mode before 1.21 (or without
     # max_prepared_statements). A prepare_threshold in DATABASE_URL wins.

@@ -13,20 +13,17 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from engine.modes import CaseRequest
 from engine.redact import Redactor
 from engine.scoring.security import SecurityPolicy
+from engine.scoring.spec import EvaluationSpec
 from engine.tools.composed import secret_keys_used
 from packs.manifests import PackManifest, pack_manifest
 from runs.models import HOSTED_EXTERNAL, CaseRun, Lane, Run
 from runs.pipeline.inputs import CaseInputs, case_inputs, staged_case_files
 from secrets_app.services import secrets_resolve_for_run
 from workspaces.models import Workspace
-
-if TYPE_CHECKING:
-    from engine.scoring.spec import EvaluationSpec
 
 logger = logging.getLogger(__name__)
 
@@ -37,50 +34,25 @@ PROFILE_LIMITS = ("max_iterations", "max_tool_calls", "step_timeout_seconds", "r
 
 @dataclasses.dataclass(frozen=True)
 class CaseContext:
-    """One claimed case attempt, as its worker sees it for the whole attempt."""
+    """One claimed case attempt, as its worker sees it for the whole attempt: plain data, derived once."""
 
     case_run: CaseRun  # the claimed row, with its run, lane and case
+    run: Run
+    lane: Lane
+    attempt: int
+    workspace: Workspace  # only its id is needed: the claim does not load the workspace row
+    mode: str  # the pack's execution mode
+    prefix: str  # the prefix of every event id of this attempt (unique per lane, case and attempt)
+    hosted: bool  # the team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)
     pack: PackManifest  # the version's manifest (from the per-process cache, by checksum)
+    evaluation_spec: EvaluationSpec
     input_set_key: str
+    inputs: CaseInputs  # the engine's case and its challenge
     security: SecurityPolicy | None  # a security pack's policy (docs/security-evaluation.md)
     secrets: Mapping[str, str]  # the workspace's secrets, in memory (empty when none can be used)
     secrets_error: str | None  # why they could not be read
     redactor: Redactor  # masks secret and planted values in everything stored
     score_inline: bool  # score with the finish, from the events as written (the worker's path)
-    inputs: CaseInputs  # the engine's case and its challenge
-
-    @property
-    def run(self) -> Run:
-        return self.case_run.run
-
-    @property
-    def lane(self) -> Lane:
-        return self.case_run.lane
-
-    @property
-    def attempt(self) -> int:
-        return self.case_run.attempt
-
-    @property
-    def workspace(self) -> Workspace:
-        return _workspace_of(self.case_run.run)
-
-    @property
-    def hosted(self) -> bool:
-        """The team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)."""
-        return self.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL
-
-    @property
-    def mode(self) -> str:
-        return self.case_run.run.execution_mode or "native"
-
-    @property
-    def prefix(self) -> str:
-        return attempt_prefix(self.case_run)
-
-    @property
-    def evaluation_spec(self) -> EvaluationSpec:
-        return self.pack.evaluation_spec
 
     def request(self, *, simulator_model: str = "") -> CaseRequest:
         """The engine's request for this case attempt."""
@@ -114,7 +86,7 @@ class CaseContext:
     def keeps_events(self) -> bool:
         """Whether the sink keeps what it stores, to score from: a first native attempt scored inline
         (a later attempt's evidence spans every attempt; a hosted agent's events came through the callback)."""
-        return self.score_inline and self.case_run.attempt == 1 and not self.hosted
+        return self.score_inline and self.attempt == 1 and not self.hosted
 
 
 def attempt_prefix(case_run: CaseRun) -> str:
@@ -135,7 +107,15 @@ def case_context(case_run: CaseRun, *, score_inline: bool = False) -> CaseContex
     redactor = Redactor([*secrets.values(), *(security.canary_values if security else [])])
     return CaseContext(
         case_run=case_run,
+        run=run,
+        lane=case_run.lane,
+        attempt=case_run.attempt,
+        workspace=_workspace_of(run),
+        mode=run.execution_mode or "native",
+        prefix=attempt_prefix(case_run),
+        hosted=case_run.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL,
         pack=pack,
+        evaluation_spec=pack.evaluation_spec,
         input_set_key=str(input_set_key),
         inputs=case_inputs(case_run, pack, str(input_set_key)),
         security=security,

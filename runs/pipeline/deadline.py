@@ -1,4 +1,5 @@
-"""The per-case wall-clock deadline, enforced from outside the engine (docs/runs.md, Limits).
+"""When an attempt stops: the cancel check the engine reads, and the per-case wall-clock deadline
+enforced from outside the engine (docs/runs.md, Limits).
 
 The engine stops itself at its run deadline, but it looks at the clock only between steps and
 tool calls. A case that hangs inside one — a provider that ignores its timeout, a tool process
@@ -20,11 +21,13 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from engine.modes.case import STOP_DEADLINE_EXCEEDED, CaseRequest, Limits
-from engine.types import CancelCheck
+from engine.types import CancelCheck as EngineCancelCheck
+from runs.models import CaseRun, RunStatus
 from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
@@ -38,6 +41,23 @@ NO_DEADLINE_SECONDS = 20 * 60.0
 # How long the cooperative stop may take before the watchdog interrupts the case's thread.
 HARD_STOP_GRACE_SECONDS = 10.0
 CODE_EXECUTION_TIMEOUT_MS = 30_000  # the validator's default (runtime.md §5.4)
+
+
+class CancelCheck:
+    """True once the run stopped running or another worker re-claimed this case (≤ 1 query / 0.5 s)."""
+
+    def __init__(self, case_run_id: int, attempt: int, every: float = 0.5) -> None:
+        self.case_run_id, self.attempt, self.every = case_run_id, attempt, every
+        self.checked_at = time.monotonic()
+        self.cancelled = False
+
+    def __call__(self) -> bool:
+        if self.cancelled or time.monotonic() - self.checked_at < self.every:
+            return self.cancelled
+        self.checked_at = time.monotonic()
+        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+        self.cancelled = row is None or row[0] != self.attempt or row[1] != RunStatus.RUNNING
+        return self.cancelled
 
 
 class CaseDeadlineExceeded(BaseException):
@@ -69,7 +89,7 @@ class CaseDeadline:
         self,
         seconds: float,
         *,
-        cancel: CancelCheck,
+        cancel: EngineCancelCheck,
         abort: Callable[[], None] | None = None,
         hard_grace: float | None = None,
     ) -> None:

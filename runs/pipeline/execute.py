@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 
 from django.conf import settings
 from django.utils import timezone
@@ -24,6 +23,7 @@ from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.pipeline.context import MAX_ATTEMPTS, CaseContext, attempt_prefix, case_context
+from runs.pipeline.deadline import CancelCheck
 from runs.pipeline.finish import ERROR_MAX_CHARS, case_finish
 from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
 from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
@@ -33,23 +33,6 @@ from runs.ticker import TICKER, Job
 logger = logging.getLogger(__name__)
 
 WORKER_EVENT_SOURCE = "agent_harness_worker"
-
-
-class CancelCheck:
-    """True once the run stopped running or another worker re-claimed this case (≤ 1 query / 0.5 s)."""
-
-    def __init__(self, case_run_id: int, attempt: int, every: float = 0.5) -> None:
-        self.case_run_id, self.attempt, self.every = case_run_id, attempt, every
-        self.checked_at = time.monotonic()
-        self.cancelled = False
-
-    def __call__(self) -> bool:
-        if self.cancelled or time.monotonic() - self.checked_at < self.every:
-            return self.cancelled
-        self.checked_at = time.monotonic()
-        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
-        self.cancelled = row is None or row[0] != self.attempt or row[1] != RunStatus.RUNNING
-        return self.cancelled
 
 
 class Heartbeat:

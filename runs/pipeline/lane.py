@@ -13,10 +13,10 @@ import itertools
 from django.db import connection, transaction
 from django.utils import timezone
 
+from runs.adapters.statements import prepared_cursor
 from runs.jobs import CaseRunExecute
 from runs.lanes import LaneRow, LaneState
 from runs.models import CaseStatus, LaneStatus, RunStatus
-from runs.precompiled import prepared_cursor
 from runs.queue import enqueue_on_commit
 
 
@@ -85,7 +85,7 @@ def lane_dispatch(lane_id: int, *, state: LaneState | None = None, locked: bool 
 def _dispatch_locked(lane_id: int, state: LaneState | None, picked: list[int] | None) -> Dispatched:
     if state is None or state.run_status != RunStatus.RUNNING or state.lane_status != LaneStatus.EXECUTING:
         return Dispatched(0, True)
-    with prepared_cursor() as cursor:  # prepared when the connection allows it (runs/precompiled.py)
+    with prepared_cursor() as cursor:  # prepared when the connection allows it (runs/adapters/statements.py)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         cursor.execute(
             _PICK_SQL.format(greatest=_GREATEST.get(connection.vendor, "GREATEST")), [now, lane_id, state.max_in_flight, lane_id]

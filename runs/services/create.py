@@ -17,7 +17,7 @@ from regression.errors import RegressionError
 from regression.selectors import RunRegression, run_regression_resolve
 from runs.jobs import RunStart
 from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
-from runs.pipeline.staging import engine_case
+from runs.pipeline.inputs import engine_case
 from runs.queue import enqueue_on_commit
 from runs.services.naming import run_default_name
 from runs.services.resolve import (

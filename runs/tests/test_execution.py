@@ -226,7 +226,7 @@ def test_cancelling_mid_run_stops_cases_and_queued_tasks_exit(run_of, deployment
 
 @pytest.mark.django_db
 def test_a_running_case_stops_at_its_next_cancel_check(workspace, run_of, tasks, member, monkeypatch):
-    from runs.pipeline import execute
+    from runs.pipeline import deadline as execute
 
     deployment = make_deployment(
         workspace, script=[{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 8 + [{"submit": "x"}]

@@ -18,7 +18,7 @@ from engine.events import SECURITY_FINDING, SECURITY_PROBE_ANSWERED
 from engine.providers.scripted import ScriptedProvider
 from runs import services
 from runs.models import CaseRun, CaseStatus, Lane, RunEvent
-from runs.pipeline.staging import staged_files
+from runs.pipeline.inputs import staged_files
 from runs.tests.factories import make_deployment, publish
 from scoring.models import CaseScore, LaneScorecard
 

@@ -1,4 +1,4 @@
-"""``runs.queue.enqueue`` publishes exactly what ``app.send_task`` publishes (it calls it: ``TaskSender``).
+"""``runs.queue.enqueue`` publishes exactly what ``app.send_task`` publishes (it calls it).
 
 The re-implementation of ``send_task`` that resolved a task's route once was dropped: with chained
 cases a pool process publishes about one task per ten cases, and its saving measured within noise
@@ -66,21 +66,15 @@ def test_inside_a_task_it_names_the_parent_and_root_as_send_task_does(broker_que
     assert (second["headers"]["parent_id"], second["headers"]["root_id"]) == ("parent-1", "root-1")
 
 
-def test_the_sender_returns_the_id_of_the_message_it_published(broker_queue):
-    task_id = queue.TaskSender(app).send(TASK, [3], broker_queue)
-    message = _take(broker_queue)
-    assert message["headers"]["id"] == task_id and message["body"][0] == [3]
-
-
-def test_without_a_queue_it_goes_where_celery_routes_the_task():
+def test_without_a_queue_it_goes_where_celery_routes_the_task(monkeypatch):
     sent: list[tuple[str, dict[str, Any]]] = []
 
-    class App:
-        def send_task(self, name: str, **options: Any) -> Any:
-            sent.append((name, options))
-            return type("Result", (), {"id": "x"})()
+    def send_task(name: str, **options: Any) -> None:
+        sent.append((name, options))
 
-    assert queue.TaskSender(App()).send(TASK, [4], None) == "x"
+    monkeypatch.setattr(app, "send_task", send_task)
+    queue.use_queue(None)
+    queue.enqueue(CaseRunExecute(case_run_id=4))
     assert sent == [(TASK, {"args": [4]})]  # no queue=None: Celery's own routing decides
 
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
 from engine.events import SCORING_COMPLETED, SCORING_FAILED, SCORING_STARTED
 from engine.scoring import aggregate_lane, rank_lanes, score_case
+from engine.scoring.documents import CaseScoreDocument, JudgeResult, LaneRefs
 from engine.scoring.judges import run_nwise_judge
 from engine.scoring.security import SecurityPolicy
-from engine.types import Event
+from engine.scoring.spec import EvaluationSpec
+from engine.types import JSON, Event, JSONObject
 from packs.manifests import pack_manifest
 from runs.adapters.statements import RowUpsert
 from runs.models import CaseRun, Lane, Run, ScoreStatus
@@ -29,10 +31,8 @@ from scoring.prices import workspace_prices_for
 
 logger = logging.getLogger(__name__)
 
-JSON = Any
 
-
-def evaluation_spec_for(run: Run, checksum: str | None = None) -> dict[str, JSON]:
+def evaluation_spec_for(run: Run, checksum: str | None = None) -> EvaluationSpec:
     """The version's evaluation spec, from the manifest cache; ``checksum`` spares loading the version."""
     if checksum is None and Run.pack_version.is_cached(run):
         checksum = run.pack_version.manifest_checksum
@@ -81,13 +81,13 @@ class CaseScoring:
     either way; ``fields`` are the case row's score fields.
     """
 
-    document: dict[str, JSON] | None
+    document: CaseScoreDocument | None
     events: list[Event]
-    fields: dict[str, JSON] = dataclasses.field(init=False)
+    fields: dict[str, Any] = dataclasses.field(init=False)  # the case row's model fields
 
     def __post_init__(self) -> None:
         if self.document is None:
-            fields: dict[str, JSON] = {"score_status": ScoreStatus.ERRORED}
+            fields: dict[str, Any] = {"score_status": ScoreStatus.ERRORED}
         else:
             fields = {"score_status": ScoreStatus.SCORED, "passed": self.document["passed"], "score": self.document["overall_score"]}
         object.__setattr__(self, "fields", fields)
@@ -96,10 +96,10 @@ class CaseScoring:
 def case_scoring(
     case_run: CaseRun,
     *,
-    spec: dict[str, JSON],
+    spec: EvaluationSpec,
     security: SecurityPolicy | None,
-    events: list[dict[str, JSON]] | None = None,
-    judge_results: dict[str, dict[str, JSON]] | None = None,
+    events: list[JSONObject] | None = None,
+    judge_results: dict[str, JudgeResult] | None = None,
     judges: bool = True,
 ) -> CaseScoring | None:
     """Score one finished case from its evidence, in memory: the one way every path scores a case.
@@ -118,15 +118,15 @@ def case_scoring(
 def _case_scoring(
     case_run: CaseRun,
     *,
-    spec: dict[str, JSON],
+    spec: EvaluationSpec,
     security: SecurityPolicy | None,
-    events: list[dict[str, JSON]] | None,
-    judge_results: dict[str, dict[str, JSON]] | None,
+    events: list[JSONObject] | None,
+    judge_results: dict[str, JudgeResult] | None,
 ) -> CaseScoring:
     prefix = f"scoring:{case_run.lane_id}:case:{case_run.pk}"
     started = None
     try:
-        payload = {"evaluation_spec": spec.get("name"), "scope": "case"}
+        payload: JSONObject = {"evaluation_spec": spec.get("name"), "scope": "case"}
         started = scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type=SCORING_STARTED, payload=payload)
         evidence = evidence_for_case_run(case_run, events=events)
         needs_judge = bool(spec.get("llm_judges"))
@@ -192,9 +192,9 @@ def case_run_score(
     *,
     case_run_id: int,
     case_run: CaseRun | None = None,
-    events: list[dict[str, JSON]] | None = None,
-    judge_results: dict[str, dict[str, JSON]] | None = None,
-    spec: dict[str, JSON] | None = None,
+    events: list[JSONObject] | None = None,
+    judge_results: dict[str, JudgeResult] | None = None,
+    spec: EvaluationSpec | None = None,
     security: SecurityPolicy | None = None,
 ) -> bool:
     """Score one finished case run and save it (:func:`case_scoring` then :func:`case_scoring_save`).
@@ -234,16 +234,17 @@ def lane_score(*, lane_id: int) -> None:
         spec = evaluation_spec_for(lane.run)
         documents = CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id").values_list("document", flat=True)
         strings: dict[str, str] = {}
-        scores = [_share_strings(document, strings) for document in documents.iterator(chunk_size=500)]
+        # Stored case documents are CaseScoreDocuments (scoring/services.py writes nothing else).
+        scores = [cast(CaseScoreDocument, _share_strings(document, strings)) for document in documents.iterator(chunk_size=500)]
         del strings
-        refs: dict[str, Any] = {
+        refs: LaneRefs = {
             "run_id": lane.run_id,
             "lane_id": lane.pk,
             "pack_version_id": lane.run.pack_version_id,
             "input_set_id": lane.run.input_set_id,
         }
         if lane.status == "failed":
-            refs.update(status="failed", failure_reason=lane.failure_reason)
+            refs["status"], refs["failure_reason"] = "failed", lane.failure_reason
         document = aggregate_lane(spec, scores, refs=refs)
         LaneScorecard.objects.update_or_create(
             lane=lane,
@@ -277,7 +278,7 @@ def lane_score(*, lane_id: int) -> None:
             "pass_rate": document.get("pass_rate"),
             "passed": document.get("passed"),
             "dimension_scores": {k: v.get("mean") for k, v in (document.get("dimensions") or {}).items()},
-            "warnings": document.get("warnings") or [],
+            "warnings": [*(document.get("warnings") or [])],
         },
     )
 
@@ -331,8 +332,8 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
         }
         for case_run in group:
             stored = getattr(case_run, "case_score", None)
-            previous = {
-                str(j.get("judge_key")): j
+            previous: dict[str, JudgeResult] = {
+                str(j.get("judge_key")): cast(JudgeResult, j)
                 for j in ((stored.document if stored else {}) or {}).get("llm_judge_details") or []
                 if isinstance(j, dict) and str(j.get("judge_key")) not in keys
             }

@@ -7,6 +7,7 @@ no CDN and no style= attribute: colours come from classes in app.css (``s-0`` â€
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TypedDict
 
 from packs.models import Pack
@@ -89,6 +90,14 @@ def _y(value: float) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - max(0.0, min(1.0, value)))
 
 
+def _percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def _two_places(value: float) -> str:
+    return f"{value:.2f}"
+
+
 def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> PackTrends:
     """The last ``MAX_RUNS`` scored runs of any version of ``pack``, oldest first (two queries)."""
     runs = list(
@@ -117,10 +126,11 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
         if (agent, run.pk) in values
     ]
     charts = []
-    for key, title, attr, fmt in (
-        ("pass_rate", "Pass rate", "pass_rate", lambda v: f"{v * 100:.0f}%"),
-        ("overall_score", "Overall score", "overall_score", lambda v: f"{v:.2f}"),
-    ):
+    formats: tuple[tuple[str, str, str, Callable[[float], str]], ...] = (
+        ("pass_rate", "Pass rate", "pass_rate", _percent),
+        ("overall_score", "Overall score", "overall_score", _two_places),
+    )
+    for key, title, attr, fmt in formats:
         series = []
         for n, agent in enumerate(agents):
             points = []

@@ -13,12 +13,14 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
+from typing import cast
 
 from engine.modes import CaseRequest
 from engine.redact import Redactor
 from engine.scoring.security import SecurityPolicy
 from engine.scoring.spec import EvaluationSpec
 from engine.tools.composed import secret_keys_used
+from engine.types import JSONObject
 from packs.manifests import PackManifest, pack_manifest
 from runs.models import HOSTED_EXTERNAL, CaseRun, Lane, Run
 from runs.pipeline.inputs import CaseInputs, case_inputs, staged_case_files
@@ -73,7 +75,7 @@ class CaseContext:
             case=self.inputs.case,
             deployment_config=lane.deployment_config,
             runtime_profile={k: profile.get(k) for k in PROFILE_LIMITS},
-            runtime_limits=dict(self.evaluation_spec.get("runtime_limits") or {}),
+            runtime_limits=cast(JSONObject, dict(self.evaluation_spec.get("runtime_limits") or {})),
             simulator_model=simulator_model,
         )
 

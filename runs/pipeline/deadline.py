@@ -23,16 +23,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from engine.modes.case import STOP_DEADLINE_EXCEEDED, CaseRequest, Limits
+from engine.scoring.spec import EvaluationSpec
 from engine.types import CancelCheck as EngineCancelCheck
 from runs.models import CaseRun, RunStatus
 from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 
-JSON = Any
 # The engine's own run deadline comes first; the watchdog allows this much more (provider
 # retries, sandbox teardown of the last tool call) before it steps in.
 DEADLINE_GRACE_SECONDS = 30.0
@@ -65,11 +64,16 @@ class CaseDeadlineExceeded(BaseException):
     engine's "never raise" handlers (which catch Exception) do not swallow it."""
 
 
-def case_deadline_seconds(request: CaseRequest, evaluation_spec: dict[str, JSON]) -> float:
+def _timeout_ms(config: object) -> float | None:
+    value = config.get("timeout_ms") if isinstance(config, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def case_deadline_seconds(request: CaseRequest, evaluation_spec: EvaluationSpec) -> float:
     """The engine's run deadline plus the post-execution verification's timeouts plus a grace."""
     run_timeout = Limits.from_request(request).run_timeout_seconds or NO_DEADLINE_SECONDS
     verification_ms = sum(
-        float((v.get("config") or {}).get("timeout_ms") or CODE_EXECUTION_TIMEOUT_MS)
+        float(_timeout_ms(v.get("config")) or CODE_EXECUTION_TIMEOUT_MS)
         for v in evaluation_spec.get("validators") or []
         if isinstance(v, dict) and v.get("type") == "code_execution"
     )

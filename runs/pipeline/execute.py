@@ -106,6 +106,7 @@ def case_run_execute(
     sink.start()  # flushes on time too: a long tool call's events are stored while it runs
     heartbeat.start()
     try:
+        result: CaseAttempt | HostedWait
         if ctx is None:
             result = attempt_failed(emitter, STOP_SANDBOX_ERROR, str(context_error), retryable=True)
         elif ctx.secrets_error:

@@ -64,7 +64,8 @@ def challenge_for(manifest: dict[str, Any], challenge_key: str) -> dict[str, Any
 
 
 def sanitised_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    return strip_hidden({k: v for k, v in manifest.items() if k not in _HIDDEN_TOP})
+    stripped = strip_hidden({k: v for k, v in manifest.items() if k not in _HIDDEN_TOP})
+    return stripped if isinstance(stripped, dict) else {}
 
 
 def _fixture_files(case: dict[str, Any]) -> dict[str, bytes]:
@@ -161,6 +162,8 @@ def staged_case_files(case_run: CaseRun, pack: PackManifest, inputs: CaseInputs)
     """The files staged into a native agent's sandbox (and listed to a hosted one): path → bytes."""
     files = staged_files(manifest=pack.manifest, challenge=inputs.challenge, case=inputs.case, run_context=run_context(case_run))
     # Artifact-backed assets (spec runtime.md §1.3): version, challenge and case assets with an artifact_id.
-    asset_groups = ((pack.manifest.get("version") or {}).get("assets"), inputs.challenge.get("assets"), inputs.case.get("assets"))
+    version = pack.manifest.get("version")
+    groups = ((version if isinstance(version, dict) else {}).get("assets"), inputs.challenge.get("assets"), inputs.case.get("assets"))
+    asset_groups = [[asset for asset in group if isinstance(asset, dict)] if isinstance(group, list) else None for group in groups]
     files.update(staged_asset_files(workspace_id=case_run.run.workspace_id, asset_groups=asset_groups))
     return files

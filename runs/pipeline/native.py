@@ -42,7 +42,7 @@ from engine.scoring.security_monitor import SecurityMonitor
 from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
-from engine.types import CancelCheck, EventSink, Provider, Sandbox
+from engine.types import JSON, CancelCheck, EventSink, JSONObject, Provider, Sandbox
 from runs.models import CaseRun, RunStatus
 from runs.pipeline.context import CaseContext
 from runs.pipeline.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
@@ -54,8 +54,6 @@ from secrets_app.services import CredentialUnavailable, credential_resolve
 from workspaces.models import Workspace
 
 logger = logging.getLogger(__name__)
-
-JSON = Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +75,7 @@ def attempt_failed(
     emitter: EventEmitter, stop_reason: str, error: str, *, retryable: bool = False, code: str | None = None, provider_key: str = ""
 ) -> CaseAttempt:
     """A failure the worker met around the engine, reported the way the engine reports its own."""
-    failure = {"provider_key": provider_key, "code": code, "retryable": retryable, "message": error} if code else None
+    failure: JSONObject | None = {"provider_key": provider_key, "code": code, "retryable": retryable, "message": error} if code else None
     payload: dict[str, JSON] = {"error": error, "stop_reason": stop_reason, "step_index": 0}
     if failure:
         payload["provider_failure"] = failure
@@ -265,8 +263,11 @@ def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[s
     except Exception:
         logger.exception("post-execution verification failed")
         return {}
-    for event in result.pop("events", []) or []:
-        emitter.emit(event["event_type"], event.get("payload") or {})
+    events = result.pop("events", None)
+    for event in events if isinstance(events, list) else []:
+        payload = event.get("payload") if isinstance(event, dict) else None
+        if isinstance(event, dict) and isinstance(event.get("event_type"), str):
+            emitter.emit(str(event["event_type"]), payload if isinstance(payload, dict) else {})
     return result
 
 

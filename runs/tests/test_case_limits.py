@@ -11,6 +11,7 @@ import pytest
 from conftest import require_or_skip
 from engine.events import SYSTEM_RUN_FAILED
 from engine.providers import registry
+from engine.scoring.spec import EvaluationSpec
 from engine.types import ModelResponse, ToolCall, Usage
 from runs import services
 from runs.models import CaseRun, CaseStatus, RunEvent
@@ -128,5 +129,5 @@ def test_the_case_deadline_covers_the_run_timeout_verification_and_a_grace():
     from engine.tests.loop.fakes import make_request
 
     request = make_request(runtime_profile={"run_timeout_seconds": 100}, runtime_limits={"max_duration_ms": 60_000})
-    spec = {"validators": [{"type": "code_execution", "config": {"timeout_ms": 20_000}}, {"type": "code_execution"}]}
+    spec: EvaluationSpec = {"validators": [{"type": "code_execution", "config": {"timeout_ms": 20_000}}, {"type": "code_execution"}]}
     assert deadline.case_deadline_seconds(request, spec) == 60 + 20 + 30 + deadline.DEADLINE_GRACE_SECONDS

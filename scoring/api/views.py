@@ -27,12 +27,12 @@ def _scoring_failed(what: str) -> ApiError:
     return ApiError(409, "scoring_failed", f"Scoring {what} failed; see the run's scoring events for the error.")
 
 
-class ScorecardStatusSerializer(serializers.Serializer):
+class ScorecardStatusSerializer(serializers.Serializer[Any]):
     status = serializers.CharField()
 
 
 class RunScorecardApi(WorkspaceApiView):
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[Any]):
         status = serializers.CharField()
         run_id = serializers.IntegerField()
         winner_lane_id = serializers.IntegerField(allow_null=True)
@@ -64,7 +64,7 @@ def _lane(workspace: Any, run_id: int, lane_id: int) -> Lane:
 
 
 class LaneScorecardApi(WorkspaceApiView):
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[Any]):
         status = serializers.CharField()
         run_id = serializers.IntegerField()
         lane_id = serializers.IntegerField()
@@ -101,7 +101,7 @@ class LaneScorecardApi(WorkspaceApiView):
 
 
 class CaseVerdictsApi(WorkspaceApiView):
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[Any]):
         status = serializers.CharField()
         case_run_id = serializers.IntegerField()
         case_key = serializers.CharField()

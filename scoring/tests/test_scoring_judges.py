@@ -92,7 +92,7 @@ def judged(workspace, admin):
 
 def test_judges_score_through_the_workspace_deployments_with_consensus(workspace, admin, judged, tasks, monkeypatch):
     prompts: list[str] = []
-    real_create = scoring_judges.create_provider
+    real_create = scoring_judges.create_provider  # type: ignore[attr-defined]  # the name the module uses
 
     def recording_create(*args, **kwargs):
         provider = real_create(*args, **kwargs)

@@ -75,7 +75,6 @@ class PathTracer:
                 mine.append(below[i])
         self.owner[frame] = tuple(mine)
 
-
     def _edge(self, module: str, top: str, below: tuple[str | None, ...], frame: FrameType) -> None:
         """A project → project call, made by project code (the kernel's nearest frame is below the
         caller's project frame, or absent: not a callback the kernel makes), into another module."""
@@ -155,7 +154,10 @@ def measure(variant: str) -> dict[str, Any]:
         "warm_case": warm,
         "case": result,
         **{name: summary(stops) for name, stops in tracer.stops.items()},
-        "orchestration": {**summary([str(tracer.edges[0][0])] + orchestration(tracer.edges) if tracer.edges else []), "edges": tracer.edges},
+        "orchestration": {
+            **summary([str(tracer.edges[0][0])] + orchestration(tracer.edges) if tracer.edges else []),
+            "edges": tracer.edges,
+        },
     }
 
 

@@ -22,7 +22,6 @@ from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
 from runs.lanes import LaneRow, LaneState
 from runs.models import RunEvent
-from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 
@@ -286,7 +285,6 @@ class RunEventSink:
         self.count = 0
         self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
         self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
-        self._timer: Job | None = None
         self.clean = True  # no flush failed yet (see :meth:`flush`)
 
     def __call__(self, event: Event) -> None:
@@ -365,21 +363,3 @@ class RunEventSink:
         with self._lock:
             if (self.buffer or self.prepared) and self.clock() - self.last_flush >= self.interval:
                 self.flush()
-
-    def start(self) -> RunEventSink:
-        """Flush on time from a background thread too, until :meth:`stop`.
-
-        Not inside a transaction (tests): the thread's own connection would wait on this
-        connection's locks and could not see its uncommitted rows.
-        """
-        if self._timer is None and self.interval > 0 and not connection.in_atomic_block:
-            # the process's one ticker thread (runs/ticker.py); a failed flush is logged
-            # there and the main thread's next flush writes the events
-            self._timer = TICKER.add(self.flush_due, self.interval, name=f"event-flush-{self.case_run_id}")
-        return self
-
-    def stop(self) -> None:
-        """Stop the timed flush, waiting for one in progress (events still buffered are written by the next :meth:`flush`)."""
-        if self._timer is not None:
-            TICKER.remove(self._timer)
-            self._timer = None

@@ -55,6 +55,9 @@ class CaseContext:
     secrets_error: str | None  # why they could not be read
     redactor: Redactor  # masks secret and planted values in everything stored
     score_inline: bool  # score with the finish, from the events as written (the worker's path)
+    # The sink keeps what it stores, to score from: a first native attempt scored inline (a later
+    # attempt's evidence spans every attempt; a hosted agent's events came through the callback).
+    keeps_events: bool
 
     def request(self, *, simulator_model: str = "") -> CaseRequest:
         """The engine's request for this case attempt."""
@@ -84,12 +87,6 @@ class CaseContext:
         """The files staged into a native agent's sandbox (and listed to a hosted one), built once."""
         return staged_case_files(self.case_run, self.pack, self.inputs)
 
-    @property
-    def keeps_events(self) -> bool:
-        """Whether the sink keeps what it stores, to score from: a first native attempt scored inline
-        (a later attempt's evidence spans every attempt; a hosted agent's events came through the callback)."""
-        return self.score_inline and self.attempt == 1 and not self.hosted
-
 
 def attempt_prefix(case_run: CaseRun) -> str:
     """The prefix of every event id of this case attempt (unique per lane, case and attempt)."""
@@ -101,12 +98,16 @@ def case_context(case_run: CaseRun, *, score_inline: bool = False) -> CaseContex
     run = case_run.run
     # The claim's query annotates the checksum and the input set's key (runs/lifecycle.py _claimed);
     # a row loaded another way reads them.
+    input_set_key = str(getattr(case_run, "input_set_key", None) or run.input_set.key)
     pack = pack_manifest(pack_version_id=run.pack_version_id, checksum=getattr(case_run, "pack_checksum", None))
-    input_set_key = getattr(case_run, "input_set_key", None) or run.input_set.key
+    spec = pack.evaluation_spec
+    # A regression case runs its promote-time snapshot against this run's challenge of the same key.
+    found = case_run.case_payload if case_run.regression_case_id is not None else pack.case(input_set_key, case_run.case_key)
     security = _security_policy(case_run, pack)
     secrets, secrets_error = _secrets(case_run, pack)
     # A security pack's planted values are masked like secrets in everything stored.
     redactor = Redactor([*secrets.values(), *(security.canary_values if security else [])])
+    hosted = case_run.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL
     return CaseContext(
         case_run=case_run,
         run=run,
@@ -115,16 +116,17 @@ def case_context(case_run: CaseRun, *, score_inline: bool = False) -> CaseContex
         workspace=_workspace_of(run),
         mode=run.execution_mode or "native",
         prefix=attempt_prefix(case_run),
-        hosted=case_run.lane.runtime_profile_snapshot.get("execution_target") == HOSTED_EXTERNAL,
+        hosted=hosted,
         pack=pack,
-        evaluation_spec=pack.evaluation_spec,
-        input_set_key=str(input_set_key),
-        inputs=case_inputs(case_run, pack, str(input_set_key)),
+        evaluation_spec=spec,
+        input_set_key=input_set_key,
+        inputs=case_inputs(case_run, pack.manifest, input_set_key, found),
         security=security,
         secrets=secrets,
         secrets_error=secrets_error,
         redactor=redactor,
         score_inline=score_inline,
+        keeps_events=score_inline and case_run.attempt == 1 and not hosted,
     )
 
 

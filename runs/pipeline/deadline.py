@@ -39,6 +39,8 @@ DEADLINE_GRACE_SECONDS = 30.0
 NO_DEADLINE_SECONDS = 20 * 60.0
 # How long the cooperative stop may take before the watchdog interrupts the case's thread.
 HARD_STOP_GRACE_SECONDS = 10.0
+# How often a running case is checked for a cancel or a re-claim (to abort its sandbox's process).
+WATCH_SECONDS = 0.5
 CODE_EXECUTION_TIMEOUT_MS = 30_000  # the validator's default (runtime.md §5.4)
 
 
@@ -57,6 +59,12 @@ class CancelCheck:
         row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
         self.cancelled = row is None or row[0] != self.attempt or row[1] != RunStatus.RUNNING
         return self.cancelled
+
+    def watch(self) -> bool:
+        """From the ticker thread: whether the case was visibly cancelled or re-claimed (a row this
+        thread's connection cannot see yet is not a cancel)."""
+        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+        return row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING)
 
 
 class CaseDeadlineExceeded(BaseException):
@@ -96,15 +104,29 @@ class CaseDeadline:
         cancel: EngineCancelCheck,
         abort: Callable[[], None] | None = None,
         hard_grace: float | None = None,
+        watch: Callable[[], bool] | None = None,
     ) -> None:
-        self.seconds, self.cancel, self.abort = seconds, cancel, abort
+        self.seconds, self.cancel, self.abort, self.watch = seconds, cancel, abort, watch
         self.hard_grace = HARD_STOP_GRACE_SECONDS if hard_grace is None else hard_grace
         self.fired = threading.Event()
         self._lock = threading.Lock()
         self._exited = False
         self._interrupted = False
+        self._aborted = False
         self._target: int | None = None
-        self._jobs: list[Job] = []
+        self._started = 0.0
+        self._fired_at = 0.0
+        self._job: Job | None = None
+
+    @classmethod
+    def for_attempt(
+        cls, request: CaseRequest, spec: EvaluationSpec, *, case_run_id: int, attempt: int, abort: Callable[[], None] | None
+    ) -> CaseDeadline:
+        """A native attempt's deadline (:func:`case_deadline_seconds`), with its cancel check and,
+        when there is a sandbox to abort, the watch that aborts its running process within ~0.5 s
+        of a cancel or a re-claim (the engine checks ``cancel`` only between steps and tool calls)."""
+        cancel = CancelCheck(case_run_id, attempt)
+        return cls(case_deadline_seconds(request, spec), cancel=cancel, abort=abort, watch=cancel.watch if abort else None)
 
     # -- the cancel check the engine reads (engine.modes.case.cancel_stop) -----------------------
 
@@ -123,36 +145,50 @@ class CaseDeadline:
 
     def __enter__(self) -> CaseDeadline:
         self._target = threading.get_ident()
-        self._jobs.append(TICKER.add(self._fire, self.seconds, name=f"case-deadline-{self._target}"))
+        self._started = time.monotonic()
+        # One job on the process's ticker for the deadline, the hard stop and the cancel watch.
+        period = min(WATCH_SECONDS, self.seconds, self.hard_grace)
+        self._job = TICKER.add(self._tick, period, name=f"case-deadline-{self._target}")
         return self
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
             self._exited = True
-        for job in list(self._jobs):  # waits for a call in progress, as joining the watchdog did
-            TICKER.remove(job)
+        if self._job is not None:  # waits for a tick in progress, as joining the watchdog did
+            TICKER.remove(self._job)
+            self._job = None
 
-    def _fire(self) -> None:
-        """The deadline passed (the ticker calls it ``seconds`` after :meth:`__enter__`, then again
-        every ``seconds``: only the first call acts)."""
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if not self.fired.is_set() and now - self._started >= self.seconds:
+            self._fire(now)
+        elif self.fired.is_set() and now - self._fired_at >= self.hard_grace:
+            self._interrupt()
+        elif self.watch is not None and not self._aborted and not self.fired.is_set() and self.watch():
+            self._aborted = True
+            self._abort()
+
+    def _fire(self, now: float) -> None:
+        """The deadline passed: say stop, and abort the sandbox's running process."""
         with self._lock:
             if self._exited or self.fired.is_set():
                 return
+            self._fired_at = now
             self.fired.set()
-            # the hard stop, ``hard_grace`` seconds from now (added here, under the lock, so that
-            # __exit__ either sees it to remove it or has already marked the block left)
-            self._jobs.append(TICKER.add(self._interrupt, self.hard_grace, name=f"case-deadline-hard-{self._target}"))
         logger.warning("case deadline of %gs passed; stopping the case", self.seconds)
+        self._abort()
+
+    def _abort(self) -> None:
         if self.abort is not None:
             try:
                 self.abort()
             except Exception:
-                logger.exception("aborting the sandbox at the case deadline failed")
+                logger.exception("aborting the sandbox of a case failed")
 
     def _interrupt(self) -> None:
         with self._lock:
             # Under the lock: once __exit__ has marked the block left, nothing is raised any more.
             if not self._exited and not self._interrupted and self._target is not None:
-                self._interrupted = True  # once (the ticker would call again every ``hard_grace``)
+                self._interrupted = True  # once (the ticker calls again every period)
                 logger.error("case did not stop %gs after its deadline; interrupting its thread", self.hard_grace)
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(CaseDeadlineExceeded))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from engine.events import EventEmitter
@@ -23,7 +25,6 @@ from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
 from runs.pipeline.context import MAX_ATTEMPTS, CaseContext, attempt_prefix, case_context
-from runs.pipeline.deadline import CancelCheck
 from runs.pipeline.finish import ERROR_MAX_CHARS, case_finish
 from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
 from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
@@ -35,21 +36,42 @@ logger = logging.getLogger(__name__)
 WORKER_EVENT_SOURCE = "agent_harness_worker"
 
 
-class Heartbeat:
-    """Touches ``CaseRun.heartbeat_at`` so the reaper can tell a live case from an abandoned one
-    (every ``interval`` seconds, from the process's one ticker thread: runs/ticker.py)."""
+class AttemptPulse:
+    """The attempt's one job on the process's ticker thread (runs/ticker.py: no thread per case).
 
-    def __init__(self, case_run_id: int, attempt: int, interval: float) -> None:
-        self.case_run_id, self.attempt, self.interval = case_run_id, attempt, interval
+    Each tick writes the sink's events that waited ``RUNS_EVENT_FLUSH_SECONDS`` (a long tool or
+    model call's events are stored while it runs, and a worker killed mid-call loses at most one
+    interval), and every ``heartbeat_seconds`` it touches ``CaseRun.heartbeat_at``, so the reaper
+    can tell a live case from an abandoned one. Inside a transaction (tests) the events are left
+    to the main thread: the ticker's own connection would wait on its locks and could not see its
+    uncommitted rows.
+    """
+
+    def __init__(self, case_run_id: int, attempt: int, sink: RunEventSink, *, heartbeat_seconds: float) -> None:
+        self.case_run_id, self.attempt, self.sink = case_run_id, attempt, sink
+        self.heartbeat_seconds = heartbeat_seconds
+        self.next_beat = time.monotonic() + heartbeat_seconds  # the claim set the first one
+        self.flush_on_time = sink.interval > 0 and not connection.in_atomic_block
         self.job: Job | None = None
 
-    def beat(self) -> None:
-        CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(heartbeat_at=timezone.now())
+    def tick(self) -> None:
+        try:
+            if self.flush_on_time:
+                self.sink.flush_due()  # a failure is logged; the main thread's next flush writes the events
+        finally:
+            if time.monotonic() >= self.next_beat:
+                self.next_beat = time.monotonic() + self.heartbeat_seconds
+                CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
 
-    def start(self) -> None:
-        self.job = TICKER.add(self.beat, self.interval, name=f"heartbeat-{self.case_run_id}")
+    def start(self) -> AttemptPulse:
+        period = min(self.sink.interval, self.heartbeat_seconds) if self.flush_on_time else self.heartbeat_seconds
+        self.job = TICKER.add(self.tick, period, name=f"attempt-{self.case_run_id}-{self.attempt}")
+        return self
 
     def stop(self) -> None:
+        """Stop ticking, waiting for a tick in progress (events still buffered are written by the next flush)."""
         if self.job is not None:
             TICKER.remove(self.job)
             self.job = None
@@ -101,10 +123,13 @@ def case_run_execute(
     # A security pack's monitor (in front of the sink) finds leaks before they are masked
     # (docs/security-evaluation.md).
     engine_sink: EventSink = security_monitor(ctx, sink, ctx.security) if ctx and ctx.security else sink
-    emitter = EventEmitter(engine_sink, prefix=attempt_prefix(case_run) + ":worker", source=WORKER_EVENT_SOURCE, case_key=case_run.case_key)
-    heartbeat = Heartbeat(case_run.pk, case_run.attempt, settings.RUNS_HEARTBEAT_SECONDS)
-    sink.start()  # flushes on time too: a long tool call's events are stored while it runs
-    heartbeat.start()
+    emitter = EventEmitter(
+        engine_sink,
+        prefix=(ctx.prefix if ctx else attempt_prefix(case_run)) + ":worker",
+        source=WORKER_EVENT_SOURCE,
+        case_key=case_run.case_key,
+    )
+    pulse = AttemptPulse(case_run.pk, case_run.attempt, sink, heartbeat_seconds=settings.RUNS_HEARTBEAT_SECONDS).start()
     try:
         result: CaseAttempt | HostedWait
         if ctx is None:
@@ -114,8 +139,7 @@ def case_run_execute(
         else:
             result = _attempt(ctx, sink=engine_sink, emitter=emitter)
     finally:
-        heartbeat.stop()
-        sink.stop()
+        pulse.stop()
     if isinstance(result, HostedWait):  # the agent has the case; its callback or its deadline finishes it
         sink.flush()
         if ctx is not None:
@@ -132,7 +156,7 @@ def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> Cas
     try:
         if ctx.hosted:  # the team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)
             return hosted_case_dispatch(ctx)
-        return native_attempt_run(ctx, sink=sink, cancel=CancelCheck(ctx.case_run.pk, ctx.attempt), emitter=emitter)
+        return native_attempt_run(ctx, sink=sink, emitter=emitter)
     except Exception as exc:
         logger.exception("case run %s crashed", ctx.case_run.pk)
         return attempt_failed(emitter, STOP_SANDBOX_ERROR, f"worker error: {type(exc).__name__}", retryable=True)

@@ -136,12 +136,11 @@ class CaseInputs:
     challenge: dict[str, JSON]
 
 
-def case_inputs(case_run: CaseRun, pack: PackManifest, input_set_key: str) -> CaseInputs:
-    """The case's engine case and its challenge (built once, into the case's context)."""
-    # A regression case runs its promote-time snapshot against this run's challenge of the same key.
-    found = case_run.case_payload if case_run.regression_case_id is not None else pack.case(input_set_key, case_run.case_key)
-    case = engine_case(pack.manifest, input_set_key, case_run.case, found=found)
-    challenge = challenge_for(pack.manifest, case.get("challenge_key") or case_run.case.challenge_key)
+def case_inputs(case_run: CaseRun, manifest: dict[str, Any], input_set_key: str, found: dict[str, Any] | None) -> CaseInputs:
+    """The case's engine case and its challenge (built once, into the case's context); ``found``:
+    the case as the manifest (or a regression case's snapshot) has it."""
+    case = engine_case(manifest, input_set_key, case_run.case, found=found)
+    challenge = challenge_for(manifest, case.get("challenge_key") or case_run.case.challenge_key)
     return CaseInputs(case=case, challenge=challenge)
 
 

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -43,12 +43,10 @@ from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import JSON, CancelCheck, EventSink, JSONObject, Provider, Sandbox
-from runs.models import CaseRun, RunStatus
 from runs.pipeline.context import CaseContext
-from runs.pipeline.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded, case_deadline_seconds
+from runs.pipeline.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded
 from runs.pipeline.race import race_standings_source
 from runs.throttle import throttled
-from runs.ticker import TICKER
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
 from workspaces.models import Workspace
@@ -194,42 +192,6 @@ def _sandbox(ctx: CaseContext) -> Iterator[Sandbox | None]:
                 logger.exception("destroying the sandbox of case run %s failed", case_run.pk)
 
 
-class _CancelWatch:
-    """Aborts the sandbox's running tool process within ~0.5 s of a cancel or a re-claim.
-
-    The engine checks ``cancel`` only between steps and tool calls, so a long command would run
-    on; ``Sandbox.abort`` stops it from the process's ticker thread (runs/ticker.py: no
-    thread started per case). Only a visible, definite change aborts (a row this connection
-    cannot see yet is not a cancel).
-    """
-
-    def __init__(self, case_run_id: int, attempt: int, abort: Callable[[], None], interval: float = 0.5) -> None:
-        self.case_run_id, self.attempt, self.abort, self.interval = case_run_id, attempt, abort, interval
-        self.aborted = False
-
-    def check(self) -> None:
-        if self.aborted:
-            return
-        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
-        if row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING):
-            self.aborted = True
-            self.abort()
-
-
-@contextlib.contextmanager
-def _cancel_watch(case_run: CaseRun, sandbox: Sandbox | None) -> Iterator[None]:
-    abort = getattr(sandbox, "abort", None)
-    if abort is None:
-        yield
-        return
-    watch = _CancelWatch(case_run.pk, case_run.attempt, abort)
-    job = TICKER.add(watch.check, watch.interval, name=f"cancel-watch-{case_run.pk}")
-    try:
-        yield
-    finally:
-        TICKER.remove(job)  # waits for a check in progress, as joining the thread did
-
-
 def _toolset(ctx: CaseContext, sandbox: Sandbox, *, sink: EventSink, cancel: CancelCheck) -> Any:
     case_run, manifest = ctx.case_run, ctx.pack.manifest
     try:
@@ -271,17 +233,20 @@ def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[s
     return result
 
 
-def native_attempt_run(ctx: CaseContext, *, sink: EventSink, cancel: CancelCheck, emitter: EventEmitter) -> CaseAttempt:
+def native_attempt_run(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
     """Run the claimed case through the engine once. Raises only for a bug (the caller's worker error)."""
     case_run = ctx.case_run
+    guard: CaseDeadline | None = None
     try:
         provider = _provider(ctx)
         simulator, simulator_model = _simulator(ctx)
         request = ctx.request(simulator_model=simulator_model)
-        deadline = case_deadline_seconds(request, ctx.evaluation_spec)
-        with _sandbox(ctx) as sandbox, _cancel_watch(case_run, sandbox):
-            # The per-case wall-clock deadline (runs/pipeline/deadline.py): `check` is the engine's cancel check.
-            with CaseDeadline(deadline, cancel=cancel, abort=getattr(sandbox, "abort", None)) as check:
+        with _sandbox(ctx) as sandbox:
+            # The per-case wall-clock deadline and the cancel watch (runs/pipeline/deadline.py):
+            # `check` is the engine's cancel check.
+            abort = getattr(sandbox, "abort", None)
+            guard = CaseDeadline.for_attempt(request, ctx.evaluation_spec, case_run_id=case_run.pk, attempt=ctx.attempt, abort=abort)
+            with guard as check:
                 provider, simulator = _limited(ctx, request, emitter, check, provider=provider, simulator=simulator)
                 toolset = None if sandbox is None else _toolset(ctx, sandbox, sink=sink, cancel=check)
                 outcome = run_case(
@@ -303,6 +268,7 @@ def native_attempt_run(ctx: CaseContext, *, sink: EventSink, cancel: CancelCheck
             emitter, failure.stop_reason, failure.error, retryable=failure.retryable, code=failure.code, provider_key=failure.provider_key
         )
     except CaseDeadlineExceeded:
+        deadline = guard.seconds if guard is not None else 0.0
         logger.error("case run %s ignored its deadline of %gs and was interrupted", case_run.pk, deadline)
         message = f"the case exceeded its wall-clock deadline of {deadline:g}s and was interrupted by the worker"
         return attempt_failed(emitter, STOP_DEADLINE_EXCEEDED, message)

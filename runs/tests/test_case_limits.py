@@ -16,7 +16,6 @@ from engine.types import ModelResponse, ToolCall, Usage
 from runs import services
 from runs.models import CaseRun, CaseStatus, RunEvent
 from runs.pipeline import deadline
-from runs.pipeline import native as attempt
 from runs.pipeline.deadline import CaseDeadline, CaseDeadlineExceeded
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
@@ -51,7 +50,7 @@ def slow_provider(monkeypatch):
 
 @pytest.fixture
 def short_deadline(monkeypatch):
-    monkeypatch.setattr(attempt, "case_deadline_seconds", lambda request, spec: 0.3)
+    monkeypatch.setattr(deadline, "case_deadline_seconds", lambda request, spec: 0.3)
     monkeypatch.setattr(deadline, "HARD_STOP_GRACE_SECONDS", 0.3)
 
 

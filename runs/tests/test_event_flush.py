@@ -15,6 +15,7 @@ from engine.types import Event
 from runs import queue, services
 from runs.events import RunEventSink
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
+from runs.pipeline.execute import AttemptPulse
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 
@@ -49,7 +50,8 @@ def test_events_reach_the_database_on_time_without_a_next_event(workspace, admin
     queue.capture([])
     try:
         case = _case(workspace, admin)
-        sink = _sink(case, interval=0.2).start()
+        sink = _sink(case, interval=0.2)
+        pulse = AttemptPulse(case.pk, 2, sink, heartbeat_seconds=5).start()
         try:
             sink(_event(1))  # the first event of the interval waits in the buffer…
             sink(_event(2))
@@ -57,7 +59,7 @@ def test_events_reach_the_database_on_time_without_a_next_event(workspace, admin
             # …and is written by the timer, while the engine is busy elsewhere (a long tool call)
             assert wait_for(lambda: RunEvent.objects.filter(case_run=case).count() == 2, timeout=5, interval=0.05)
         finally:
-            sink.stop()
+            pulse.stop()
         rows = list(
             RunEvent.objects.filter(case_run=case).order_by("sequence_number").values_list("event_id", "attempt", "sequence_number")
         )
@@ -87,8 +89,10 @@ def test_the_sink_masks_a_secret_split_across_consecutive_events(workspace, admi
 @pytest.mark.django_db
 def test_inside_a_transaction_the_sink_does_not_flush_from_another_thread(workspace, admin):
     case = _case(workspace, admin)
-    sink = _sink(case, interval=0.05).start()
-    assert sink._timer is None
+    sink = _sink(case, interval=0.05)
+    pulse = AttemptPulse(case.pk, 2, sink, heartbeat_seconds=5).start()
+    assert not pulse.flush_on_time
+    pulse.stop()
     sink(_event(1))
     sink.flush()
     assert RunEvent.objects.filter(case_run=case).count() == 1

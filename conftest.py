@@ -1,6 +1,6 @@
 """Fixtures shared by every app's tests.
 
-Personas (STYLE.md §17): ``admin``, ``member`` and ``viewer`` belong to ``workspace``;
+Personas (docs/style.md §23): ``admin``, ``member`` and ``viewer`` belong to ``workspace``;
 ``stranger`` is the admin of ``other_workspace`` and of nothing else.
 """
 

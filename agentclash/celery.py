@@ -1,4 +1,4 @@
-"""The Celery app. Tasks are thin: ids in, a service call out (STYLE.md §13).
+"""The Celery app. Tasks are thin: ids in, a service call out (docs/style.md §19).
 
 Like manage.py, WSGI and ASGI, the worker defaults to ``agentclash.settings.local``; production
 sets ``DJANGO_SETTINGS_MODULE=agentclash.settings.production`` explicitly. The filesystem

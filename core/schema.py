@@ -1,6 +1,6 @@
 """drf-spectacular glue: bearer auth in the schema, and unique names for nested serializers.
 
-Views keep their serializers nested (``FooApi.InputSerializer``, STYLE.md §12), so component
+Views keep their serializers nested (``FooApi.InputSerializer``, docs/style.md §18), so component
 names are prefixed with the view's name; otherwise every view's "Input" would collide.
 """
 

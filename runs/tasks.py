@@ -1,4 +1,4 @@
-"""Celery tasks for runs: ids in, a service out (STYLE.md §13).
+"""Celery tasks for runs: ids in, a service out (docs/style.md §19).
 
 Each task only advances a persistent state machine (every claim and transition is a
 compare-and-set), so a redelivered message is a no-op; that is what makes ``acks_late`` and

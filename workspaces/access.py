@@ -1,4 +1,4 @@
-"""The one place that decides who may see and change what (STYLE.md §7).
+"""The one place that decides who may see and change what (docs/style.md §9).
 
 A user who is not a member of a workspace gets 404 for anything in it, so existence never
 leaks; a member whose role is too low gets 403. Every HTML view and API view goes through here.

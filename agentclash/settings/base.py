@@ -189,7 +189,7 @@ AXES_HTTP_RESPONSE_CODE = 429
 AXES_CLIENT_IP_CALLABLE = "core.net.client_ip"
 AXES_VERBOSE = False
 
-# --- Content-Security-Policy (django-csp): no inline script or style anywhere (STYLE.md §27) --
+# --- Content-Security-Policy (django-csp): no inline script or style anywhere (docs/style.md §16) --
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

@@ -1,4 +1,4 @@
-"""The OpenAPI schema is generated from the views and must be valid (STYLE.md §12)."""
+"""The OpenAPI schema is generated from the views and must be valid (docs/style.md §18)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Artifacts API: upload, list, read and download files of a workspace (STYLE.md §12)."""
+"""Artifacts API: upload, list, read and download files of a workspace (docs/style.md §18)."""
 
 from __future__ import annotations
 

@@ -81,5 +81,5 @@ def test_no_template_has_an_inline_script_style_or_handler():
             for match in pattern.finditer(text):
                 line = text.count("\n", 0, match.start()) + 1
                 offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
-    assert not offenders, "Move these into static/js or static/css (STYLE.md §27):\n" + "\n".join(offenders)
+    assert not offenders, "Move these into static/js or static/css (docs/style.md §16):\n" + "\n".join(offenders)
     assert len(_template_files()) > 20  # the scan found the templates

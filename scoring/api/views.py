@@ -1,4 +1,4 @@
-"""Scorecard API (one APIView per action, STYLE.md §12).
+"""Scorecard API (one APIView per action, docs/style.md §18).
 
 Scorecard reads answer 202 ``{"status": "pending"}`` while scoring is still pending and a 409
 envelope (``scoring_failed``) when it errored, so CI can poll one URL until it gets a 200.

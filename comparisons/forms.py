@@ -34,22 +34,25 @@ class LaneChoiceField(_LaneChoice):
 
 
 class ComparisonForm(forms.Form):
-    baseline_run = RunChoiceField(queryset=Run.objects.none(), label="Baseline run", empty_label="Pick a run…")
-    baseline_lane = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Baseline lane", empty_label="Its only lane")
-    candidate_run = RunChoiceField(queryset=Run.objects.none(), label="Candidate run", empty_label="Pick a run…")
-    candidate_lane = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Candidate lane", empty_label="Its only lane")
+    """The fields are named like the comparison API's inputs (``baseline_run_id``…), which a
+    participant error names (``core.forms.form_add_domain_error`` shows it next to its field)."""
+
+    baseline_run_id = RunChoiceField(queryset=Run.objects.none(), label="Baseline run", empty_label="Pick a run…")
+    baseline_lane_id = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Baseline lane", empty_label="Its only lane")
+    candidate_run_id = RunChoiceField(queryset=Run.objects.none(), label="Candidate run", empty_label="Pick a run…")
+    candidate_lane_id = LaneChoiceField(queryset=Lane.objects.none(), required=False, label="Candidate lane", empty_label="Its only lane")
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         runs = Run.objects.filter(workspace=workspace).order_by("-created_at", "-id")
         lanes = Lane.objects.filter(workspace=workspace)
         for side in ("baseline", "candidate"):
-            model_choice(self, f"{side}_run").queryset = runs
-            model_choice(self, f"{side}_lane").queryset = lanes
+            model_choice(self, f"{side}_run_id").queryset = runs
+            model_choice(self, f"{side}_lane_id").queryset = lanes
 
     def run_choices(self) -> list[Run]:
         """The picker's runs, newest first, each with its lanes (the picker names the agents of each run)."""
-        return list(choice_queryset(self, "baseline_run").prefetch_related("lanes")[:PICKER_LIMIT])
+        return list(choice_queryset(self, "baseline_run_id").prefetch_related("lanes")[:PICKER_LIMIT])
 
 
 class GateForm(forms.Form):

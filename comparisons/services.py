@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 
 from comparisons.models import Comparison, GateResult
 from core.actors import actor_or_none
+from core.errors import DomainError
 from engine.scoring.compare import build_comparison, not_comparable
 from engine.scoring.documents import ComparisonSummary, GatePolicy, LaneScorecardDocument, RegressionCaseResult, Sides
 from engine.scoring.evidence import canonical_json
@@ -28,28 +29,30 @@ from scoring.models import LaneScorecard
 from workspaces.models import Workspace
 
 
-class ComparisonError(ValidationError):
-    """Participants could not be resolved; ``reason_code`` is one of the §6.1 codes."""
+class ComparisonError(DomainError):
+    """Participants could not be resolved (a 400): ``code`` is one of the §6.1 reason codes, which
+    the API's error body repeats as ``reason_code``; ``field`` is the API field at fault."""
 
-    def __init__(self, reason_code: str, message: str, field: str = "non_field_errors"):
-        self.reason_code = reason_code
-        self.field = field
-        super().__init__({field: [message]}, code=reason_code)
+    def __init__(self, message: str, *, field: str, code: str) -> None:
+        super().__init__(message, field=field, code=code, extra={"reason_code": code})
 
 
-class PolicyError(ValidationError):
-    def __init__(self, message: str):
-        self.field = "policy"
-        super().__init__({"policy": [message]}, code="invalid_policy")
+def _clean(row: models.Model) -> None:
+    """A model rule the row breaks as a DomainError. Uniqueness is left to the fingerprint lookup
+    and the database (a concurrent twin is an IntegrityError the caller handles)."""
+    try:
+        row.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        raise DomainError.from_validation_error(exc) from None
 
 
 def _single_lane(run: Run, side: str) -> Lane:
     lanes = list(Lane.objects.filter(run=run).order_by("lane_index")[:2])
     if len(lanes) != 1:
         raise ComparisonError(
-            "participant_count_mismatch",
             f"The {side} run has {'no lanes' if not lanes else 'several lanes'}; pick the {side} lane to compare.",
             field=f"{side}_lane_id",
+            code="participant_count_mismatch",
         )
     return lanes[0]
 
@@ -59,20 +62,32 @@ def resolve_participants(
 ) -> tuple[Lane, Lane]:
     for side, run in (("baseline", baseline_run), ("candidate", candidate_run)):
         if run.workspace_id != workspace.pk:
-            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} run is not in this workspace.", f"{side}_run_id")
+            raise ComparisonError(
+                f"The {side} run is not in this workspace: pick a run of this workspace.",
+                field=f"{side}_run_id",
+                code=f"{side}_run_agent_unresolved",
+            )
     if baseline_run.pk == candidate_run.pk and (baseline_lane is None or candidate_lane is None):
         raise ComparisonError(
-            "participant_match_not_resolved",
-            "Comparing a run with itself needs a baseline lane and a different candidate lane.",
-            "candidate_lane_id",
+            "Comparing a run with itself needs a baseline lane and a different candidate lane: pick both lanes.",
+            field="candidate_lane_id",
+            code="participant_match_not_resolved",
         )
     baseline = baseline_lane or _single_lane(baseline_run, "baseline")
     candidate = candidate_lane or _single_lane(candidate_run, "candidate")
     for side, lane, run in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run)):
         if lane.run_id != run.pk or lane.workspace_id != workspace.pk:
-            raise ComparisonError(f"{side}_run_agent_unresolved", f"The {side} lane does not belong to the {side} run.", f"{side}_lane_id")
+            raise ComparisonError(
+                f"The {side} lane does not belong to the {side} run: pick one of that run's lanes.",
+                field=f"{side}_lane_id",
+                code=f"{side}_run_agent_unresolved",
+            )
     if baseline.pk == candidate.pk:
-        raise ComparisonError("participant_match_not_resolved", "The baseline and candidate lanes must be different.", "candidate_lane_id")
+        raise ComparisonError(
+            "The baseline and candidate lanes must be different: pick another candidate lane.",
+            field="candidate_lane_id",
+            code="participant_match_not_resolved",
+        )
     return baseline, candidate
 
 
@@ -155,7 +170,7 @@ def comparison_get_or_create(
         summary=summary,
         created_by=actor_or_none(user),
     )
-    comparison.full_clean(validate_unique=False, validate_constraints=False)
+    _clean(comparison)
     try:
         with transaction.atomic():
             comparison.save()
@@ -185,7 +200,8 @@ def comparison_create(
 
 
 def policy_from(*, policy_text: str | None = None, policy: Mapping[str, object] | str | None = None) -> GatePolicy:
-    """A validated policy from JSON/YAML text or an already-parsed mapping; blank → the default."""
+    """A validated policy from JSON/YAML text or an already-parsed mapping; blank → the default.
+    A policy the gate cannot read is a DomainError about the ``policy`` field."""
     try:
         if policy is not None and not isinstance(policy, str):
             return normalize_policy(policy) if policy else normalize_policy(None)
@@ -194,7 +210,7 @@ def policy_from(*, policy_text: str | None = None, policy: Mapping[str, object] 
             return normalize_policy(None)
         return parse_policy(text)
     except ValueError as exc:
-        raise PolicyError(str(exc)) from None
+        raise DomainError(str(exc), field="policy") from None
 
 
 @transaction.atomic
@@ -224,7 +240,7 @@ def gate_evaluate_get_or_create(
         details=json.loads(json.dumps(result, default=str)),
         created_by=actor_or_none(user),
     )
-    gate.full_clean(validate_unique=False, validate_constraints=False)
+    _clean(gate)
     gate.save()
     return gate, True
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -11,6 +11,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from comparisons import presenters, selectors, services
 from comparisons.forms import ComparisonForm, GateForm
 from comparisons.models import Comparison
+from core.errors import DomainError
+from core.forms import form_add_domain_error
 from engine.scoring.documents import ComparisonSummary
 from runs.models import Lane, Run
 from workspaces.access import WorkspaceRequest, can, object_get_for_workspace, workspace_view
@@ -31,14 +33,13 @@ def comparisons(request: WorkspaceRequest) -> HttpResponse:
                 comparison, created = services.comparison_get_or_create(
                     workspace=workspace,
                     user=request.user,
-                    baseline_run=data["baseline_run"],
-                    candidate_run=data["candidate_run"],
-                    baseline_lane=data["baseline_lane"],
-                    candidate_lane=data["candidate_lane"],
+                    baseline_run=data["baseline_run_id"],
+                    candidate_run=data["candidate_run_id"],
+                    baseline_lane=data["baseline_lane_id"],
+                    candidate_lane=data["candidate_lane_id"],
                 )
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field.removesuffix("_id") if field != "non_field_errors" else None, errors)
+            except DomainError as exc:
+                form_add_domain_error(form, exc)
             else:
                 if not created:
                     messages.info(request, "This comparison already existed; here it is.")
@@ -47,14 +48,14 @@ def comparisons(request: WorkspaceRequest) -> HttpResponse:
         initial = {}
         baseline = request.GET.get("baseline")
         if baseline and baseline.isdigit() and Run.objects.filter(workspace=workspace, pk=baseline).exists():
-            initial["baseline_run"] = int(baseline)
+            initial["baseline_run_id"] = int(baseline)
         form = ComparisonForm(initial=initial, workspace=workspace)
     listed = [(c, presenters.comparison_title(c)) for c in selectors.comparison_list(workspace=workspace)[:100]]
     context = {
         "form": form,
         "comparisons": listed,
-        "baseline_lanes": _lanes_for(workspace, form["baseline_run"].value()),
-        "candidate_lanes": _lanes_for(workspace, form["candidate_run"].value()),
+        "baseline_lanes": _lanes_for(workspace, form["baseline_run_id"].value()),
+        "candidate_lanes": _lanes_for(workspace, form["candidate_run_id"].value()),
         "can_compare": can(request.membership, Role.MEMBER),
     }
     return render(request, "comparisons/comparisons.html", context)
@@ -71,7 +72,7 @@ def _lanes_for(workspace: Workspace, run_id: object) -> list[Lane]:
 def comparison_lanes(request: WorkspaceRequest) -> HttpResponse:
     """The lane picker for one side, swapped in by htmx when its run changes."""
     side = "candidate" if request.GET.get("side") == "candidate" else "baseline"
-    run_id = request.GET.get(f"{side}_run") or request.GET.get("run")
+    run_id = request.GET.get(f"{side}_run_id") or request.GET.get("run")
     lanes = _lanes_for(request.workspace, run_id)
     return render(request, "comparisons/comparisons.html#lane-picker", {"side": side, "lanes": lanes, "selected": None})
 
@@ -131,8 +132,8 @@ def comparison_gate(request: WorkspaceRequest, comparison_id: int) -> HttpRespon
     if form.is_valid():
         try:
             gate = services.gate_evaluate(comparison=comparison, user=request.user, policy_text=form.cleaned_data["policy"])
-        except ValidationError as exc:
-            form.add_error("policy", exc.message_dict.get("policy") or exc.messages)
+        except DomainError as exc:
+            form_add_domain_error(form, exc)
         else:
             level = {"pass": messages.SUCCESS, "warn": messages.WARNING, "fail": messages.ERROR}.get(gate.verdict, messages.INFO)
             messages.add_message(request, level, f"Release gate: {gate.verdict.replace('_', ' ')} — {gate.summary}")

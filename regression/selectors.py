@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
+from core.errors import DomainError, NotFound
 from engine.scoring.documents import RegressionCaseRunResult
 from packs.models import PackVersion
-from regression.errors import RegressionError
 from regression.models import RegressionCase, RegressionSuite
 from runs.models import CaseRun, CaseStatus, Lane, Run
 from workspaces.access import object_get_for_workspace
@@ -51,11 +51,11 @@ def _ids(raw: Sequence[Any] | None, field: str) -> list[int]:
     ids: list[int] = []
     for value in raw or ():
         if isinstance(value, bool):
-            raise RegressionError(f"{value!r} is not an id.", field=field)
+            raise DomainError(f"{field} takes ids: {value!r} is not one.", field=field)
         try:
             pk = int(value)
         except (TypeError, ValueError):
-            raise RegressionError(f"{value!r} is not an id.", field=field) from None
+            raise DomainError(f"{field} takes ids: {value!r} is not one.", field=field) from None
         if pk not in ids:
             ids.append(pk)
     return ids
@@ -65,12 +65,14 @@ def _suites(workspace: Workspace, ids: list[int], version: PackVersion) -> list[
     found = {s.pk: s for s in RegressionSuite.objects.filter(workspace=workspace, pk__in=ids)}
     missing = [pk for pk in ids if pk not in found]
     if missing:
-        raise RegressionError(f"Regression suite {missing[0]} not found.", field="regression_suite_ids", code="not_found")
+        raise NotFound(f"Regression suite {missing[0]} not found in this workspace.", field="regression_suite_ids")
     for suite in found.values():
         if suite.pack_id != version.pack_id:
-            raise RegressionError(f"Regression suite “{suite.name}” belongs to another pack than this run's.", field="regression_suite_ids")
+            raise DomainError(
+                f"Regression suite “{suite.name}” belongs to another pack than this run's: leave it out.", field="regression_suite_ids"
+            )
         if suite.archived_at is not None:
-            raise RegressionError(f"Regression suite “{suite.name}” is archived; restore it to run it.", field="regression_suite_ids")
+            raise DomainError(f"Regression suite “{suite.name}” is archived; restore it to run it.", field="regression_suite_ids")
     return [found[pk] for pk in ids]
 
 
@@ -78,18 +80,18 @@ def _explicit_cases(workspace: Workspace, ids: list[int], version: PackVersion, 
     found = {c.pk: c for c in RegressionCase.objects.filter(workspace=workspace, pk__in=ids).select_related("suite")}
     missing = [pk for pk in ids if pk not in found]
     if missing:
-        raise RegressionError(f"Regression case {missing[0]} not found.", field="regression_case_ids", code="not_found")
+        raise NotFound(f"Regression case {missing[0]} not found in this workspace.", field="regression_case_ids")
     for case in found.values():
         if case.suite.pack_id != version.pack_id:
-            raise RegressionError(f"Regression case “{case.title}” belongs to another pack than this run's.", field="regression_case_ids")
-        if case.status == RegressionCase.Status.ARCHIVED:
-            raise RegressionError(f"Regression case “{case.title}” is archived.", field="regression_case_ids")
-        if case.suite.archived_at is not None:
-            raise RegressionError(
-                f"Regression case “{case.title}” is in the archived suite “{case.suite.name}”.", field="regression_case_ids"
+            raise DomainError(
+                f"Regression case “{case.title}” belongs to another pack than this run's: leave it out.", field="regression_case_ids"
             )
+        if case.status == RegressionCase.Status.ARCHIVED:
+            raise DomainError(f"Regression case “{case.title}” is archived: activate it or leave it out.", field="regression_case_ids")
+        if case.suite.archived_at is not None:
+            raise DomainError(f"Regression case “{case.title}” is in the archived suite “{case.suite.name}”.", field="regression_case_ids")
         if case.status == RegressionCase.Status.PROPOSED and not include_proposed:
-            raise RegressionError(
+            raise DomainError(
                 f"Regression case “{case.title}” is only proposed: activate it, or include proposed cases.", field="regression_case_ids"
             )
     return [found[pk] for pk in ids]
@@ -118,12 +120,12 @@ def run_regression_resolve(
 ) -> RunRegression:
     """The regression cases of a run request, checked against the run's pack version.
 
-    Raises RegressionError (a 400 naming the field; ``code`` ``not_found`` for an id this
-    workspace does not have).
+    Raises DomainError (a 400 naming the field), or NotFound for an id this workspace does not
+    have.
     """
     scope = scope or "full"
     if scope not in SCOPES:
-        raise RegressionError(f"regression_scope must be one of {', '.join(SCOPES)}.", field="regression_scope")
+        raise DomainError(f"regression_scope must be one of {', '.join(SCOPES)}.", field="regression_scope")
     suites = _suites(workspace, _ids(suite_ids, "regression_suite_ids"), pack_version)
     statuses = [RegressionCase.Status.ACTIVE] + ([RegressionCase.Status.PROPOSED] if include_proposed else [])
     cases = list(RegressionCase.objects.filter(suite__in=suites, status__in=statuses).select_related("suite").order_by("suite__name", "id"))
@@ -132,11 +134,13 @@ def run_regression_resolve(
             cases.append(case)
     if scope == "suite_only" and not cases:
         field = "regression_suite_ids" if suite_ids or not case_ids else "regression_case_ids"
-        raise RegressionError("A suite_only run needs at least one active regression case (none selected).", field=field)
+        raise DomainError(
+            "A suite_only run needs at least one active regression case (none selected): choose a suite with active cases.", field=field
+        )
     keys = set(pack_version.challenges.values_list("key", flat=True))
     for case in cases:
         if case.challenge_key not in keys:
-            raise RegressionError(
+            raise DomainError(
                 f"Regression case “{case.title}” (#{case.pk}) needs challenge {case.challenge_key!r}, "
                 f"which pack version {pack_version.number} does not have.",
                 field="regression_case_ids" if case.pk in (case_ids or ()) else "regression_suite_ids",

@@ -10,8 +10,8 @@ from django.db.models import Max, Min, RestrictedError
 from django.utils import timezone
 
 from core.actors import actor_or_none
+from core.errors import Conflict, DomainError, NotFound, full_clean
 from packs.models import Pack
-from regression.errors import RegressionError
 from regression.models import RegressionCase, RegressionSuite
 from runs.models import CaseRun, CaseStatus, RunEvent
 from workspaces.models import Workspace
@@ -29,10 +29,10 @@ PROMOTE_STATUSES = (RegressionCase.Status.PROPOSED, RegressionCase.Status.ACTIVE
 @transaction.atomic
 def regression_suite_create(*, workspace: Workspace, user: Any, pack: Pack, name: str, description: str = "") -> RegressionSuite:
     if pack.workspace_id != workspace.pk:
-        raise RegressionError("That pack is not in this workspace.", field="pack_id", code="not_found")
+        raise NotFound("That pack is not in this workspace: choose one of its own packs.", field="pack_id")
     name = _suite_name(workspace.pk, name)
     suite = RegressionSuite(workspace=workspace, pack=pack, name=name, description=description or "", created_by=actor_or_none(user))
-    suite.full_clean()
+    full_clean(suite)
     suite.save()
     return suite
 
@@ -40,12 +40,12 @@ def regression_suite_create(*, workspace: Workspace, user: Any, pack: Pack, name
 def _suite_name(workspace_id: int, name: str, *, exclude: int | None = None) -> str:
     name = (name or "").strip()
     if not name:
-        raise RegressionError("Give the suite a name.", field="name")
+        raise DomainError("Give the suite a name.", field="name")
     if len(name) > 200:
-        raise RegressionError("The name is longer than 200 characters.", field="name")
+        raise DomainError("The name is longer than 200 characters: shorten it.", field="name")
     others = RegressionSuite.objects.filter(workspace_id=workspace_id, name=name)
     if (others.exclude(pk=exclude) if exclude is not None else others).exists():
-        raise RegressionError(f"A suite named “{name}” already exists.", field="name")
+        raise DomainError(f"A suite named “{name}” already exists: choose another name.", field="name")
     return name
 
 
@@ -58,7 +58,7 @@ def regression_suite_update(
         suite.name = _suite_name(suite.workspace_id, name, exclude=suite.pk)
     if description is not None:
         suite.description = description
-    suite.full_clean()
+    full_clean(suite)
     suite.save(update_fields=["name", "description", "updated_at"])
     return suite
 
@@ -81,7 +81,7 @@ def suite_in_use(suite: RegressionSuite) -> bool:
 @transaction.atomic
 def regression_suite_delete(*, suite: RegressionSuite, user: Any) -> None:
     """Delete a suite that no run has used, with its cases; one that was run is refused (archive it)."""
-    in_use = RegressionError(
+    in_use = Conflict(
         f"Runs have run cases of “{suite.name}”: archive the suite instead, so their history stays.", field="suite_id", code="suite_in_use"
     )
     if suite_in_use(suite):
@@ -125,23 +125,23 @@ def regression_case_promote(
     (``created`` False), so a retried CI job does not duplicate it.
     """
     if suite.workspace_id != workspace.pk or case_run.run.workspace_id != workspace.pk:
-        raise RegressionError("Not in this workspace.", field="suite_id", code="not_found")
+        raise NotFound("That suite or case is not in this workspace: choose a suite of this workspace.", field="suite_id")
     if suite.archived_at is not None:
-        raise RegressionError(f"Suite “{suite.name}” is archived; restore it to promote cases into it.", field="suite_id")
+        raise DomainError(f"Suite “{suite.name}” is archived; restore it to promote cases into it.", field="suite_id")
     if status not in PROMOTE_STATUSES:
-        raise RegressionError(f"status must be one of {', '.join(PROMOTE_STATUSES)}.", field="status")
+        raise DomainError(f"status must be one of {', '.join(PROMOTE_STATUSES)}.", field="status")
     if severity not in RegressionCase.Severity.values:
-        raise RegressionError(f"severity must be one of {', '.join(RegressionCase.Severity.values)}.", field="severity")
+        raise DomainError(f"severity must be one of {', '.join(RegressionCase.Severity.values)}.", field="severity")
     existing = RegressionCase.objects.filter(suite=suite, source_case_run=case_run).first()
     if existing is not None:
         return existing, False
     if case_run.regression_case_id is not None:
-        raise RegressionError("This case already is a regression case; review it in its suite.", field="case_run_id")
+        raise DomainError("This case already is a regression case; review it in its suite.", field="case_run_id")
     if not _is_failed(case_run):
-        raise RegressionError("Only a failed case can be promoted (this one did not fail).", field="case_run_id")
+        raise DomainError("Only a failed case can be promoted (this one did not fail): choose a failed case.", field="case_run_id")
     source = case_run.case
     if source.pack_version.pack_id != suite.pack_id:
-        raise RegressionError(f"Suite “{suite.name}” is for another pack than this run's.", field="suite_id")
+        raise DomainError(f"Suite “{suite.name}” is for another pack than this run's: choose a suite of this run's pack.", field="suite_id")
     events = RunEvent.objects.filter(case_run=case_run).aggregate(first=Min("sequence_number"), last=Max("sequence_number"))
     now = timezone.now()
     case = RegressionCase(
@@ -153,7 +153,7 @@ def regression_case_promote(
         failure_summary=_failure_summary(case_run), created_by=actor_or_none(user),
         status_changed_by=actor_or_none(user), status_changed_at=now,
     )  # fmt: skip
-    case.full_clean()
+    full_clean(case)
     case.save()
     return case, True
 
@@ -162,16 +162,19 @@ def regression_case_promote(
 def regression_case_set_status(*, case: RegressionCase, user: Any, status: str) -> RegressionCase:
     """Activate or archive (compare-and-set: a concurrent review that got there first wins)."""
     if status not in RegressionCase.Status.values:
-        raise RegressionError(f"status must be one of {', '.join(RegressionCase.Status.values)}.", field="status")
+        raise DomainError(f"status must be one of {', '.join(RegressionCase.Status.values)}.", field="status")
     if status == case.status:
         return case
     if status not in TRANSITIONS[case.status]:
-        raise RegressionError(f"A {case.status} case cannot become {status}.", field="status", code="invalid_transition")
+        allowed = " or ".join(sorted(TRANSITIONS[case.status]))
+        raise DomainError(
+            f"A {case.status} case cannot become {status} (it can become {allowed}).", field="status", code="invalid_transition"
+        )
     changed = RegressionCase.objects.filter(pk=case.pk, status=case.status).update(
         status=status, status_changed_by=actor_or_none(user), status_changed_at=timezone.now()
     )
     if changed != 1:
-        raise RegressionError("Someone else changed this case meanwhile; reload it.", field="status", code="conflict")
+        raise Conflict("Someone else changed this case meanwhile; reload it and review it again.", field="status")
     case.refresh_from_db()
     return case
 
@@ -179,8 +182,8 @@ def regression_case_set_status(*, case: RegressionCase, user: Any, status: str) 
 @transaction.atomic
 def regression_case_set_severity(*, case: RegressionCase, user: Any, severity: str) -> RegressionCase:
     if severity not in RegressionCase.Severity.values:
-        raise RegressionError(f"severity must be one of {', '.join(RegressionCase.Severity.values)}.", field="severity")
+        raise DomainError(f"severity must be one of {', '.join(RegressionCase.Severity.values)}.", field="severity")
     case.severity = severity
-    case.full_clean()
+    full_clean(case)
     case.save(update_fields=["severity"])
     return case

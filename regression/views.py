@@ -11,8 +11,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from core.errors import DomainError
+from core.forms import form_add_domain_error
 from regression import selectors, services
-from regression.errors import RegressionError
 from regression.forms import PromoteForm, SuiteCreateForm, SuiteEditForm
 from regression.models import RegressionCase, RegressionSuite
 from runs import lookups
@@ -35,8 +36,8 @@ def suite_list(request: WorkspaceRequest) -> HttpResponse:
                 suite = services.regression_suite_create(
                     workspace=request.workspace, user=request.user, pack=data["pack"], name=data["name"], description=data["description"]
                 )
-            except RegressionError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.text)
+            except DomainError as exc:
+                form_add_domain_error(form, exc)
             else:
                 messages.success(request, f"Suite “{suite.name}” created. Promote failed cases into it from a case's replay page.")
                 return redirect("regression:suite", request.workspace.slug, suite.pk)
@@ -77,8 +78,8 @@ def suite_edit(request: WorkspaceRequest, suite_id: int) -> HttpResponse:
             services.regression_suite_update(
                 suite=suite, user=request.user, name=form.cleaned_data["name"], description=form.cleaned_data["description"]
             )
-        except RegressionError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.text)
+        except DomainError as exc:
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, f"Suite saved as “{suite.name}”.")
             return redirect("regression:suite", request.workspace.slug, suite.pk)
@@ -108,8 +109,8 @@ def suite_delete(request: WorkspaceRequest, suite_id: int) -> HttpResponse:
     name = suite.name
     try:
         services.regression_suite_delete(suite=suite, user=request.user)
-    except RegressionError as exc:
-        messages.error(request, exc.text)
+    except DomainError as exc:
+        messages.error(request, exc.message)
         return redirect("regression:suite", request.workspace.slug, suite.pk)
     messages.success(request, f"Suite “{name}” deleted.")
     return redirect("regression:suites", request.workspace.slug)
@@ -132,8 +133,8 @@ def _case_change(
     error = ""
     try:
         case = change(case)
-    except RegressionError as exc:
-        error = exc.text
+    except DomainError as exc:
+        error = exc.message
     if request.htmx:
         return _case_row(request, case, error)
     if error:
@@ -180,8 +181,8 @@ def case_promote(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Ht
         case, created = services.regression_case_promote(
             workspace=request.workspace, user=request.user, case_run=case_run, suite=data["suite"], severity=data["severity"]
         )
-    except RegressionError as exc:
-        messages.error(request, exc.text)
+    except DomainError as exc:
+        messages.error(request, exc.message)
         return redirect("runs:case_replay", request.workspace.slug, run.pk, case_run.pk)
     if created:
         messages.success(request, f"Promoted “{case.title}” as a proposed case of “{case.suite.name}”: activate it to run it.")

@@ -4,6 +4,11 @@ Judge pickers (one per LLM judge model the pack names) are pre-filled the way th
 model nobody chose (runs/services/resolve.py): a deployment of exactly that model, else the
 workspace's default judge. They are re-filled when the pack version changes, and otherwise keep
 what the person picked.
+
+The fields are named like the run API's inputs, which are ``run_create``'s arguments
+(``deployment_ids``, ``input_set_id``, ``simulator_deployment_id``, ``regression_suite_ids``…;
+``pack_version_id`` for the version, which the service takes as an object), so a service's
+``DomainError`` shows next to its field (``core.forms.form_add_domain_error``).
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ def _manifest_cases(manifest: dict[str, Any], input_set_key: str | None) -> list
 
 
 class RunCreateForm(forms.Form):
-    pack_version = forms.ModelChoiceField(queryset=PackVersion.objects.none(), label="Pack version", empty_label="Choose a pack version…")
-    input_set = forms.ModelChoiceField(
+    pack_version_id = forms.ModelChoiceField(
+        queryset=PackVersion.objects.none(), label="Pack version", empty_label="Choose a pack version…"
+    )
+    input_set_id = forms.ModelChoiceField(
         queryset=InputSet.objects.none(), required=False, label="Input set", empty_label="Choose an input set…"
     )
-    deployments = forms.ModelMultipleChoiceField(
+    deployment_ids = forms.ModelMultipleChoiceField(
         queryset=AgentDeployment.objects.none(),
         widget=forms.CheckboxSelectMultiple,
         label="Agents",
@@ -61,7 +68,7 @@ class RunCreateForm(forms.Form):
         label="Peer standings (race context)",
         help_text="Between steps, each agent is told how the other lanes stand: cases finished and passed. Needs two or more agents.",
     )
-    simulator_deployment = forms.ModelChoiceField(
+    simulator_deployment_id = forms.ModelChoiceField(
         queryset=AgentDeployment.objects.none(),
         required=False,
         label="User simulator",
@@ -69,7 +76,7 @@ class RunCreateForm(forms.Form):
         help_text="This pack's conversations have LLM user-simulator phases: this deployment writes the user's turns.",
     )
 
-    regression_suites = forms.ModelMultipleChoiceField(
+    regression_suite_ids = forms.ModelMultipleChoiceField(
         queryset=RegressionSuite.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -88,9 +95,9 @@ class RunCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.workspace = workspace
         active = AgentDeployment.objects.filter(workspace=workspace, status=LifecycleStatus.ACTIVE).select_related("provider_account")
-        model_choice(self, "pack_version").queryset = pack_versions_runnable(workspace=workspace)
-        model_choice(self, "deployments").queryset = active.order_by("name")
-        model_choice(self, "simulator_deployment").queryset = active.order_by("name")
+        model_choice(self, "pack_version_id").queryset = pack_versions_runnable(workspace=workspace)
+        model_choice(self, "deployment_ids").queryset = active.order_by("name")
+        model_choice(self, "simulator_deployment_id").queryset = active.order_by("name")
         self.judge_models: list[str] = []
         self.needs_simulator = False
         self.suggestions: dict[str, tuple[AgentDeployment | None, str]] = {}
@@ -105,18 +112,18 @@ class RunCreateForm(forms.Form):
                 fits |= Q(runtime_profile__execution_target=ExecutionTarget.HOSTED_EXTERNAL)
             if self.pack_mode == ExecutionTarget.RESPONSES:  # only providers that serve the Responses API (docs/responses-mode.md)
                 fits &= Q(provider_account__provider_key__in=RESPONSES_PROVIDER_KEYS)
-            model_choice(self, "deployments").queryset = active.filter(fits).order_by("name")
+            model_choice(self, "deployment_ids").queryset = active.filter(fits).order_by("name")
             self.unfit_deployments = list(
                 active.exclude(fits).select_related("runtime_profile").order_by("runtime_profile__execution_target", "name")
             )
             sets = InputSet.objects.filter(pack_version=version).order_by("key")
-            model_choice(self, "input_set").queryset = sets
+            model_choice(self, "input_set_id").queryset = sets
             only = sets.first() if sets.count() == 1 else None
             if only is not None:
-                self.fields["input_set"].widget = forms.HiddenInput()
-                self.fields["input_set"].initial = only.pk
+                self.fields["input_set_id"].widget = forms.HiddenInput()
+                self.fields["input_set_id"].initial = only.pk
                 self.single_input_set = only
-            model_choice(self, "regression_suites").queryset = RegressionSuite.objects.filter(
+            model_choice(self, "regression_suite_ids").queryset = RegressionSuite.objects.filter(
                 workspace=workspace, pack_id=version.pack_id, archived_at__isnull=True
             )
             manifest = version.manifest or {}
@@ -128,16 +135,16 @@ class RunCreateForm(forms.Form):
 
     def _input_set_key(self) -> str | None:
         chosen = self.single_input_set
-        raw = self.data.get("input_set") if self.is_bound else None
+        raw = self.data.get("input_set_id") if self.is_bound else None
         if chosen is None and raw:
             try:
-                chosen = choice_queryset(self, "input_set").filter(pk=int(raw)).first()
+                chosen = choice_queryset(self, "input_set_id").filter(pk=int(raw)).first()
             except (TypeError, ValueError):
                 chosen = None
         return chosen.key if chosen is not None else None
 
     def _lane_ids(self) -> list[int]:
-        raw = self.data.getlist("deployments") if self.is_bound and hasattr(self.data, "getlist") else []
+        raw = self.data.getlist("deployment_ids") if self.is_bound and hasattr(self.data, "getlist") else []
         return [int(v) for v in raw if str(v).isdigit()]
 
     def _add_judge_fields(self, version: PackVersion, active: Any) -> None:
@@ -183,11 +190,11 @@ class RunCreateForm(forms.Form):
         return {model: deployment.pk if deployment else None for model, deployment in chosen.items()}
 
     def selected_version(self) -> PackVersion | None:
-        raw = self.data.get("pack_version") if self.is_bound else self.initial.get("pack_version")
+        raw = self.data.get("pack_version_id") if self.is_bound else self.initial.get("pack_version_id")
         if raw in (None, ""):
             return None
         try:
-            return choice_queryset(self, "pack_version").filter(pk=int(raw)).first()
+            return choice_queryset(self, "pack_version_id").filter(pk=int(raw)).first()
         except (TypeError, ValueError):
             return None
 
@@ -196,19 +203,21 @@ class RunCreateForm(forms.Form):
         version = self.selected_version()
         if version is None:
             return ""
-        raw_set = (self.data.get("input_set") if self.is_bound else None) or (self.single_input_set.pk if self.single_input_set else None)
+        raw_set = (self.data.get("input_set_id") if self.is_bound else None) or (
+            self.single_input_set.pk if self.single_input_set else None
+        )
         input_set = None
         if raw_set:
             try:
-                input_set = choice_queryset(self, "input_set").filter(pk=int(raw_set)).first()
+                input_set = choice_queryset(self, "input_set_id").filter(pk=int(raw_set)).first()
             except (TypeError, ValueError):
                 input_set = None
         cases = input_set.cases.count() if input_set else None
-        agents = len(self.data.getlist("deployments")) if self.is_bound and hasattr(self.data, "getlist") else 0
+        agents = len(self.data.getlist("deployment_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         agent_text = f"{agents} agent{'s' if agents != 1 else ''}"
         case_text = f"{cases} case{'s' if cases != 1 else ''}" if cases is not None else "? cases (choose an input set)"
         total = f" = {agents * cases} case runs" if cases and agents else ""
-        suites = len(self.data.getlist("regression_suites")) if self.is_bound and hasattr(self.data, "getlist") else 0
+        suites = len(self.data.getlist("regression_suite_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         if not suites:
             return f"{agent_text} × {case_text}{total}"
         suite_text = f"the active cases of {suites} regression suite{'s' if suites != 1 else ''}"

@@ -12,7 +12,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from core.errors import NotFound
+from core.errors import DomainError
+from core.forms import form_add_domain_error
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
 from runs import lookups, presenters, run_table, selectors, services, timeline
@@ -53,28 +54,20 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
         form = RunCreateForm(request.POST, workspace=request.workspace)
         if form.is_valid():
             data = form.cleaned_data
+            simulator = data.get("simulator_deployment_id") if form.needs_simulator else None
             try:
-                simulator = data.get("simulator_deployment") if form.needs_simulator else None
                 run = services.run_create(
-                    workspace=request.workspace, user=request.user, pack_version=data["pack_version"],
-                    deployment_ids=[d.pk for d in data["deployments"]],
-                    input_set_id=data["input_set"].pk if data.get("input_set") else None, name=data.get("name") or "",
+                    workspace=request.workspace, user=request.user, pack_version=data["pack_version_id"],
+                    deployment_ids=[d.pk for d in data["deployment_ids"]],
+                    input_set_id=data["input_set_id"].pk if data.get("input_set_id") else None, name=data.get("name") or "",
                     judge_deployments=form.judge_choices(), allow_missing_judges=bool(data.get("allow_missing_judges")),
                     simulator_deployment_id=simulator.pk if simulator else None,
-                    regression_suite_ids=[s.pk for s in data.get("regression_suites") or []],
+                    regression_suite_ids=[s.pk for s in data.get("regression_suite_ids") or []],
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
                 )  # fmt: skip
-            except NotFound as exc:  # a deployment or version gone since the form was drawn
-                raise Http404(exc.message) from None
-            except services.RunCreateError as exc:
-                field = {
-                    "pack_version_id": "pack_version", "input_set_id": "input_set", "deployment_ids": "deployments",
-                    "judge_deployments": "allow_missing_judges", "simulator_deployment_id": "simulator_deployment",
-                    "regression_suite_ids": "regression_suites", "regression_case_ids": "regression_suites",
-                    "regression_scope": "regression_scope", "race_context": "race_context",
-                }.get(exc.field or "")  # fmt: skip
-                form.add_error(field if field in form.fields else None, exc.text)
+            except DomainError as exc:  # a refused request, or a deployment or version gone since the form was drawn
+                form_add_domain_error(form, exc)
             else:
                 messages.success(request, f"Run “{run.name}” started.")
                 return redirect("runs:detail", request.workspace.slug, run.pk)
@@ -83,7 +76,9 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
         form = RunCreateForm(request.GET, workspace=request.workspace)
         show_errors = False
     else:
-        initial = {"pack_version": request.GET.get("pack_version")} if request.GET.get("pack_version") else {}
+        # ?pack_version= is the pack pages' "Run this version" link.
+        chosen = request.GET.get("pack_version_id") or request.GET.get("pack_version")
+        initial = {"pack_version_id": chosen} if chosen else {}
         form = RunCreateForm(workspace=request.workspace, initial=initial)
         show_errors = False
     template = "runs/run_create.html#run-create-fields" if request.htmx else "runs/run_create.html"
@@ -213,9 +208,10 @@ def run_cancel(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     try:
         services.run_cancel(run=run, user=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
         messages.success(request, "Run cancelled. Cases in progress stop at their next step.")
-    except services.RunNotCancellable as exc:
-        messages.error(request, str(exc))
     return redirect("runs:detail", request.workspace.slug, run.pk)
 
 

@@ -52,7 +52,7 @@ def test_it_needs_lanes_for_multi_lane_runs(workspace, admin, pair):
     multi = make_run(workspace, lanes=[GOOD, SLOPPY])
     with pytest.raises(ComparisonError) as info:
         comparison_create(workspace=workspace, user=admin, baseline_run=multi, candidate_run=pair[1])
-    assert info.value.reason_code == "participant_count_mismatch"
+    assert info.value.code == "participant_count_mismatch"
 
 
 def test_it_rejects_the_same_lane_twice(workspace, admin):
@@ -60,7 +60,7 @@ def test_it_rejects_the_same_lane_twice(workspace, admin):
     lane = run.lanes.first()
     with pytest.raises(ComparisonError) as info:
         comparison_create(workspace=workspace, user=admin, baseline_run=run, candidate_run=run, baseline_lane=lane, candidate_lane=lane)
-    assert info.value.reason_code == "participant_match_not_resolved"
+    assert info.value.code == "participant_match_not_resolved"
 
 
 def test_it_rejects_a_lane_of_another_run(workspace, admin, pair):
@@ -74,7 +74,7 @@ def test_it_rejects_a_lane_of_another_run(workspace, admin, pair):
             baseline_lane=candidate.lanes.get(),
             candidate_lane=candidate.lanes.get(),
         )
-    assert info.value.reason_code == "baseline_run_agent_unresolved"
+    assert info.value.code == "baseline_run_agent_unresolved"
 
 
 def test_it_stores_non_comparable_pairs_with_their_reason(workspace, admin):
@@ -113,7 +113,7 @@ def test_api_names_the_reason_code_for_unresolved_participants(workspace, member
         URL.format(slug=workspace.slug), {"baseline_run_id": multi.pk, "candidate_run_id": multi.pk}, format="json"
     )
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "participant_match_not_resolved"
+    assert response.json()["error"]["code"] == response.json()["reason_code"] == "participant_match_not_resolved"
     assert "candidate_lane_id" in response.json()["error"]["fields"]
 
 
@@ -202,21 +202,21 @@ def test_compare_page_query_count_does_not_grow_with_comparisons(workspace, admi
 
 
 def test_member_creates_a_comparison_from_the_page(workspace, member, pair, client_for):
-    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run": pair[0].pk, "candidate_run": pair[1].pk})
+    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk})
     comparison = Comparison.objects.get()
     assert response.status_code == 302 and response.url == f"/w/{workspace.slug}/comparisons/{comparison.pk}/"
 
 
 def test_compare_page_shows_participant_errors_next_to_the_field(workspace, member, client_for):
     multi = make_run(workspace, lanes=[GOOD, SLOPPY])
-    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run": multi.pk, "candidate_run": multi.pk})
+    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run_id": multi.pk, "candidate_run_id": multi.pk})
     assert response.status_code == 200
-    assert "different candidate lane" in response.content.decode()
+    assert "different candidate lane" in response.content.decode().split('id="candidate-lane-picker"')[1].split("</div>")[0]
     assert not Comparison.objects.exists()
 
 
 def test_viewer_cannot_post_a_comparison(workspace, viewer, pair, client_for):
-    response = client_for(viewer).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run": pair[0].pk, "candidate_run": pair[1].pk})
+    response = client_for(viewer).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk})
     assert response.status_code == 403
 
 
@@ -226,14 +226,14 @@ def test_stranger_gets_404_on_compare_pages(workspace, admin, stranger, pair, cl
     assert client.get(f"/w/{workspace.slug}/comparisons/").status_code == 404
     assert client.get(f"/w/{workspace.slug}/comparisons/{comparison.pk}/").status_code == 404
     assert client.get(f"/w/globex/comparisons/{comparison.pk}/").status_code == 404
-    assert client.post("/w/globex/comparisons/", {"baseline_run": pair[0].pk, "candidate_run": pair[1].pk}).status_code == 200
+    assert client.post("/w/globex/comparisons/", {"baseline_run_id": pair[0].pk, "candidate_run_id": pair[1].pk}).status_code == 200
     assert not Comparison.objects.exclude(pk=comparison.pk).exists()
 
 
 def test_lane_picker_partial_lists_the_runs_lanes(workspace, viewer, client_for):
     run = make_run(workspace, lanes=[GOOD, SLOPPY])
     response = client_for(viewer).get(
-        f"/w/{workspace.slug}/comparisons/lanes/?side=candidate&candidate_run={run.pk}", HTTP_HX_REQUEST="true"
+        f"/w/{workspace.slug}/comparisons/lanes/?side=candidate&candidate_run_id={run.pk}", HTTP_HX_REQUEST="true"
     )
     html = response.content.decode()
     assert response.status_code == 200 and 'id="candidate-lane-picker"' in html and "lane-1" in html

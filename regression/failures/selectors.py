@@ -19,6 +19,7 @@ from urllib.parse import quote
 from django.db.models import Q
 from django.db.models.fields.json import KT
 
+from core.errors import DomainError
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
 from engine.modes.case import STOP_CANCELLED
 from engine.scoring.documents import CaseScoreDocument
@@ -31,13 +32,8 @@ SEVERITY_RANK = {"blocking": 0, "warning": 1, "info": 2}
 EVENT_TYPES = (TOOL_CALL_FAILED, SANDBOX_EGRESS_DENIED)
 
 
-class FailureFilterError(ValueError):
-    """A filter value the review does not know; ``field`` names the query parameter."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-        self.message = message
+class FailureFilterError(DomainError):
+    """A filter value the review does not know (a 400); ``field`` names the query parameter."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,15 +141,15 @@ def failure_filters_parse(query: Mapping[str, Any], *, lane_ids: set[int]) -> Fa
         try:
             lane = int(lane_text)
         except ValueError:
-            raise FailureFilterError("lane", f"lane must be the id of a lane of this run (got {lane_text!r}).") from None
+            raise FailureFilterError(f"lane must be the id of a lane of this run (got {lane_text!r}).", field="lane") from None
         if lane not in lane_ids:
-            raise FailureFilterError("lane", f"lane {lane} is not a lane of this run.")
+            raise FailureFilterError(f"lane {lane} is not a lane of this run.", field="lane")
     failure_class = str(query.get("class") or "").strip()
     if failure_class and failure_class not in CLASSES:
-        raise FailureFilterError("class", f"class must be one of {', '.join(CLASSES)} (got {failure_class!r}).")
+        raise FailureFilterError(f"class must be one of {', '.join(CLASSES)} (got {failure_class!r}).", field="class")
     severity = str(query.get("severity") or "").strip()
     if severity and severity not in SEVERITIES:
-        raise FailureFilterError("severity", f"severity must be one of {', '.join(SEVERITIES)} (got {severity!r}).")
+        raise FailureFilterError(f"severity must be one of {', '.join(SEVERITIES)} (got {severity!r}).", field="severity")
     return FailureFilters(lane=lane, failure_class=failure_class, cluster=str(query.get("cluster") or "").strip(), severity=severity)
 
 
@@ -167,7 +163,7 @@ def _keep(case: CaseFailure, filters: FailureFilters) -> bool:
 
 def _filtered(clusters: list[Cluster], filters: FailureFilters) -> list[Cluster]:
     if filters.cluster and filters.cluster not in {c.fingerprint for c in clusters}:
-        raise FailureFilterError("cluster", f"cluster {filters.cluster!r} is not a cluster of this run's failures.")
+        raise FailureFilterError(f"cluster {filters.cluster!r} is not a cluster of this run's failures.", field="cluster")
     kept = []
     for cluster in clusters:
         if filters.cluster and cluster.fingerprint != filters.cluster:

@@ -73,7 +73,7 @@ def test_a_reviewer_promotes_activates_and_gates_a_suite_only_run(live_server, p
     baseline = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[reader.pk],
                                    regression_suite_ids=[suite.pk], regression_scope="suite_only")  # fmt: skip
     page.goto(f"{base}/runs/new/")
-    page.select_option("#id_pack_version", str(version.pk))
+    page.select_option("#id_pack_version_id", str(version.pk))
     page.locator("#run-regression").wait_for()
     page.get_by_label("guesser").check()
     page.locator("#run-regression").get_by_label("smoke").check()

@@ -73,8 +73,10 @@ def test_the_new_run_form_starts_a_suite_only_run(client_for, member, workspace,
     case = promoted(workspace, admin, failed_run, suite)
     form = client_for(member).get(f"/w/acme/runs/new/?pack_version={pack_version.pk}")
     assert b'id="run-regression"' in form.content and b"smoke" in form.content
-    data = {"pack_version": pack_version.pk, "deployments": [deployment.pk], "regression_suites": [suite.pk], "regression_scope": "suite_only",
+    data = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk], "regression_suite_ids": [suite.pk], "regression_scope": "suite_only",
             "judges_for": pack_version.pk}  # fmt: skip
+    refused = client_for(member).post("/w/acme/runs/new/", {**data, "regression_suite_ids": []})  # suite_only without a suite
+    assert "needs at least one active regression case" in refused.context["form"].errors["regression_suite_ids"][0]
     response = client_for(member).post("/w/acme/runs/new/", data)
     assert response.status_code == 302, response.content.decode()[:2000]
     run = Run.objects.latest("pk")

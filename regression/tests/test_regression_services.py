@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from django.http import Http404
 
-from core.errors import NotFound
+from core.errors import Conflict, DomainError, NotFound
 from regression import selectors
-from regression.errors import RegressionError
 from regression.models import RegressionCase
 from regression.services import regression_case_promote, regression_case_set_status, regression_suite_create
 from regression.tests.factories import failing_deployment, finished_run, promoted, suite_for
@@ -37,15 +36,15 @@ def test_promote_snapshots_the_case_and_links_the_failure(workspace, admin, pack
 def test_it_refuses_to_promote_a_passed_case_or_into_another_packs_suite(workspace, admin, pack_version, deployment, failed_run, tasks):
     good = finished_run(workspace, admin, pack_version, deployment, tasks)
     suite = suite_for(workspace, admin, pack_version)
-    with pytest.raises(RegressionError, match="Only a failed case"):
+    with pytest.raises(DomainError, match="Only a failed case"):
         regression_case_promote(workspace=workspace, user=admin, case_run=good.case_runs.first(), suite=suite)
     other_pack = publish(workspace, admin, native_pack_yaml(cases=1))
     other_suite = suite_for(workspace, admin, other_pack, name="other")
-    with pytest.raises(RegressionError, match="another pack"):
+    with pytest.raises(DomainError, match="another pack"):
         regression_case_promote(workspace=workspace, user=admin, case_run=failed_run.case_runs.first(), suite=other_suite)
-    with pytest.raises(RegressionError, match="status must be"):
+    with pytest.raises(DomainError, match="status must be"):
         regression_case_promote(workspace=workspace, user=admin, case_run=failed_run.case_runs.first(), suite=suite, status="archived")
-    with pytest.raises(RegressionError, match="already exists"):
+    with pytest.raises(DomainError, match="already exists"):
         regression_suite_create(workspace=workspace, user=admin, pack=pack_version.pack, name="smoke")
 
 
@@ -56,11 +55,11 @@ def test_activate_and_archive_follow_the_review_transitions(workspace, admin, pa
     case = regression_case_set_status(case=case, user=admin, status="active")
     assert case.status == "active" and case.status_changed_by == admin
     case = regression_case_set_status(case=case, user=admin, status="archived")
-    with pytest.raises(RegressionError, match="cannot become proposed"):
+    with pytest.raises(DomainError, match="cannot become proposed"):
         regression_case_set_status(case=case, user=admin, status="proposed")
     stale = RegressionCase.objects.get(pk=case.pk)
     regression_case_set_status(case=case, user=admin, status="active")
-    with pytest.raises(RegressionError, match="changed this case meanwhile"):
+    with pytest.raises(Conflict, match="changed this case meanwhile"):
         regression_case_set_status(case=stale, user=admin, status="active")  # stale still thinks it is archived
 
 
@@ -72,7 +71,7 @@ def test_another_workspaces_suite_or_case_is_not_found(workspace, other_workspac
         selectors.suite_get(workspace=other_workspace, pk=suite.pk)
     with pytest.raises(Http404):
         selectors.case_get(workspace=other_workspace, pk=case.pk)
-    with pytest.raises(RegressionError):
+    with pytest.raises(NotFound):
         regression_case_promote(workspace=other_workspace, user=admin, case_run=failed_run.case_runs.first(), suite=suite)
 
 
@@ -116,18 +115,18 @@ def test_run_create_refuses_bad_regression_requests(workspace, other_workspace, 
     def create(**extra):
         return services.run_create(workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[deployment.pk], **extra)
 
-    with pytest.raises(services.RunCreateError, match="regression_scope must be") as exc:
+    with pytest.raises(DomainError, match="regression_scope must be") as exc:
         create(regression_suite_ids=[suite.pk], regression_scope="everything")
     assert exc.value.field == "regression_scope"
-    with pytest.raises(services.RunCreateError, match="needs at least one active regression case"):
+    with pytest.raises(DomainError, match="needs at least one active regression case"):
         create(regression_suite_ids=[suite.pk], regression_scope="suite_only")  # only a proposed case
-    with pytest.raises(services.RunCreateError, match="only proposed"):
+    with pytest.raises(DomainError, match="only proposed"):
         create(regression_case_ids=[proposed.pk])
     foreign = suite_for(other_workspace, stranger, publish(other_workspace, stranger, native_pack_yaml(cases=1)))
     with pytest.raises(NotFound):  # another workspace's suite: a domain 404, never a 400
         create(regression_suite_ids=[foreign.pk])
     other_version = publish(workspace, admin, native_pack_yaml(cases=1))
-    with pytest.raises(services.RunCreateError, match="another pack") as exc:
+    with pytest.raises(DomainError, match="another pack") as exc:
         services.run_create(workspace=workspace, user=admin, pack_version=other_version, deployment_ids=[deployment.pk],
                             regression_suite_ids=[suite.pk])  # fmt: skip
     assert exc.value.field == "regression_suite_ids"
@@ -138,7 +137,7 @@ def test_run_create_refuses_a_case_whose_challenge_the_version_lacks(workspace, 
     suite = suite_for(workspace, admin, pack_version)
     case = promoted(workspace, admin, failed_run, suite)
     RegressionCase.objects.filter(pk=case.pk).update(challenge_key="gone")
-    with pytest.raises(services.RunCreateError, match="needs challenge 'gone'") as exc:
+    with pytest.raises(DomainError, match="needs challenge 'gone'") as exc:
         services.run_create(workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[deployment.pk],
                             regression_suite_ids=[suite.pk], regression_scope="suite_only")  # fmt: skip
-    assert exc.value.field == "regression_suite_ids" and case.title in exc.value.text
+    assert exc.value.field == "regression_suite_ids" and case.title in exc.value.message

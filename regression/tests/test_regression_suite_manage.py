@@ -60,7 +60,7 @@ def test_archiving_hides_a_suite_from_new_runs_and_promote_and_restoring_brings_
     assert f'value="{suite.pk}"' not in replay
     # nor the New-run form, and a run naming it is refused with the field
     form = client_for(member).get(f"/w/acme/runs/new/?pack_version={pack_version.pk}").content.decode()
-    assert 'name="regression_suites"' not in form
+    assert 'name="regression_suite_ids"' not in form
     with pytest.raises(Exception) as refused:
         run_services.run_create(
             workspace=workspace, user=admin, pack_version=pack_version, deployment_ids=[failing_deployment(workspace, "x").pk],

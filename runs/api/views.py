@@ -74,18 +74,15 @@ class RunCreateApi(WorkspaceApiView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         version = object_get_for_workspace(PackVersion.objects.all(), workspace=self.workspace, pk=values["pack_version_id"])
-        try:
-            run = services.run_create(
-                workspace=self.workspace, user=request.user, pack_version=version,
-                deployment_ids=values["deployment_ids"], input_set_id=values.get("input_set_id"), name=values.get("name", ""),
-                judge_deployments=values.get("judge_deployments"), allow_missing_judges=values.get("allow_missing_judges", False),
-                simulator_deployment_id=values.get("simulator_deployment_id"),
-                regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
-                regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
-                race_context=values["race_context"],
-            )  # fmt: skip
-        except services.RunCreateError as exc:
-            raise ApiError(400, exc.code or "invalid_request", exc.text, fields={exc.field: [exc.text]}, extra=exc.extra) from None
+        run = services.run_create(
+            workspace=self.workspace, user=request.user, pack_version=version,
+            deployment_ids=values["deployment_ids"], input_set_id=values.get("input_set_id"), name=values.get("name", ""),
+            judge_deployments=values.get("judge_deployments"), allow_missing_judges=values.get("allow_missing_judges", False),
+            simulator_deployment_id=values.get("simulator_deployment_id"),
+            regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
+            regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
+            race_context=values["race_context"],
+        )  # fmt: skip
         run = lookups.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
 
@@ -147,8 +144,5 @@ class RunCancelApi(WorkspaceApiView):
     @extend_schema(request=None, responses=RunOutputSerializer, summary="Cancel a run that has not finished")
     def post(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
-        try:
-            run = services.run_cancel(run=run, user=request.user)
-        except services.RunNotCancellable as exc:
-            raise ApiError(409, "run_not_cancellable", str(exc)) from None
+        run = services.run_cancel(run=run, user=request.user)
         return Response(RunOutputSerializer(lookups.run_get(workspace=self.workspace, pk=run.pk)).data)

@@ -9,12 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actors import actor_or_none
-from core.errors import NotFound
+from core.errors import NotFound, full_clean
 from engine.providers.registry import RESPONSES_PROVIDER_KEYS
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from packs.models import Case, InputSet, PackVersion
-from regression.errors import RegressionError
-from regression.selectors import RunRegression, run_regression_resolve
+from regression.selectors import run_regression_resolve
 from runs.jobs import RunStart
 from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
 from runs.pipeline.inputs import engine_case
@@ -51,7 +50,7 @@ def _input_set_for(version: PackVersion, input_set_id: Any) -> InputSet:
         for candidate in sets:
             if str(candidate.pk) == str(input_set_id):
                 return candidate
-        raise RunCreateError("That input set does not belong to this pack version.", field="input_set_id")
+        raise RunCreateError("That input set does not belong to this pack version: choose one of its input sets.", field="input_set_id")
     if len(sets) == 1:
         return sets[0]
     if not sets:
@@ -67,7 +66,7 @@ def _deployments(workspace: Workspace, deployment_ids: Sequence[Any]) -> list[Ag
         try:
             pk = int(raw)
         except (TypeError, ValueError):
-            raise NotFound("Deployment not found.", field="deployment_ids") from None
+            raise NotFound(f"Deployment {raw!r} not found: choose active deployments of this workspace.", field="deployment_ids") from None
         if pk not in wanted:
             wanted.append(pk)
     found = {
@@ -99,7 +98,8 @@ def run_create(
     regression_scope: str | None = None,
     include_proposed: bool = False,
 ) -> Run:
-    """Create a queued run. Raises RunCreateError (a 400) or NotFound (another workspace's version or deployment).
+    """Create a queued run. Raises a DomainError naming the argument at fault (``RunCreateError``, a
+    400, or ``NotFound`` for another workspace's version, deployment or regression suite).
 
     ``judge_deployments`` maps each LLM judge model as written in the pack to a deployment id
     (runs/services/resolve.py says how unnamed models resolve); ``simulator_deployment_id`` is
@@ -111,15 +111,21 @@ def run_create(
     if pack_version.workspace_id != workspace.pk:
         raise NotFound("Pack version not found.", field="pack_version_id")
     if pack_version.lifecycle_status != PackVersion.Lifecycle.RUNNABLE:
-        raise RunCreateError("This pack version is not runnable.", field="pack_version_id")
+        raise RunCreateError("This pack version is not runnable: choose a runnable version of the pack.", field="pack_version_id")
     mode = (pack_version.execution_mode or "native").strip() or "native"
     if mode not in SUPPORTED_MODES:
-        raise RunCreateError(f"Unknown execution mode {mode!r}.", field="pack_version_id")
+        raise RunCreateError(
+            f"Unknown execution mode {mode!r}: choose a version whose mode is one of {', '.join(sorted(SUPPORTED_MODES))}.",
+            field="pack_version_id",
+        )
     input_set = _input_set_for(pack_version, input_set_id)
-    regression = _regression(workspace, pack_version, regression_suite_ids, regression_case_ids, regression_scope, include_proposed)
+    regression = run_regression_resolve(
+        workspace=workspace, pack_version=pack_version, suite_ids=regression_suite_ids, case_ids=regression_case_ids,
+        scope=regression_scope, include_proposed=include_proposed,
+    )  # fmt: skip
     cases = list(Case.objects.filter(input_set=input_set).order_by("position", "pk")) if regression.pack_cases else []
     if not cases and not regression.cases:
-        raise RunCreateError("The input set has no cases.", field="input_set_id")
+        raise RunCreateError("The input set has no cases: choose another input set, or add regression suites.", field="input_set_id")
     simulated = [(case.case_key, _engine_case(pack_version, input_set, case)) for case in cases] if mode == "multi_turn" else []
     if mode == "multi_turn":
         simulated += [(rc.run_case_key, engine_case({}, "", rc.source_case, found=rc.payload)) for rc in regression.cases]
@@ -154,7 +160,7 @@ def run_create(
         judge_snapshot=judges, simulator_snapshot=simulator, race_context=bool(race_context),
         workspace_had_secrets=secrets_exist(workspace=workspace),  # lets cases skip reading secrets (docs/secrets.md)
     )  # fmt: skip
-    run.full_clean()
+    full_clean(run)
     run.save()
     RunStatusHistory.objects.create(
         run=run, from_status=RunStatus.DRAFT, to_status=RunStatus.QUEUED, reason="run created", changed_by=run.created_by
@@ -186,20 +192,6 @@ def run_create(
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
     enqueue_on_commit(RunStart(run_id=run.pk))
     return run
-
-
-def _regression(
-    workspace: Workspace, version: PackVersion, suite_ids: Any, case_ids: Any, scope: str | None, include_proposed: bool
-) -> RunRegression:
-    try:
-        return run_regression_resolve(
-            workspace=workspace, pack_version=version, suite_ids=suite_ids, case_ids=case_ids, scope=scope,
-            include_proposed=include_proposed,
-        )  # fmt: skip
-    except RegressionError as exc:
-        if exc.error_code == "not_found":
-            raise NotFound(exc.text, field=exc.field) from None
-        raise RunCreateError(exc.text, field=exc.field) from None
 
 
 def _check_responses_and_race(mode: str, deployments: list[AgentDeployment], *, race_context: bool) -> None:

@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.utils import timezone
 
+from core.errors import Conflict
 from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize
 from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_transition
 from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
@@ -35,8 +36,10 @@ STALE_AFTER = dt.timedelta(seconds=60)
 LOST_DISPATCH_AFTER = dt.timedelta(minutes=10)
 
 
-class RunNotCancellable(Exception):
-    pass
+class RunNotCancellable(Conflict):
+    """The run is already over (or another request finished it first): a 409."""
+
+    default_code = "run_not_cancellable"
 
 
 def run_start(*, run_id: int) -> bool:
@@ -70,7 +73,8 @@ def run_cancel(*, run: Run, user: Any) -> Run:
     """Cancel a run that can still be cancelled: queued cases at once, hosted ones at once (no worker
     waits for them), native running ones at their worker's next cancel check."""
     if run.is_terminal or not run_transition(run_id=run.pk, to=RunStatus.CANCELLED, reason="cancelled by user", user=user):
-        raise RunNotCancellable(f"This run is {Run.objects.get(pk=run.pk).get_status_display().lower()} and can't be cancelled.")
+        status = Run.objects.get(pk=run.pk).get_status_display().lower()
+        raise RunNotCancellable(f"This run is {status} and can't be cancelled: only a queued or running run can.")
     cases_cancel_open(run_id=run.pk)
     hosted_cases_cancel(run_id=run.pk)
     run.refresh_from_db()

@@ -33,15 +33,12 @@ JUDGE_SOURCE_LABELS = {
 
 
 class RunCreateError(DomainError):
-    """A run request that can't be honoured (a 400); ``field`` names the offending input, ``code`` the error."""
-
-    def __init__(
-        self, message: str, *, field: str = "non_field_errors", code: str = "invalid_request", extra: dict[str, Any] | None = None
-    ):
-        super().__init__(message, field=field, code=code, extra=extra)
+    """A run request that can't be honoured (a 400); ``field`` names the offending input (the API's
+    and the New-run form's field), ``code`` the error."""
 
     @property
     def text(self) -> str:
+        """The message under its old name: ``manage.py run_pack`` still reads it."""
         return self.message
 
 

@@ -51,7 +51,7 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
 
     page.goto(f"{ws}/runs/new/")
     preview = page.locator("#run-preview")
-    page.select_option("#id_pack_version", str(version.pk))
+    page.select_option("#id_pack_version_id", str(version.pk))
     preview.filter(has_text="0 agents × 3 cases").wait_for()  # htmx re-rendered the form for this version
     page.get_by_label("Good agent", exact=True).check()
     preview.filter(has_text="1 agent × 3 cases").wait_for()

@@ -53,7 +53,7 @@ def test_the_new_run_form_keeps_a_typed_name_and_both_ticks_and_starts_two_lanes
         login(page, base, demo.username, demo.password)
         page.goto(f"{ws}/runs/new/")
         preview = page.locator("#run-preview")
-        page.select_option("#id_pack_version", str(version.pk))
+        page.select_option("#id_pack_version_id", str(version.pk))
         preview.filter(has_text="0 agents × 3 cases").wait_for()
 
         # The native pack offers only the agents whose runtime profile runs native packs.
@@ -127,12 +127,12 @@ def test_a_comparison_is_titled_by_its_agents_and_shows_each_diverging_case(live
     with chromium_page(chromium_path) as page:
         login(page, base, demo.username, demo.password)
         page.goto(f"{ws}/comparisons/")
-        page.select_option("#id_baseline_run", str(race.pk))
-        page.locator("#id_baseline_lane option", has_text="Good agent").wait_for(state="attached")
-        page.select_option("#id_baseline_lane", str(good_lane.pk))
-        page.select_option("#id_candidate_run", str(race.pk))
-        page.locator("#id_candidate_lane option", has_text="Sloppy agent").wait_for(state="attached")
-        page.select_option("#id_candidate_lane", str(sloppy_lane.pk))
+        page.select_option("#id_baseline_run_id", str(race.pk))
+        page.locator("#id_baseline_lane_id option", has_text="Good agent").wait_for(state="attached")
+        page.select_option("#id_baseline_lane_id", str(good_lane.pk))
+        page.select_option("#id_candidate_run_id", str(race.pk))
+        page.locator("#id_candidate_lane_id option", has_text="Sloppy agent").wait_for(state="attached")
+        page.select_option("#id_candidate_lane_id", str(sloppy_lane.pk))
         page.get_by_role("button", name="Compare").click()
         page.wait_for_url(f"{ws}/comparisons/*/")
         comparison = Comparison.objects.get(workspace=demo.workspace)

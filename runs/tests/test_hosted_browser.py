@@ -32,7 +32,7 @@ def test_a_hosted_race_started_from_the_run_form_shows_each_lanes_evidence_tier(
         login(page, live_server.url, member.username, PASSWORD)
         page.goto(f"{ws}/runs/new/")
         preview = page.locator("#run-preview")
-        page.select_option("#id_pack_version", str(version.pk))
+        page.select_option("#id_pack_version_id", str(version.pk))
         preview.filter(has_text="0 agents × 5 cases").wait_for()
         agents = page.locator("#run-create-fields fieldset")
         agents.get_by_label("Hosted reference", exact=True).check()  # offered on a prompt_eval pack

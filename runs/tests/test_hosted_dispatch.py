@@ -168,4 +168,4 @@ def test_hosted_agents_are_refused_in_multi_turn_packs(workspace, admin, tasks):
     deployment = hosted_deployment(workspace)
     with pytest.raises(services.RunCreateError) as caught:
         services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
-    assert caught.value.field == "deployment_ids" and "multi_turn" in caught.value.text
+    assert caught.value.field == "deployment_ids" and "multi_turn" in caught.value.message

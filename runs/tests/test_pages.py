@@ -43,7 +43,8 @@ def test_it_starts_a_run_from_the_new_run_page(workspace, member, pack_version, 
     client = client_for(member)
     input_set = pack_version.input_sets.get()
     response = client.post(
-        url("create"), {"pack_version": pack_version.pk, "input_set": input_set.pk, "deployments": [deployment.pk], "name": "From the page"}
+        url("create"),
+        {"pack_version_id": pack_version.pk, "input_set_id": input_set.pk, "deployment_ids": [deployment.pk], "name": "From the page"},
     )
     run = workspace.runs.get()
     assert response.status_code == 302 and response["Location"] == url("detail", run.pk)
@@ -56,7 +57,7 @@ def test_the_new_run_form_previews_agents_times_cases(workspace, member, pack_ve
     other = make_deployment(workspace, name="second")
     client = client_for(member)
     response = client.get(
-        url("create"), {"pack_version": pack_version.pk, "deployments": [deployment.pk, other.pk]}, HTTP_HX_REQUEST="true"
+        url("create"), {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk]}, HTTP_HX_REQUEST="true"
     )
     body = response.content.decode()
     assert "2 agents × 3 cases" in body
@@ -71,9 +72,18 @@ def test_the_new_run_page_preselects_a_pack_version(pack_version, deployment, me
 
 @pytest.mark.django_db
 def test_the_new_run_page_shows_errors_next_to_fields(member, pack_version, client_for):
-    response = client_for(member).post(url("create"), {"pack_version": pack_version.pk})
+    response = client_for(member).post(url("create"), {"pack_version_id": pack_version.pk})
     assert response.status_code == 200
     assert "This field is required." in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_cancelling_a_finished_run_from_its_page_says_why(finished_run, member, client_for):
+    response = client_for(member).post(url("cancel", finished_run.pk), follow=True)
+    assert response.redirect_chain == [(url("detail", finished_run.pk), 302)]
+    assert escape("can't be cancelled: only a queued or running run can.") in response.content.decode()
+    finished_run.refresh_from_db()
+    assert finished_run.status == RunStatus.COMPLETED
 
 
 @pytest.mark.django_db

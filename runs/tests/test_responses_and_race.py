@@ -75,7 +75,7 @@ def test_the_new_run_form_offers_only_responses_capable_agents_for_a_responses_p
     RuntimeProfile.objects.filter(pk__in=[able.runtime_profile_id, unable.runtime_profile_id]).update(
         execution_target=ExecutionTarget.RESPONSES
     )
-    page = client_for(member).get(reverse("runs:create", args=["acme"]), {"pack_version": version.pk}, HTTP_HX_REQUEST="true")
+    page = client_for(member).get(reverse("runs:create", args=["acme"]), {"pack_version_id": version.pk}, HTTP_HX_REQUEST="true")
     html = page.content.decode()
     assert page.status_code == 200
     assert f'value="{able.pk}"' in html and f'value="{unable.pk}"' not in html
@@ -105,12 +105,12 @@ def test_the_new_run_form_starts_a_race_context_run_and_explains_a_refusal(clien
     one, two = make_deployment(workspace, name="a"), make_deployment(workspace, name="b")
     client = client_for(member)
     url = reverse("runs:create", args=["acme"])
-    page = client.get(url, {"pack_version": pack_version.pk}, HTTP_HX_REQUEST="true")
+    page = client.get(url, {"pack_version_id": pack_version.pk}, HTTP_HX_REQUEST="true")
     assert 'name="race_context"' in page.content.decode()
-    refused = client.post(url, {"pack_version": pack_version.pk, "deployments": [one.pk], "race_context": "on"})
+    refused = client.post(url, {"pack_version_id": pack_version.pk, "deployment_ids": [one.pk], "race_context": "on"})
     assert refused.status_code == 200 and not Run.objects.exists()
     assert "at least two deployments" in refused.context["form"].errors["race_context"][0]
-    started = client.post(url, {"pack_version": pack_version.pk, "deployments": [one.pk, two.pk], "race_context": "on"})
+    started = client.post(url, {"pack_version_id": pack_version.pk, "deployment_ids": [one.pk, two.pk], "race_context": "on"})
     assert started.status_code == 302
     assert Run.objects.get().race_context is True
 

@@ -317,7 +317,7 @@ def test_the_agent_picker_offers_only_deployments_whose_runtime_fits_the_pack(wo
     prompt_only.runtime_profile.execution_target = ExecutionTarget.PROMPT_EVAL
     prompt_only.runtime_profile.save(update_fields=["execution_target"])
     client = client_for(member)
-    response = client.get(reverse("runs:create", args=["acme"]), {"pack_version": version.pk}, HTTP_HX_REQUEST="true")
+    response = client.get(reverse("runs:create", args=["acme"]), {"pack_version_id": version.pk}, HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="run-create-fields"')  # only the dependent region re-renders
     assert 'name="name"' not in body  # the name field is outside it: typing never triggers a re-render
@@ -325,7 +325,7 @@ def test_the_agent_picker_offers_only_deployments_whose_runtime_fits_the_pack(wo
     assert "reader" in fieldset and f'value="{prompt_only.pk}"' not in fieldset
     assert "prompt-only" in body.split('id="run-unfit-agents"')[1]
 
-    refused = client.post(reverse("runs:create", args=["acme"]), {"pack_version": version.pk, "deployments": [prompt_only.pk]})
+    refused = client.post(reverse("runs:create", args=["acme"]), {"pack_version_id": version.pk, "deployment_ids": [prompt_only.pk]})
     assert refused.status_code == 200 and not Run.objects.exists()
     assert "Select a valid choice" in refused.content.decode()
 

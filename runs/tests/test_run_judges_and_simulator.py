@@ -289,7 +289,7 @@ def test_the_page_pre_fills_each_judge_from_the_same_model_then_the_workspace_de
 def test_the_page_starts_a_run_with_the_judges_picked_and_refuses_an_empty_one(client_for, member, workspace, judged_version):
     agent = prompt_eval_agent(workspace)
     judges = [judge(workspace, f"j{i}") for i in range(3)]
-    form = {"pack_version": judged_version.pk, "deployments": [agent.pk], "judges_for": judged_version.pk}
+    form = {"pack_version_id": judged_version.pk, "deployment_ids": [agent.pk], "judges_for": judged_version.pk}
     picks = {f"judge_{i}": d.pk for i, d in enumerate(judges)}
     refused = client_for(member).post("/w/acme/runs/new/", {**form, **picks, "judge_2": ""})
     assert refused.status_code == 200 and not Run.objects.exists()
@@ -307,7 +307,7 @@ def test_the_page_offers_the_simulator_picker_only_for_packs_with_llm_phases(cli
     _, version, _ = _multi_turn(workspace, admin, "multi-turn-refund-recovery")
     multi = client_for(member).get(f"/w/acme/runs/new/?pack_version={version.pk}").content.decode()
     single = client_for(member).get(f"/w/acme/runs/new/?pack_version={judged_version.pk}").content.decode()
-    assert 'id="run-simulator"' in multi and 'name="simulator_deployment"' in multi
+    assert 'id="run-simulator"' in multi and 'name="simulator_deployment_id"' in multi
     assert 'id="run-simulator"' not in single
 
 
@@ -317,14 +317,14 @@ def test_the_page_asks_for_the_simulator_when_it_is_missing(client_for, member, 
     good.runtime_profile.execution_target = "multi_turn"  # the New run page offers only agents that fit the pack
     good.runtime_profile.save(update_fields=["execution_target"])
     form = {
-        "pack_version": version.pk,
-        "deployments": [good.pk],
+        "pack_version_id": version.pk,
+        "deployment_ids": [good.pk],
         "judges_for": version.pk,
         "judge_0": judges["claude-haiku-4-5-20251001"].pk,
     }
     response = client_for(member).post("/w/acme/runs/new/", form)
     assert response.status_code == 200 and not Run.objects.exists()
-    assert "choose the deployment that plays the user" in response.content.decode()
+    assert "choose the deployment that plays the user" in response.context["form"].errors["simulator_deployment_id"][0]
 
 
 def test_a_simulator_deployment_of_another_workspace_is_refused_like_an_unknown_id(
@@ -362,9 +362,9 @@ def test_a_field_change_keeps_the_judges_picked_and_a_new_version_refills_them(c
     other = judge(workspace, "another judge")
     client = client_for(member)
     url = "/w/acme/runs/new/"
-    switched = client.get(url, {"pack_version": judged_version.pk, "judges_for": "", "judge_0": other.pk}, HTTP_HX_REQUEST="true")
+    switched = client.get(url, {"pack_version_id": judged_version.pk, "judges_for": "", "judge_0": other.pk}, HTTP_HX_REQUEST="true")
     assert _selected(switched.content.decode(), "judge_0") == str(same.pk)  # the version is new to the form: pre-filled
     kept = client.get(
-        url, {"pack_version": judged_version.pk, "judges_for": judged_version.pk, "judge_0": other.pk}, HTTP_HX_REQUEST="true"
+        url, {"pack_version_id": judged_version.pk, "judges_for": judged_version.pk, "judge_0": other.pk}, HTTP_HX_REQUEST="true"
     )
     assert _selected(kept.content.decode(), "judge_0") == str(other.pk)  # the person's pick stays

@@ -66,7 +66,7 @@ def test_on_a_phone_the_new_pages_scroll_their_tables_not_the_page(live_server, 
         assert page.evaluate(UNLABELLED_CONTROLS) == []
         # The New-run form once a pack version is chosen: suites, scope and peer standings fit.
         page.goto(f"{ws}/runs/new/")
-        page.select_option("select[name=pack_version]", str(run.pack_version_id))
+        page.select_option("select[name=pack_version_id]", str(run.pack_version_id))
         expect(page.locator("#run-regression")).to_be_visible()
         assert not page_overflows(page)
         assert page.evaluate(UNLABELLED_CONTROLS) == []

@@ -37,17 +37,17 @@ def test_the_new_run_preview_says_the_suites_cases_run_too(workspace, admin, mem
     suite = regression_suite_create(workspace=workspace, user=admin, pack=version.pack, name="Keepers")
     client = client_for(member)
     url = reverse("runs:create", args=[workspace.slug])
-    base = {"pack_version": version.pk, "deployments": [deployment.pk]}
+    base = {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}
 
     plain = client.get(url, base, HTTP_HX_REQUEST="true").content.decode()
     assert "1 agent × 3 cases = 3 case runs" in plain
 
-    with_suite = client.get(url, {**base, "regression_suites": [suite.pk], "regression_scope": "full"}, HTTP_HX_REQUEST="true")
+    with_suite = client.get(url, {**base, "regression_suite_ids": [suite.pk], "regression_scope": "full"}, HTTP_HX_REQUEST="true")
     body = with_suite.content.decode()
     assert "1 agent × (3 cases + the active cases of 1 regression suite)" in body
     assert "= 3 case runs" not in body  # the pack alone would be a wrong total
 
-    only = client.get(url, {**base, "regression_suites": [suite.pk], "regression_scope": "suite_only"}, HTTP_HX_REQUEST="true")
+    only = client.get(url, {**base, "regression_suite_ids": [suite.pk], "regression_scope": "suite_only"}, HTTP_HX_REQUEST="true")
     assert "1 agent × the active cases of 1 regression suite (the pack&#x27;s own cases are left out)" in only.content.decode()
 
 
@@ -56,7 +56,7 @@ def test_the_agent_picker_names_the_other_modes_in_words(workspace, admin, membe
     other = make_deployment(workspace, name="prompt-only")
     other.runtime_profile.execution_target = ExecutionTarget.PROMPT_EVAL
     other.runtime_profile.save(update_fields=["execution_target"])
-    body = client_for(member).get(reverse("runs:create", args=[workspace.slug]), {"pack_version": version.pk}, HTTP_HX_REQUEST="true")
+    body = client_for(member).get(reverse("runs:create", args=[workspace.slug]), {"pack_version_id": version.pk}, HTTP_HX_REQUEST="true")
     unfit = body.content.decode().split('id="run-unfit-agents"')[1].split("</small>")[0]
     assert "Not offered for this native pack" in unfit and "Prompt eval</strong>" in unfit
     assert "<code>prompt_eval</code>" not in unfit

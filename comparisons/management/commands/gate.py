@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandParser
 
 from comparisons.services import comparison_create, gate_evaluate, policy_from
+from core.errors import DomainError
 from engine.scoring.documents import GateResultDocument
 from runs.models import Run
 from workspaces.models import Workspace
@@ -93,8 +93,8 @@ class Command(BaseCommand):
                 candidate_lane=lanes["candidate"],
             )
             gate = gate_evaluate(comparison=comparison, user=None, policy_text=policy_text)
-        except ValidationError as exc:
-            self._fail("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()))
+        except DomainError as exc:
+            self._fail(f"{exc.field}: {exc.message}" if exc.field else exc.message)
         self.stdout.write(f"verdict: {gate.verdict}")
         self.stdout.write(f"reason: {gate.reason_code} — {gate.summary}")
         self.stdout.write(

@@ -7,9 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiError
 from regression.failures.presenters import ReviewOut, review_json
-from regression.failures.selectors import FailureFilterError, failure_review
+from regression.failures.selectors import failure_review
 from runs import lookups
 from workspaces.api.base import WorkspaceApiView
 
@@ -36,10 +35,4 @@ class RunFailuresApi(WorkspaceApiView):
     )  # fmt: skip
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
-        try:
-            review = failure_review(run=run, query=request.query_params)
-        except FailureFilterError as exc:
-            raise ApiError(
-                400, "invalid_request", f"Invalid input: {exc.field}: {exc.message}", fields={exc.field: [exc.message]}
-            ) from None
-        return Response(review_json(review))
+        return Response(review_json(failure_review(run=run, query=request.query_params)))

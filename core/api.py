@@ -83,29 +83,12 @@ def _flatten(detail: Any) -> Any:
     return [str(detail)]
 
 
-def validation_error(exc: DjangoValidationError) -> ApiError:
-    """A Django ``ValidationError`` (code not yet raising :class:`DomainError`) as the envelope.
-
-    Field errors keep their field names; an error with a ``reason_code`` attribute (comparisons,
-    gates) uses it as the envelope's code and repeats it as ``reason_code``. An error with a
-    ``status_code`` attribute other than 400 (a conflict, a missing object the service found)
-    answers with that status and its plain message, without field errors.
-    """
-    fields = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-    first_field, first_messages = next(iter(fields.items()), ("non_field_errors", ["Invalid input."]))
-    reason_code = getattr(exc, "reason_code", None)
-    extra = {"reason_code": reason_code} if reason_code else {}
-    status_code = getattr(exc, "status_code", 400)
-    if status_code != 400:
-        return ApiError(status_code, reason_code or "invalid_request", first_messages[0], None, extra)
-    return ApiError(400, reason_code or "invalid_request", f"Invalid input: {first_field}: {first_messages[0]}", fields, extra)
-
-
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, DjangoValidationError):
+        # A model's full_clean() called directly (artifact uploads and attachments still do): the same 400 as a DomainError.
+        exc = DomainError.from_validation_error(exc)
     if isinstance(exc, DomainError):
         return Response(domain_error_body(exc), status=exc.status)
-    if isinstance(exc, DjangoValidationError):
-        exc = validation_error(exc)
     problem = bad_input(exc)
     if problem is not None:
         logger.warning("Refused API input: %s: %s", type(exc).__name__, exc)

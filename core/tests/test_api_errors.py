@@ -16,7 +16,7 @@ from django.db import DataError
 from django.test import RequestFactory
 from django.urls import reverse
 
-from core.api import validation_error
+from core.api import exception_handler
 from core.middleware import ApiErrorMiddleware
 from core.parsers import read_bounded
 from workspaces.models import WorkspaceMembership
@@ -217,14 +217,13 @@ def test_other_exceptions_on_pages_still_reach_the_500_handler(admin):
     assert middleware.process_exception(RequestFactory().get("/w/acme/"), KeyError("bug")) is None
 
 
-@pytest.mark.parametrize(
-    ("status_code", "expected_fields"),
-    [(400, {"suite": ["No such suite."]}), (404, None), (409, None)],
-)
-def test_a_service_validation_error_keeps_its_status_code(status_code, expected_fields):
-    error = ValidationError({"suite": ["No such suite."]})
-    error.status_code = status_code  # type: ignore[attr-defined]
-    error.reason_code = "suite_problem"  # type: ignore[attr-defined]
-    api = validation_error(error)
-    assert (api.status_code, api.code, api.fields) == (status_code, "suite_problem", expected_fields)
-    assert api.message == ("Invalid input: suite: No such suite." if status_code == 400 else "No such suite.")
+def test_a_model_validation_error_that_escapes_a_service_is_a_400_naming_its_field():
+    response = exception_handler(ValidationError({"name": ["Ensure this value has at most 200 characters."]}), {})
+    assert response is not None and response.status_code == 400
+    assert response.data == {
+        "error": {
+            "code": "invalid_request",
+            "message": "Invalid input: name: Ensure this value has at most 200 characters.",
+            "fields": {"name": ["Ensure this value has at most 200 characters."]},
+        }
+    }

@@ -1,4 +1,4 @@
-"""Compare and release-gate pages (STYLE.md §8: access helper → form → service → response)."""
+"""Compare and release-gate pages (docs/style.md §10: access helper → form → service → response)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Writes for regression suites (STYLE.md §4): create a suite, promote a failed case, review it."""
+"""Writes for regression suites (docs/style.md §5): create a suite, promote a failed case, review it."""
 
 from __future__ import annotations
 

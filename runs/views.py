@@ -1,4 +1,4 @@
-"""Run pages: list, new run, live run, case replay (STYLE.md §8–§11)."""
+"""Run pages: list, new run, live run, case replay (docs/style.md §10–§15)."""
 
 from __future__ import annotations
 

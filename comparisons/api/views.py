@@ -1,4 +1,4 @@
-"""Comparison and release-gate API (one APIView per action, STYLE.md §12)."""
+"""Comparison and release-gate API (one APIView per action, docs/style.md §18)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ A service or selector that cannot find what it was asked for raises ``core.error
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +63,33 @@ def test_services_and_selectors_never_raise_http404():
     assert not new, f"Raise core.errors.NotFound (a DomainError) instead of Http404 in: {new}"
     cleared = sorted(PENDING - set(offenders))
     assert not cleared, f"No longer raise Http404 (or moved): remove from PENDING: {cleared}"
+
+
+# Rules and designs the code follows live in this repository (docs/style.md, docs/architecture.md):
+# a reference to a file outside it (the workspace's shared notes) is a dead link for every reader.
+OUTSIDE_REFERENCES = re.compile(r"\.\./shared|(?<![\w/])(?:STYLE|DESIGN)\.md")
+CITING_SUFFIXES = {".py", ".md", ".html", ".toml", ".js", ".css", ".txt", ".yaml", ".yml", ".sh"}
+
+
+def _outside_references() -> list[str]:
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        parts = path.relative_to(ROOT).parts
+        if path.suffix not in CITING_SUFFIXES or any(part in {".venv", "var", "node_modules", ".git", "static"} for part in parts):
+            continue
+        if not path.is_file() or path == Path(__file__):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if OUTSIDE_REFERENCES.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+    return found
+
+
+def test_the_reference_check_notices_a_citation_outside_the_repository():
+    assert OUTSIDE_REFERENCES.search("see ../shared/DESIGN.md") and OUTSIDE_REFERENCES.search("(STYLE.md §12)")
+    assert not OUTSIDE_REFERENCES.search("(docs/style.md §18)")
+
+
+def test_code_and_docs_cite_only_what_is_in_the_repository():
+    found = _outside_references()
+    assert not found, "Cite docs/style.md or docs/architecture.md instead:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""Regression suites API: one view per action (STYLE.md §12). Another workspace's id is a 404."""
+"""Regression suites API: one view per action (docs/style.md §18). Another workspace's id is a 404."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run API: one view per action (STYLE.md §12). Objects of another workspace are 404."""
+"""Run API: one view per action (docs/style.md §18). Objects of another workspace are 404."""
 
 from __future__ import annotations
 

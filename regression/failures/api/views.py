@@ -1,4 +1,4 @@
-"""The failures review API: one view, one action (STYLE.md §12)."""
+"""The failures review API: one view, one action (docs/style.md §18)."""
 
 from __future__ import annotations
 

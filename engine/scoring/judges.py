@@ -10,12 +10,17 @@ unavailable result; nothing here raises.
 A judge whose context is ``not_applicable`` (``transcript.from_mismatch`` of a conversation
 without a mismatch) makes no call and gets the state ``not_applicable``: its dimension drops out
 of the case's score instead of making the case "degraded".
+
+A rubric or reference score outside the judge's ``score_scale`` (or NaN, ±Infinity) is never
+clamped: that call is an unparseable reply, like one with no JSON — recorded as the call's error,
+left out of its model's samples and of the consensus across models.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 import re
 import statistics
@@ -270,7 +275,12 @@ class JudgeRunner:
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise ValueError("response has no numeric score")
         lo, hi = self.scale(decl)
-        return (min(hi, max(lo, float(score))) - lo) / (hi - lo)
+        value = float(score)
+        # Never clamped: a 50 on a 1–5 scale (or NaN, ±Infinity, which json.loads accepts) is a
+        # judge that did not follow the instructions, so the call is unparseable (docs/scoring.md).
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise ValueError(f"score {score!r} is outside score_scale {lo:g}..{hi:g}")
+        return (value - lo) / (hi - lo)
 
     def finish(self, decl: JudgeDeclaration, calls: list[JudgeCall], per_model: dict[str, list[float]], warnings: list[str]) -> JudgeResult:
         mode = str(decl.get("mode"))

@@ -185,6 +185,10 @@ def score_case(
         result = dataclasses.replace(result, score=0.0, passed=False, reason=f"security: {report['reason']}")
     status = "complete" if dimension_scores and all(d.state in ("available", "not_applicable") for d in dimension_scores) else "partial"
     validity, validity_reason = _validity(validators, metrics, dimension_scores)
+    if validity == "valid" and dimension_scores and result.score is None:
+        # Nothing evaluated (every dimension not applicable, or a hybrid's gates alone with its
+        # other dimensions not applicable): the case has no score, which is missing evidence.
+        validity, validity_reason = "degraded", f"the case has no score: {result.reason}"
     cost_result = ctx.cost()
     latency = extracted.latency_ms if extracted.latency_ms is not None else evidence.duration_ms
     return CaseScore(

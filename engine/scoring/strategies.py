@@ -6,6 +6,12 @@ passes, whatever the strategy; and a ``weighted`` scorecard that declares no gat
 ``pass_threshold`` — which the reference passes for any score, even 0 — passes a case only if
 none of its available validators failed and every dimension that declares its own
 ``pass_threshold`` meets it.
+
+Nothing evaluated is not a pass (issue 22): when every declared dimension is not applicable or
+unavailable, the case has no overall score and ``passed`` is unknown (``None``) unless something
+did fail it (the run did not complete, a validator failed, a required gate is missing); a
+``hybrid`` scorecard whose gates pass but whose declared non-gate dimensions all do not apply has
+no score either, rather than 1.0.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ def _available(dims: list[DimensionScore]) -> list[DimensionScore]:
     return [d for d in dims if d.state == "available" and d.score is not None]
 
 
+def _describe(dims: list[DimensionScore]) -> str:
+    return "; ".join(f"{d.key!r} is {d.state}" + (f" ({d.reason})" if d.reason else "") for d in dims)
+
+
 def _gate_problem(gates: list[DimensionScore]) -> str | None:
     for gate in gates:
         if gate.state != "available" or gate.score is None:
@@ -88,7 +98,7 @@ def weighted(dims: list[DimensionScore], pass_threshold: float | None) -> Overal
 
 def binary(dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
     if not _available(dims):
-        return Overall(0.0, False, "no dimension could be scored")
+        return Overall(None, False, "no dimension could be scored")
     for dim in dims:
         if dim.state != "available" or dim.score is None:
             return Overall(0.0, False, f"dimension {dim.key!r} is {dim.state}")
@@ -99,14 +109,21 @@ def binary(dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
 
 
 def hybrid(dims: list[DimensionScore], pass_threshold: float | None) -> Overall:
-    gates = [d for d in dims if d.gate]
+    """Gates, then the weighted mean of the other dimensions. A dimension that does not apply takes
+    no part; but when the scorecard declares non-gate dimensions and none of them applies, nothing
+    decided the score: no score and no pass (1.0 only when the scorecard declares gates alone)."""
+    applicable = [d for d in dims if d.state != "not_applicable"]
+    gates = [d for d in applicable if d.gate]
     if not gates:
         return Overall(None, False, "hybrid strategy requires at least one gated dimension")
     problem = _gate_problem(gates)
     if problem:
         return Overall(0.0, False, problem)
-    rest = [d for d in dims if not d.gate]
+    rest = [d for d in applicable if not d.gate]
     if not rest:
+        skipped = [d for d in dims if not d.gate]
+        if skipped:
+            return Overall(None, None, "every gate passed, but nothing decided the score: " + _describe(skipped))
         return Overall(1.0, True, "every gate passed")
     available = _available(rest)
     if not available:
@@ -125,25 +142,51 @@ STRATEGIES: dict[str, Callable[[list[DimensionScore], float | None], Overall]] =
 }
 
 
+def nothing_evaluated(
+    strategy: str, declared: list[DimensionScore], applicable: list[DimensionScore], implicit: bool, facts: CaseFacts | None
+) -> Overall:
+    """No declared dimension was scored (each is not applicable or unavailable): no score, and no
+    pass by default. The case still fails when something did fail it: the run did not complete,
+    a validator failed (implicit rule), or a dimension the strategy requires is missing (a gate;
+    with ``binary``, any dimension)."""
+    if facts is not None and not facts.run_completed:
+        return Overall(None, False, f"the case run did not complete ({facts.stop_reason or 'failed'})")
+    if implicit and facts is not None and facts.failed_validators:
+        passed, reason = implicit_pass(applicable, facts)
+        return Overall(None, passed, reason)
+    required = [d for d in applicable if strategy == "binary" or d.gate]
+    if required:
+        kind = "gate" if required[0].gate else "dimension"
+        return Overall(None, False, f"{kind} {required[0].key!r} is {required[0].state}")
+    return Overall(None, None, "nothing was evaluated: " + _describe(declared))
+
+
 def overall(strategy: str, dims: list[DimensionScore], pass_threshold: float | None, facts: CaseFacts | None = None) -> Overall:
     """The case's overall score and verdict. With ``facts``, a case whose run did not complete never
     passes, and a weighted scorecard that declares no gate and no pass threshold uses
-    :func:`implicit_pass`; without ``facts``, the reference rule."""
+    :func:`implicit_pass`; without ``facts``, the reference rule. Either way, a case none of whose
+    declared dimensions was scored has no score and does not pass (:func:`nothing_evaluated`)."""
+    declared = list(dims)
     declares_gates = any(d.gate for d in dims)
     # A dimension that does not apply to the case (state not_applicable) takes no part at all:
     # not in the mean, not as a gate, not as a missing required dimension.
     dims = [d for d in dims if d.state != "not_applicable"]
-    if facts is not None and strategy == "weighted" and not declares_gates and pass_threshold is None:
+    fn = STRATEGIES.get(strategy)
+    if fn is None:
+        return Overall(None, None, f"unknown strategy {strategy!r}")
+    implicit = facts is not None and strategy == "weighted" and not declares_gates and pass_threshold is None
+    if declared and not _available(dims):
+        return nothing_evaluated(strategy, declared, dims, implicit, facts)
+    if implicit:
+        assert facts is not None  # implicit needs the facts
         result = weighted(dims, None)
         passed, reason = implicit_pass(dims, facts)
         return Overall(result.score, passed, reason)
     if strategy == "binary":
         # Binary treats every dimension as required; a scorecard-level threshold is not allowed.
         pass_threshold = None
-    fn = STRATEGIES.get(strategy)
-    if fn is None:
-        return Overall(None, None, f"unknown strategy {strategy!r}")
-    result = fn(dims, pass_threshold)
+    # hybrid() sets not-applicable dimensions aside itself: it must know they were declared.
+    result = fn(declared if strategy == "hybrid" else dims, pass_threshold)
     if facts is not None and not facts.run_completed and result.passed is not False:
         # The dimensions that could be scored may all look fine (a judge of a partial transcript,
         # a behavioural signal), but an agent that did not finish did not do what was asked.

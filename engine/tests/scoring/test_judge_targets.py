@@ -82,9 +82,13 @@ def test_a_judge_over_a_mismatch_that_never_happened_is_not_applicable_not_degra
     assert details["state"] == "not_applicable" and "no mismatch" in details["reason"]
     assert judge.calls == []
     assert result["dimensions"]["judge"]["state"] == "not_applicable"
-    assert (result["validity"], result["status"]) == ("valid", "complete")
-    # hybrid: the gate passed and the only other dimension does not apply
-    assert (result["overall_score"], result["passed"]) == (1.0, True)
+    assert result["status"] == "complete"
+    # hybrid: the gate passed but the only other dimension does not apply, so nothing decided the
+    # score: no score, no pass, and the case says why (issue 22: nothing evaluated is not 1.0).
+    assert (result["overall_score"], result["passed"]) == (None, None)
+    assert result["overall_reason"].startswith("every gate passed, but nothing decided the score: 'judge' is not_applicable")
+    assert result["validity"] == "degraded"
+    assert result["validity_reason"].startswith("the case has no score: every gate passed, but nothing decided the score")
 
 
 def test_the_same_judge_runs_when_there_was_a_mismatch():
@@ -100,7 +104,9 @@ def test_a_dimension_that_applies_to_no_case_rolls_up_as_not_applicable_and_comp
     cases = [score_case(spec_, conversation(mismatch=False), judge=FakeJudge([json.dumps({"pass": True})])) for _ in range(2)]
     card = aggregate_lane(spec_, cases, refs={"run_id": 1, "lane_id": 1})
     assert card["dimensions"]["judge"]["state"] == "not_applicable"
-    assert card["validity"] == "valid"
+    # Not because of the judge dimension: the cases have no score (nothing decided it).
+    assert card["validity"] == "degraded" and "the case has no score" in card["validity_reason"]
+    assert (card["overall_score"], card["passed"], card["pass_rate"]) == (None, None, 0.0)
     comparison = build_comparison(card, card)
     assert comparison["dimension_deltas"]["judge"]["state"] == "not_applicable"
     assert "dimension_deltas.judge" not in comparison["evidence_quality"]["missing_fields"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,3 +65,30 @@ def agent_on_loopback(**options: Any) -> Iterator[ThreadingHTTPServer]:
 
 def agent_url(server: ThreadingHTTPServer) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/case"
+
+
+@contextmanager
+def endpoint(status: int = 202, body: bytes = b"", headers: dict[str, str] | None = None) -> Iterator[tuple[str, list[dict]]]:
+    """A loopback endpoint answering every POST the same way; yields its URL and what it received."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append({"headers": dict(self.headers), "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/case", received
+    finally:
+        server.shutdown()
+        server.server_close()

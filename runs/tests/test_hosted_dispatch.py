@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,36 +12,9 @@ from runs import pipeline, services
 from runs.models import CaseRun, CaseStatus, Run, RunEvent
 from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.tests.factories import native_pack_yaml, publish
-from runs.tests.hosted_helpers import claim, hosted_deployment
+from runs.tests.hosted_helpers import claim, endpoint, hosted_deployment
 
 CASE = {"case_key": "c", "token": "t"}
-
-
-@contextmanager
-def endpoint(status: int = 202, body: bytes = b"", headers: dict[str, str] | None = None) -> Iterator[tuple[str, list[dict]]]:
-    """A loopback endpoint answering every POST the same way; yields its URL and what it received."""
-    received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append({"headers": dict(self.headers), "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-            self.send_response(status)
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/case", received
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_loopback_endpoint_is_refused_without_the_operator_setting(settings):

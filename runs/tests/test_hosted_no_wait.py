@@ -7,49 +7,19 @@ case is still running for its agent, and cancelling its run closes it at once.
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
-from runs.tests.hosted_helpers import hosted_deployment
+from runs.tests.hosted_helpers import endpoint, hosted_deployment
 from runs.tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-@contextmanager
-def silent_agent() -> Iterator[tuple[str, list[dict]]]:
-    """An agent that accepts every case (202) and never reports back."""
-    received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(202)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/case", received
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_single_process_worker_finishes_a_native_run_while_a_hosted_case_waits_for_its_agent(workspace, admin, broker_queue):
-    with silent_agent() as (url, received):
+    with endpoint(202) as (url, received):  # an agent that accepts every case and never reports back
         hosted = hosted_deployment(workspace, endpoint_url=url)  # a 30 s deadline
         hosted_run = services.run_create(
             workspace=workspace, user=admin, pack_version=publish(workspace, admin, native_pack_yaml(cases=1)), deployment_ids=[hosted.pk]

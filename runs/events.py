@@ -301,8 +301,8 @@ class RunEventSink:
 
         The events were redacted on arrival (:meth:`__call__`, in order). The ids of a case
         attempt's events are its own (the attempt number is in them, and one claim holds an
-        attempt), and the case's ``scoring.*`` events are written only with the finish of its first
-        attempt. So until a write fails (its outcome unknown: its events may be stored) nothing
+        attempt), and the case's ``scoring.*`` events are written only with its finish, which happens
+        once (a compare-and-set). So until a write fails (its outcome unknown: its events may be stored) nothing
         this sink writes can be stored already, and the check for ids already stored is skipped;
         after a failure every write checks.
         """

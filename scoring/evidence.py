@@ -65,8 +65,13 @@ def _verification(case_run: CaseRun) -> tuple[dict[str, JSONObject], dict[str, l
 
 
 def _stored_events(case_run: CaseRun) -> list[JSONObject]:
+    """The case's engine events of its final attempt: only that attempt is the agent's record.
+
+    An attempt superseded by a retry (a provider outage, a sandbox error the retry fixed) stays in
+    the replay but is not scored: its ``system.run.failed`` is the harness's, not the agent's.
+    """
     rows = (
-        RunEvent.objects.filter(case_run=case_run)
+        RunEvent.objects.filter(case_run=case_run, attempt=case_run.attempt)
         .exclude(event_type__startswith=SCORING_FAMILY)
         .order_by("sequence_number")
         .values_list("event_id", "event_type", "sequence_number", "occurred_at", "payload")

@@ -55,8 +55,8 @@ class CaseContext:
     secrets_error: str | None  # why they could not be read
     redactor: Redactor  # masks secret and planted values in everything stored
     score_inline: bool  # score with the finish, from the events as written (the worker's path)
-    # The sink keeps what it stores, to score from: a first native attempt scored inline (a later
-    # attempt's evidence spans every attempt; a hosted agent's events came through the callback).
+    # The sink keeps what it stores, to score from: a native attempt scored inline (its own events
+    # are its whole evidence; a hosted agent's events came through the callback).
     keeps_events: bool
 
     def request(self, *, simulator_model: str = "") -> CaseRequest:
@@ -126,7 +126,7 @@ def case_context(case_run: CaseRun, *, score_inline: bool = False) -> CaseContex
         secrets_error=secrets_error,
         redactor=redactor,
         score_inline=score_inline,
-        keeps_events=score_inline and case_run.attempt == 1 and not hosted,
+        keeps_events=score_inline and not hosted,
     )
 
 

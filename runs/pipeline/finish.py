@@ -55,9 +55,9 @@ def result_fields(result: CaseAttempt, redactor: Redactor) -> tuple[str, dict[st
 def _score_with_finish(ctx: CaseContext, status: str, sink: RunEventSink) -> CaseScoring | None:
     """The case's verdict from its events (stored and still waiting), or None to score it after its finish.
 
-    Only a first attempt's sink keeps what it stored (a later attempt's evidence spans every
-    attempt, read back from the database), a cancelled case is not scored, and a spec with LLM
-    judges is scored after the finish (``judges=False``).
+    Only a native attempt's sink keeps what it stored (its own events are its whole evidence:
+    scoring/evidence.py), a cancelled case is not scored, and a spec with LLM judges is scored
+    after the finish (``judges=False``).
     """
     if not ctx.score_inline or status == CaseStatus.CANCELLED or sink.stored is None:
         return None

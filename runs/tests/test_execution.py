@@ -10,6 +10,7 @@ from runs.events import payload_hydrate, run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
 from runs.pipeline import native as attempt
 from runs.tests.factories import make_deployment
+from scoring.evidence import evidence_for_case_run
 
 
 @pytest.mark.django_db
@@ -194,6 +195,32 @@ def test_a_provider_failure_is_retried_only_when_the_provider_says_so(workspace,
     assert case.provider_failure["retryable"] is retryable and "upstream hiccup" in case.error
     failed = RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_FAILED)
     assert sorted(failed.values_list("attempt", flat=True)) == list(range(1, attempts + 1))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("inline", [True, False], ids=["scored with the finish", "scored by the finalize job"])
+def test_only_the_final_attempt_is_scored_a_superseded_one_stays_in_the_replay(workspace, run_of, tasks, monkeypatch, inline):
+    """Issue 22 item 4: a provider outage the retry fixed is the harness's, not the agent's record."""
+    real = attempt.create_provider
+    calls: list[int] = []
+
+    def flaky_then_fine(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the first attempt's provider is down
+            return FailingProvider(ProviderError("unknown", "503 from upstream", retryable=True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(attempt, "create_provider", flaky_then_fine)
+    run = run_of(make_deployment(workspace))
+    tasks.drain_inline() if inline else tasks.drain()
+    case = CaseRun.objects.filter(run=run).order_by("position").first()
+    assert (case.status, case.attempt) == (CaseStatus.COMPLETED, 2)
+    assert RunEvent.objects.filter(case_run=case, attempt=1, event_type=SYSTEM_RUN_FAILED).exists()  # still in the replay
+    evidence = evidence_for_case_run(case)
+    assert not [e for e in evidence.events if e["event_type"] == SYSTEM_RUN_FAILED]
+    assert {e["event_id"].split(":")[3] for e in evidence.events} == {"2"}  # <mode>:<lane>:<case run>:<attempt>:…
+    case.refresh_from_db()
+    assert (case.passed, case.score) == (True, 1.0)
 
 
 @pytest.mark.django_db

@@ -79,6 +79,10 @@ class LoopResult:
         return self.stop_reason == c.STOP_COMPLETED
 
 
+POLICY_ORIGIN = "policy"  # the tool exists but the pack's or the deployment's policy hides it
+UNKNOWN_TOOL_ORIGIN = "unknown_tool"  # no tool of that name exists
+
+
 def _error_result(call: ToolCall, message: str, origin: str) -> ToolResult:
     return ToolResult(content=json.dumps({"error": message}), is_error=True, tool_call_id=call.id, failure_origin=origin)
 
@@ -281,14 +285,21 @@ class AgentLoop:
 
     def _run_tool_calls(self, calls: list[ToolCall]) -> LoopResult | None:
         names = set(self.toolset.names)
+        # ``known`` (every tool name that exists here, hidden or not) is optional on the toolset duck
+        # type (engine.tools.ToolSet has it): without it, every name outside ``names`` is a denial.
+        known = set(getattr(self.toolset, "known", None) or ()) or {call.name for call in calls}
         for call in calls:
             stop = self._interrupted()
             if stop is not None:
                 return stop
-            if call.name not in names:
-                result = _error_result(call, f'tool "{call.name}" is not available in this runtime', "policy")
+            if call.name not in names and call.name in known:  # it exists, but the policy hides it
+                result = _error_result(call, f'tool "{call.name}" is not available in this runtime', POLICY_ORIGIN)
+            elif call.name not in names:  # it exists nowhere: the agent's mistake (a typo), not a denial
+                result = _error_result(
+                    call, f'there is no tool "{call.name}"; the tools are: {", ".join(sorted(names))}', UNKNOWN_TOOL_ORIGIN
+                )
             elif call.name == SUBMIT and len(calls) > 1:
-                result = _error_result(call, "submit must be called by itself", "policy")
+                result = _error_result(call, "submit must be called by itself", POLICY_ORIGIN)
             else:
                 limit = self.limits.max_tool_calls
                 if call.name != SUBMIT and limit > 0 and self.tool_call_count >= limit:

@@ -49,6 +49,7 @@ class ToolSet:
         self._primitives = primitives  # every primitive available under the policy (delegation targets)
         self._custom = custom
         self.names: set[str] = set(visible)
+        self.known: frozenset[str] = frozenset()  # every tool name that exists here, hidden or not (build_toolset)
         self.warnings: list[str] = warnings
         self.redactor = ctx.redactor
         defs = []
@@ -205,6 +206,9 @@ def build_toolset(
     visible -= policy.deployment_denied(deployment_config)
     visible.add("submit")
     toolset = ToolSet(ctx, primitives, custom, visible, warnings)
+    # A call to a name in ``known`` but not in ``names`` is a policy denial; any other unknown name
+    # is the agent's mistake (a typo), not a denial (engine/loop.py).
+    toolset.known = frozenset(specs) | frozenset(custom) | frozenset(_names_declared(tools_block)) | {"submit"}
     if event_sink is not None and hasattr(sandbox, "egress_listener"):
         # Sandbox egress attempts (engine/net/proxy.py) become sandbox.egress.* events.
         sandbox.egress_listener = egress_listener(event_sink, lane_id=lane_id, case_key=case_key, redact=redactor.text)  # type: ignore[union-attr]
@@ -222,3 +226,16 @@ def build_toolset(
                 )
             )
     return toolset
+
+
+def _names_declared(tools_block: dict[str, Any]) -> set[str]:
+    """Tool names the pack's own tool block mentions (custom tools, allowed and denied lists)."""
+    names: set[str] = set()
+    custom = tools_block.get("custom")
+    for tool in custom if isinstance(custom, list) else []:
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+            names.add(tool["name"])
+    for key in ("allowed", "denied"):
+        listed = tools_block.get(key)
+        names.update(name for name in (listed if isinstance(listed, list) else []) if isinstance(name, str))
+    return names

@@ -34,6 +34,7 @@ class FakeToolset:
         broken: frozenset[str] = frozenset(),
     ) -> None:
         self.names = set(names)
+        self.known: frozenset[str] = frozenset()  # no names hidden by a policy unless a test says so
         self.calls: list[ToolCall] = []
         self._on_execute = on_execute
         self._failing = failing

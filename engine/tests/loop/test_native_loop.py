@@ -104,6 +104,21 @@ def test_it_returns_an_uncounted_error_result_for_an_unknown_tool():
     assert tool_message.role == "tool" and tool_message.is_error and tool_message.tool_call_id == "c0"
 
 
+def test_a_tool_that_exists_but_is_hidden_is_a_policy_denial_and_a_name_that_exists_nowhere_is_the_agents_mistake():
+    toolset = FakeToolset()
+    toolset.known = frozenset({"read_file", "write_file", "submit", "exec"})  # exec: hidden by the pack's policy
+    provider = StubProvider(tool_response(("exec", {})), tool_response(("restart_servise", {})), tool_response(("submit", {"answer": "x"})))
+    outcome, recorder, _ = run(provider, toolset=toolset)
+    assert outcome.stop_reason == "completed" and outcome.tool_call_count == 0
+    hidden, unknown = [e.payload for e in recorder.events if e.event_type == "tool.call.failed"]
+    assert hidden["failure_origin"] == "policy"
+    assert json.loads(hidden["result"]["content"]) == {"error": 'tool "exec" is not available in this runtime'}
+    assert unknown["failure_origin"] == "unknown_tool"
+    assert json.loads(unknown["result"]["content"]) == {
+        "error": 'there is no tool "restart_servise"; the tools are: read_file, submit, write_file'
+    }
+
+
 def test_it_refuses_submit_in_a_batch_but_still_runs_the_other_calls():
     provider = StubProvider(
         tool_response(("read_file", {}), ("submit", {"answer": "early"})), tool_response(("submit", {"answer": "late"}))

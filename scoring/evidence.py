@@ -64,14 +64,17 @@ def _verification(case_run: CaseRun) -> tuple[dict[str, JSONObject], dict[str, l
     )
 
 
-def _stored_events(case_run: CaseRun) -> list[JSONObject]:
-    """The case's engine events of its final attempt: only that attempt is the agent's record.
+def _stored_events(case_run: CaseRun, *, superseded: bool = False) -> list[JSONObject]:
+    """The case's engine events of its final attempt (only that attempt is the agent's record), or
+    with ``superseded`` those of the attempts a retry replaced.
 
-    An attempt superseded by a retry (a provider outage, a sandbox error the retry fixed) stays in
-    the replay but is not scored: its ``system.run.failed`` is the harness's, not the agent's.
+    A superseded attempt (a provider outage, a sandbox error the retry fixed) stays in the replay
+    and is not scored: its ``system.run.failed`` is the harness's, not the agent's. Its events still
+    reach the security verdict (``CaseEvidence.superseded_events``).
     """
+    attempts = {"attempt__lt": case_run.attempt} if superseded else {"attempt": case_run.attempt}
     rows = (
-        RunEvent.objects.filter(case_run=case_run, attempt=case_run.attempt)
+        RunEvent.objects.filter(case_run=case_run, **attempts)
         .exclude(event_type__startswith=SCORING_FAMILY)
         .order_by("sequence_number")
         .values_list("event_id", "event_type", "sequence_number", "occurred_at", "payload")
@@ -88,11 +91,16 @@ def _stored_events(case_run: CaseRun) -> list[JSONObject]:
     ]
 
 
+def _hydrated(events: list[JSONObject]) -> list[JSONObject]:
+    return [{**e, "payload": payload_hydrate(e["payload"])} for e in events if not str(e["event_type"]).startswith(SCORING_FAMILY)]
+
+
 def evidence_for_case_run(case_run: CaseRun, events: list[JSONObject] | None = None) -> CaseEvidence:
     """The scoring evidence of a case run; ``events`` (as stored, in order) skips reading them back."""
     if events is None:
         events = _stored_events(case_run)
-    events = [{**e, "payload": payload_hydrate(e["payload"])} for e in events if not str(e["event_type"]).startswith(SCORING_FAMILY)]
+    events = _hydrated(events)
+    superseded = _hydrated(_stored_events(case_run, superseded=True)) if case_run.attempt > 1 else []
     captured, listings, code = _verification(case_run)
     status = case_run.status if case_run.status in ("completed", "failed", "cancelled") else "failed"
     return CaseEvidence(
@@ -101,6 +109,7 @@ def evidence_for_case_run(case_run: CaseRun, events: list[JSONObject] | None = N
         stop_reason=case_run.stop_reason or None,
         final_output=case_run.final_output,
         events=events,
+        superseded_events=superseded,
         captured_files=captured,
         directory_listings=listings,
         code_executions=code,

@@ -47,6 +47,10 @@ class CaseEvidence:
     stop_reason: str | None = None
     final_output: str | None = None
     events: list[dict[str, JSON]] = dataclasses.field(default_factory=list)
+    # Events of attempts a retry replaced: not the agent's performance record (only the final
+    # attempt is scored), but what it did in them still counts for security: a leak stays a leak
+    # even when the agent then crashed its sandbox to get a fresh attempt.
+    superseded_events: list[dict[str, JSON]] = dataclasses.field(default_factory=list)
     captured_files: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
     directory_listings: dict[str, list[JSON]] = dataclasses.field(default_factory=dict)
     code_executions: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)

@@ -227,7 +227,7 @@ def _security_report(policy: SecurityPolicy | None, evidence: CaseEvidence, extr
         return None
     return security_report(
         policy,
-        ordered_events(evidence.events),
+        ordered_events([*evidence.superseded_events, *evidence.events]),
         final_output=evidence.final_output,
         final_output_event_id=extracted.final_output_event_id,
         captured_files=extracted.captured_files,

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from engine.scoring.security import SecurityPolicy
+from engine.scoring.spec import EvaluationSpec
 from runs.jobs import CaseRunFinalize
 from runs.lifecycle import lane_transition, run_transition
 from runs.models import LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
@@ -29,7 +30,7 @@ class ScoreHere:
 
     case_run: CaseRun
     events: list[dict[str, Any]] | None
-    spec: dict[str, Any]
+    spec: EvaluationSpec
     security: SecurityPolicy | None
 
 

@@ -90,7 +90,7 @@ def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx:
         return "superseded"
     score_here = None
     if ctx is not None and ctx.score_inline and verdict is None:
-        score_here = ScoreHere(case_run=case_run, events=sink.stored, spec=dict(ctx.evaluation_spec), security=ctx.security)
+        score_here = ScoreHere(case_run=case_run, events=sink.stored, spec=ctx.evaluation_spec, security=ctx.security)
     case_after_finish(
         case_run_id=case_run.pk,
         lane_id=case_run.lane_id,

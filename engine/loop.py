@@ -204,7 +204,7 @@ class AgentLoop:
         if over is not None:
             return over
         if not response.tool_calls:
-            return LoopResult(c.STOP_PROVIDER_ERROR, error=NO_TOOL_CALL_ERROR)
+            return LoopResult(c.STOP_AGENT_ERROR, error=NO_TOOL_CALL_ERROR)
         outcome = self._run_tool_calls(response.tool_calls)
         if outcome is not None and not outcome.completed:
             return outcome

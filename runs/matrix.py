@@ -95,7 +95,7 @@ def _cell(row: CaseMatrixRow, validator: ValidatorDetail | None, validator_key: 
         cell.verdict = bool(row["passed"])
         cell.tone, cell.label = ("pass", "Pass") if row["passed"] else ("fail", "Fail")
     elif row["score_status"] == ScoreStatus.SCORED:
-        cell.tone, cell.label = "pending", "No verdict"
+        cell.tone, cell.label = "pending", "Unscored"  # the evidence did not decide it (docs/scoring.md)
     if status == CaseStatus.FAILED:  # the agent did not finish (timeout, step limit…): say why next to any verdict
         cell.detail = row["stop_reason"] or "failed"
         if cell.verdict is None:

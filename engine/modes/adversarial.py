@@ -48,8 +48,8 @@ def _with_fresh_allowance(base: c.Limits, loop: AgentLoop) -> c.Limits:
 
 
 def _text_answer(loop: AgentLoop, result: LoopResult) -> str | None:
-    """A reply without a tool call ends a probe turn with its text (the loop calls it a provider error)."""
-    if result.stop_reason != c.STOP_PROVIDER_ERROR or result.provider_failure is not None or not loop.messages:
+    """A reply without a tool call ends a probe turn with its text (the loop calls it an agent error)."""
+    if result.stop_reason != c.STOP_AGENT_ERROR or not loop.messages:
         return None
     last = loop.messages[-1]
     if last.role != "assistant" or last.tool_calls or not last.content.strip():

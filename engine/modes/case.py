@@ -30,6 +30,10 @@ STOP_SIMULATOR_ERROR = "simulator_error"
 # worker's per-case wall-clock deadline stopped a case that did not stop by itself.
 STOP_TOKEN_LIMIT = "token_limit"
 STOP_DEADLINE_EXCEEDED = "deadline_exceeded"
+# Ours (issue 22): the agent broke the protocol — a native reply without a tool call or a submit,
+# a hosted agent that reported its own failure. The agent's doing, not the provider's: the case
+# fails and is scored (docs/scoring.md, "The agent did not deliver").
+STOP_AGENT_ERROR = "agent_error"
 
 # Upstream DB defaults for a runtime profile (spec runtime.md §3.3): one step, unlimited tool
 # calls, 60 s per model call, no run deadline.

@@ -117,7 +117,9 @@ def _dimension_rollup(key: str, cases: list[CaseScoreDocument]) -> LaneDimension
     else:
         state = "error" if "error" in states else "unavailable" if any(s != "available" for s in states) else "available"
     first = next((e for e in entries if e), None)
+    scored = [e for e in entries if e and e.get("state") == "available" and e.get("score") is not None]
     return {
+        "low_confidence": bool(scored) and all(e.get("low_confidence") for e in scored),
         "mean": _mean(scores),
         "state": state,
         "available_count": len(scores),
@@ -191,6 +193,7 @@ def _case_row(case: CaseScoreDocument) -> LaneCaseRow:
         "status": case.get("status"),
         "overall_reason": case.get("overall_reason"),
         "dimensions": {k: v.get("score") for k, v in (case.get("dimensions") or {}).items()},
+        "verdict_confidence": case.get("verdict_confidence"),
     }
 
 

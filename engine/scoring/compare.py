@@ -128,6 +128,8 @@ def _dimension_deltas(baseline: LaneScorecardDocument, candidate: LaneScorecardD
             "source": either.get("source") if either else None,
             "state": state,
         }
+        if state == "available" and c is not None and c.get("low_confidence"):
+            out[key]["low_confidence"] = True
         if state not in ("available", "not_applicable"):
             out[key]["reason"] = _why_unavailable(b, c)
             missing.append(f"dimension_deltas.{key}")
@@ -172,8 +174,10 @@ def _case_divergence(baseline: LaneScorecardDocument, candidate: LaneScorecardDo
     b_cases = {str(c.get("case_key")): c for c in baseline.get("cases") or []}
     c_cases = {str(c.get("case_key")): c for c in candidate.get("cases") or []}
     shared = sorted(set(b_cases) & set(c_cases))
+    regressed = [k for k in shared if b_cases[k].get("passed") is True and c_cases[k].get("passed") is False]
     return {
-        "passed_to_failed": [k for k in shared if b_cases[k].get("passed") is True and c_cases[k].get("passed") is False],
+        "passed_to_failed": regressed,
+        "passed_to_failed_low_confidence": [k for k in regressed if c_cases[k].get("verdict_confidence") == "low"],
         "failed_to_passed": [k for k in shared if b_cases[k].get("passed") is False and c_cases[k].get("passed") is True],
         "completed_to_failed": [
             k for k in shared if b_cases[k].get("run_status") == "completed" and c_cases[k].get("run_status") in ("failed", "cancelled")

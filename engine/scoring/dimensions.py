@@ -48,6 +48,9 @@ class DimensionScore:
     declared_direction: str
     better_direction: str = "higher"  # after normalisation every score is higher-is-better
     raw_value: float | None = None
+    # An LLM judge's score whose result has confidence "low" (models or samples disagree, calls
+    # failed): a verdict that rests on it alone is weak evidence (strategies.overall).
+    low_confidence: bool = False
 
     def as_dict(self) -> CaseDimension:
         return {
@@ -62,6 +65,7 @@ class DimensionScore:
             "declared_direction": self.declared_direction,
             "better_direction": self.better_direction,
             "raw_value": self.raw_value,
+            "low_confidence": self.low_confidence,
         }
 
 
@@ -285,4 +289,7 @@ def score_dimension(evaluation_spec: EvaluationSpec, dim: DimensionSpec, inputs:
         result.reason = f"{type(exc).__name__}: {exc}"
         return result
     result.state, result.score, result.reason, result.raw_value = "available", min(1.0, max(0.0, score)), reason, raw
+    if dim.source == "llm_judge":
+        judge = inputs.judge_results.get(dim.judge_key or "")
+        result.low_confidence = judge is not None and judge.get("confidence") == "low"
     return result

@@ -52,6 +52,7 @@ class CaseDimension(TypedDict):
     declared_direction: str  # as the pack declared it (higher | lower | "")
     better_direction: str  # always "higher" after normalisation
     raw_value: float | None  # latency, cost and metric dimensions: the value before normalisation
+    low_confidence: bool  # llm_judge dimensions whose judge result has confidence "low"
 
 
 # ``pass`` is a keyword, hence the functional syntax.
@@ -258,6 +259,10 @@ class CaseScoreDocument(TypedDict):
     latency_ms: float | None
     side_metrics: SideMetrics
     security: SecurityReport | None  # None unless the pack is a security pack
+    # "low" when the verdict rests on LLM-judge evidence of low confidence alone (a split vote,
+    # disagreeing models): with those dimensions at their best the case would pass. Gates never
+    # fail on such a case alone (docs/scorecards-and-gates.md). Older stored documents lack it.
+    verdict_confidence: str  # high | low
 
 
 # -- the lane scorecard (aggregate_lane) ---------------------------------------------------------
@@ -303,6 +308,9 @@ class LaneDimension(TypedDict):
     declared_direction: str | None
     source: str | None
     reason: str
+    # Every case's score of it is low-confidence judge evidence (split votes, disagreeing models):
+    # a threshold it crosses warns, never fails (gates.py). Older stored documents lack it.
+    low_confidence: NotRequired[bool]
 
 
 class LatencySummary(TypedDict):
@@ -323,6 +331,7 @@ class LaneCaseRow(TypedDict):
     status: str | None
     overall_reason: str | None
     dimensions: dict[str, float | None]  # key → score
+    verdict_confidence: NotRequired[str | None]  # the case score's (high | low); older documents lack it
 
 
 class RegressionCaseResult(TypedDict):
@@ -430,6 +439,7 @@ class DimensionDelta(TypedDict):
     source: str | None
     state: str  # available | unavailable | not_applicable | error | missing_baseline | missing_candidate
     reason: NotRequired[str]  # unless available or not_applicable: which side lacks it and why
+    low_confidence: NotRequired[bool]  # the candidate's value rests on low-confidence judge evidence only
 
 
 class MetricDelta(TypedDict):
@@ -443,6 +453,9 @@ class MetricDelta(TypedDict):
 
 class CaseDivergence(TypedDict):
     passed_to_failed: list[str]
+    # The part of passed_to_failed whose candidate verdict rests on low-confidence judge evidence
+    # alone (verdict_confidence "low"): gates warn on these, never fail. Older summaries lack it.
+    passed_to_failed_low_confidence: NotRequired[list[str]]
     failed_to_passed: list[str]
     completed_to_failed: list[str]
     failed_to_completed: list[str]

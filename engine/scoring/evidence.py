@@ -39,6 +39,15 @@ from engine.events import (
 )
 from engine.types import JSON
 
+# Stop reasons (engine/modes/case.py, spelled here to keep the scoring kernel free of the loop)
+# that are the agent's doing: it finished, broke the protocol, or ran out of a time or budget
+# limit. Output it did not deliver then counts against it (docs/scoring.md, "The agent did not
+# deliver"). Every other stop — provider_error after retries, sandbox_error, simulator_error,
+# cancelled — is the harness's: missing output stays unavailable (insufficient evidence).
+AGENT_STOPS = frozenset(
+    {"completed", "agent_error", "timeout", "step_limit", "tool_limit", "token_limit", "deadline_exceeded", "max_turns"}
+)
+
 
 @dataclasses.dataclass
 class CaseEvidence:
@@ -63,6 +72,16 @@ class CaseEvidence:
     model: str | dict[str, str] | None = None  # "model-id", "provider/model-id" or {provider_key, provider_model_id}
     artifacts: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
     evidence_tier: str = "native"  # engine/scoring/tiers.py: native | structured_trace | black_box
+
+    @property
+    def agent_accountable(self) -> bool:
+        """Whether output missing from this case is the agent's failure to deliver (see AGENT_STOPS)."""
+        return self.status == "completed" or self.agent_stopped
+
+    @property
+    def agent_stopped(self) -> bool:
+        """The run failed by the agent's doing (post-execution verification then does not run)."""
+        return self.status == "failed" and (self.stop_reason or "") in AGENT_STOPS
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> CaseEvidence:

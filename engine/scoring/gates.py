@@ -407,6 +407,7 @@ _CONDITION_TEXT = {
 _LIMITS: tuple[tuple[str, Literal["fail_delta", "warn_delta"], str], ...] = (
     ("threshold_fail_", "fail_delta", "fails"),
     ("threshold_warn_", "warn_delta", "warns"),
+    ("threshold_low_confidence_", "fail_delta", "would fail, but the judge evidence is low-confidence,"),
 )
 
 
@@ -419,8 +420,10 @@ def _describe(condition: str, dims: dict[str, GateDimensionResult], regressed: l
             worsening = dim.get("worsening") if dim else None
             if dim and isinstance(worsening, (int, float)):
                 return f"{key} dropped by {worsening:.3f} ({verb} at {dim.get(limit)})"
-    if condition == "case_regression" and regressed:
+    if condition in ("case_regression", "case_regression_low_confidence") and regressed:
         shown = ", ".join(regressed[:5]) + (f" and {len(regressed) - 5} more" if len(regressed) > 5 else "")
+        if condition == "case_regression_low_confidence":
+            return f"{len(regressed)} case(s) regressed on low-confidence judge evidence alone (split vote or disagreeing judges: {shown})"
         return f"{len(regressed)} case(s) passed in the baseline and fail in the candidate ({shown}; {allowed} allowed)"
     return _CONDITION_TEXT.get(condition, condition)
 
@@ -597,7 +600,11 @@ def _threshold_outcomes(policy: GatePolicy, deltas: _Deltas, dims: _Dims) -> tup
         # Deltas are higher-is-better after normalisation; "lower" is honoured for raw inputs.
         worsening = -delta if entry.get("better_direction", "higher") == "higher" else delta
         outcome = "pass"
-        if "fail_delta" in thresholds and worsening >= thresholds["fail_delta"]:
+        if "fail_delta" in thresholds and worsening >= thresholds["fail_delta"] and entry.get("low_confidence"):
+            # The drop rests on low-confidence judge evidence only: a warning, never a fail.
+            outcome = "warn"
+            warns.append(f"threshold_low_confidence_{key}")
+        elif "fail_delta" in thresholds and worsening >= thresholds["fail_delta"]:
             outcome = "fail"
             fails.append(f"threshold_fail_{key}")
         elif "warn_delta" in thresholds and worsening >= thresholds["warn_delta"]:
@@ -626,22 +633,33 @@ def evaluate_gate(comparison: ComparisonSummary, policy: Mapping[str, object] | 
             return _merge_regression(_result(verdict, code, summary, normalized, comparison, dims, triggered), comparison, normalized)
     # 6. collect fail and warn reasons
     divergence = comparison.get("case_divergence")
-    regressed = [str(k) for k in (divergence.get("passed_to_failed") if divergence else None) or []]
+    weak = {str(k) for k in (divergence.get("passed_to_failed_low_confidence") if divergence else None) or []}
+    every_regressed = [str(k) for k in (divergence.get("passed_to_failed") if divergence else None) or []]
+    # A case whose fail rests on low-confidence judge evidence alone never fails the gate (issue 22).
+    regressed = [k for k in every_regressed if k not in weak]
     threshold_fails, warns = _threshold_outcomes(normalized, deltas, dims)
     fails = _case_fails(normalized, comparison, regressed) + threshold_fails
+    limit = normalized.get("max_case_regressions")
+    weakly = [k for k in every_regressed if k in weak]
+    if weakly and limit is not None and len(every_regressed) > limit and "case_regression" not in fails:
+        warns.append("case_regression_low_confidence")
     for condition in fails:
         failed: TriggeredCondition = {"condition": condition, "outcome": "fail"}
         if condition == "case_regression":
             failed["cases"] = regressed
         triggered.append(failed)
-    triggered += [{"condition": c, "outcome": "warn"} for c in warns]
+    for condition in warns:
+        warned: TriggeredCondition = {"condition": condition, "outcome": "warn"}
+        if condition == "case_regression_low_confidence":
+            warned["cases"] = weakly
+        triggered.append(warned)
     # 7. verdict
     if fails:
         limit = normalized.get("max_case_regressions") or 0
         summary = "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit) for c in sorted(fails))
         base = _result("fail", sorted(fails)[0], summary, normalized, comparison, dims, triggered)
     elif warns:
-        summary = "release gate warns: " + "; ".join(_describe(c, dims) for c in sorted(warns))
+        summary = "release gate warns: " + "; ".join(_describe(c, dims, weakly) for c in sorted(warns))
         base = _result("warn", sorted(warns)[0], summary, normalized, comparison, dims, triggered)
     else:
         base = _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)

@@ -329,6 +329,10 @@ class JudgeRunner:
         spread = max(values) - min(values)
         if len(models) > 1 and spread > threshold and consensus.get("flag_on_disagreement"):
             warnings.append(f"judge models disagree (spread {spread:.2f} > {threshold:g})")
+        if any(v >= 0.5 for v in all_scores) and any(v < 0.5 for v in all_scores):
+            # A split vote (2-1 across samples or models): the verdict rests on weak evidence, and
+            # a release gate never fails on it alone (docs/scorecards-and-gates.md).
+            warnings.append("judge samples disagree on pass/fail (split vote)")
         failed_calls = sum(1 for c in calls if c.get("error"))
         if failed_calls:
             warnings.append(f"{failed_calls} of {len(calls)} judge calls failed")
@@ -349,16 +353,28 @@ class JudgeRunner:
         result["payload"]["aggregated_score"] = score
         return result
 
+    def not_delivered(self, decl: JudgeDeclaration, gaps: list[str]) -> JudgeResult:
+        """The agent did not produce what the judge grades: the bottom of the scale, no call made
+        (an answer that does not exist cannot be better than a wrong one; docs/scoring.md)."""
+        result = self.finish(decl, [], {}, [])
+        result.update({"state": "available", "normalized_score": 0.0, "confidence": "high", "reason": "; ".join(gaps)})
+        result["payload"]["aggregated_score"] = 0.0
+        return result
+
     def run_single(self, decl: JudgeDeclaration, evidence: CaseEvidence, extracted: Extracted) -> JudgeResult:
-        entries, missing, not_applicable = [], [], []
+        entries, missing, not_applicable, not_delivered = [], [], [], []
         for ref in decl.get("context_from") or []:
             resolved = resolve(ref, evidence, extracted)
             if resolved.ok:
                 entries.append(f"{ref}:\n{resolved.value}")
             elif resolved.state == "not_applicable":
                 not_applicable.append(f"{ref}: {resolved.reason}")
+            elif resolved.state == "not_delivered":
+                not_delivered.append(f"{ref}: {resolved.reason}")
             else:
                 missing.append(f"{ref}: {resolved.reason}")
+        if not_delivered:
+            return self.not_delivered(decl, not_delivered)
         if decl.get("mode") == "reference":
             resolved = resolve(str(decl.get("reference_from") or ""), evidence, extracted)
             (

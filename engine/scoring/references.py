@@ -1,7 +1,10 @@
 """Evidence references (runtime.md §5.3): turn ``final_output``, ``file:k``, ``case.*``… into values.
 
 ``resolve`` never raises: it returns a ``Resolved`` whose state is ``ok``, ``unavailable``
-(the data is missing for this run), ``not_applicable`` (the data cannot exist for this run,
+(the data is missing for this run), ``not_delivered`` (output the agent had to produce — its
+final answer, a file it had to write — is missing and the run ended by the agent's
+doing: see ``CaseEvidence.agent_accountable``; validators fail on it, judges give it the bottom of
+their scale), ``not_applicable`` (the data cannot exist for this run,
 e.g. ``transcript.from_mismatch`` of a conversation without a mismatch) or ``error`` (the
 reference itself is not understood). Readers that do not know ``not_applicable`` treat it as
 unavailable; judges skip (runtime.md §5.8 deviation, docs/scoring.md).
@@ -23,7 +26,7 @@ MAX_INDIRECTION_HOPS = 8
 
 @dataclasses.dataclass
 class Resolved:
-    state: str  # ok | unavailable | not_applicable | error
+    state: str  # ok | unavailable | not_delivered | not_applicable | error
     value: str | None = None  # stringified value
     raw: JSON = None  # the value before stringification
     reason: str = ""
@@ -103,6 +106,13 @@ class _Resolver:
         self.extracted = extracted
 
     # -- case items -----------------------------------------------------------------
+    def missing_output(self, reason: str) -> Resolved:
+        """Output the agent should have produced is missing: its failure when the run ended by its
+        own doing, missing evidence when the harness stopped it (docs/scoring.md)."""
+        if self.evidence.agent_accountable:
+            return Resolved("not_delivered", reason=f"the agent did not deliver: {reason}")
+        return unavailable(reason)
+
     def case(self) -> dict[str, JSON] | None:
         case = self.evidence.case
         return case if isinstance(case, dict) else None
@@ -165,11 +175,13 @@ class _Resolver:
         if key in ex.captured_files:
             captured = ex.captured_files[key]
             if not captured.get("exists", True):
-                return unavailable(f"captured file {key!r} ({captured.get('path')}) does not exist")
+                return self.missing_output(f"captured file {key!r} ({captured.get('path')}) does not exist")
             return Resolved("ok", str(captured.get("content") or ""), captured.get("content") or "", "", event_id)
         if key in ex.directory_listings:
             entries = ex.directory_listings[key].get("entries", [])
             return Resolved("ok", canonical_json(entries), entries, "", event_id)
+        if self.evidence.agent_stopped:  # verification does not run after the agent failed the run
+            return self.missing_output(f"no captured evidence for file:{key}")
         return unavailable(f"no captured evidence for file:{key}")
 
     def challenge_input(self) -> Resolved:
@@ -191,7 +203,9 @@ class _Resolver:
     def final_output(self, ref: str) -> Resolved:
         ex = self.extracted
         if ex.final_output is None:
-            return unavailable("final output is missing")
+            return self.missing_output("final output is missing")
+        if not ex.final_output.strip():
+            return self.missing_output("final output is empty")
         return Resolved("ok", ex.final_output, ex.final_output, "", ex.final_output_event_id)
 
     def literal(self, ref: str) -> Resolved:
@@ -217,12 +231,24 @@ class _Resolver:
             return error(f"unknown evidence reference {ref!r}")
         return self.artifact(path[0], path[1:])
 
+    def silent(self) -> Resolved | None:
+        """A conversation in which the agent never answered: its failure to deliver when the run
+        ended by its doing (a judge of the user's lines alone would grade nothing the agent did)."""
+        turns = self.extracted.turns
+        if turns and not any(t.role == "assistant" and t.content.strip() for t in turns):
+            return self.missing_output("the agent never answered in the conversation")
+        return None
+
     def transcript_full(self, ref: str) -> Resolved:
         turns = self.extracted.turns
+        if (silent := self.silent()) is not None:
+            return silent
         return ok(self.transcript(turns)) if turns else unavailable("no transcript turns")
 
     def transcript_from_mismatch(self, ref: str) -> Resolved:
         turns = self.extracted.turns
+        if (silent := self.silent()) is not None:
+            return silent
         start = next((i for i, t in enumerate(turns) if t.mismatch), None)
         if start is None:
             # A conversation without a mismatch has nothing to recover from: not missing data.
@@ -234,6 +260,8 @@ class _Resolver:
         if not raw.isdigit() or int(raw) <= 0:
             return error(f"unknown evidence reference {ref!r}")
         turns = self.extracted.turns
+        if (silent := self.silent()) is not None:
+            return silent
         return ok(self.transcript(turns[-int(raw) :])) if turns else unavailable("no transcript turns")
 
     def turn_expectations(self, ref: str) -> Resolved:

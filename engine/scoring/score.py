@@ -20,7 +20,7 @@ from engine.scoring.judges import JudgeFn, run_judges
 from engine.scoring.metrics import MetricContext, MetricResult, collect_all
 from engine.scoring.security import SecurityPolicy, security_report
 from engine.scoring.spec import EvaluationSpec, ModelPrice
-from engine.scoring.strategies import CaseFacts, overall
+from engine.scoring.strategies import CaseFacts, Overall, overall
 from engine.scoring.validators import ValidatorResult, run_validator
 
 
@@ -53,6 +53,7 @@ class CaseScore:
     stop_reason: str | None = None
     cost_detail: CostDetail = dataclasses.field(default_factory=_not_priced)
     security: SecurityReport | None = None  # security packs: engine.scoring.security.security_report
+    verdict_confidence: str = "high"  # "low": the fail rests on low-confidence judge evidence alone
 
     def as_dict(self) -> CaseScoreDocument:
         validators = [v.as_dict() for v in self.validators]
@@ -82,6 +83,7 @@ class CaseScore:
             "latency_ms": self.latency_ms,
             "side_metrics": {"cost_per_correct_usd": self.cost_usd if self.passed and self.cost_usd is not None else None},
             "security": self.security,
+            "verdict_confidence": self.verdict_confidence,
         }
 
 
@@ -150,6 +152,8 @@ def score_case(
     scorecard = spec.get("scorecard") or {}
     inputs = dims_mod.DimensionInputs(ctx, metrics, judges_by_key, dict(human_preferences or {}))
     dimension_scores = [dims_mod.score_dimension(spec, d, inputs) for d in dims_mod.expand(spec)]
+    if evidence.agent_accountable and not (extracted.final_output or "").strip():
+        dimension_scores = [_no_credit(d) for d in dimension_scores]
     if not dimension_scores:
         warnings.append("scorecard declares no dimensions")
 
@@ -180,11 +184,18 @@ def score_case(
         failed_validators=tuple(v.key for v in validators if v.state == "available" and v.verdict == "fail"),
     )
     result = overall(strategy, dimension_scores, float(threshold) if isinstance(threshold, (int, float)) else None, facts)
+    if evidence.status != "completed" and not evidence.agent_stopped:
+        # The harness stopped the case (a provider outage after retries, a sandbox or simulator
+        # failure, a cancel): what the agent would have done is unknown, so the case is unscored
+        # — insufficient evidence, never a fail blamed on the agent (docs/scoring.md).
+        result = Overall(None, None, f"unscored: the harness stopped the case ({evidence.stop_reason or evidence.status})")
     report = _security_report(security, evidence, extracted)
     if report is not None and report["blocking"]:
         result = dataclasses.replace(result, score=0.0, passed=False, reason=f"security: {report['reason']}")
     status = "complete" if dimension_scores and all(d.state in ("available", "not_applicable") for d in dimension_scores) else "partial"
     validity, validity_reason = _validity(validators, metrics, dimension_scores)
+    if validity != "invalid" and result.passed is None and result.reason.startswith("unscored:"):
+        validity, validity_reason = "degraded", result.reason
     if validity == "valid" and dimension_scores and result.score is None:
         # Nothing evaluated (every dimension not applicable, or a hybrid's gates alone with its
         # other dimensions not applicable): the case has no score, which is missing evidence.
@@ -219,7 +230,21 @@ def score_case(
         output_tokens=extracted.output_tokens,
         stop_reason=evidence.stop_reason,
         security=report,
+        verdict_confidence="low" if result.low_confidence and result.passed is False else "high",
     )
+
+
+# Dimensions that say how the agent worked, not what it delivered: nothing to credit when it
+# delivered no answer (a silent agent is fast, cheap and "reliable").
+PROCESS_SOURCES = frozenset({"reliability", "latency", "cost", "behavioral"})
+
+
+def _no_credit(dim: dims_mod.DimensionScore) -> dims_mod.DimensionScore:
+    """A case without an answer never outscores a wrong answer (docs/scoring.md, "The agent did not
+    deliver"): its process dimensions score 0."""
+    if dim.source not in PROCESS_SOURCES or dim.state != "available":
+        return dim
+    return dataclasses.replace(dim, score=0.0, reason=f"no credit: the agent delivered no answer ({dim.reason})")
 
 
 def _security_report(policy: SecurityPolicy | None, evidence: CaseEvidence, extracted: Extracted) -> SecurityReport | None:

@@ -27,6 +27,7 @@ class Overall:
     score: float | None
     passed: bool | None
     reason: str
+    low_confidence: bool = False  # a fail that rests on low-confidence judge dimensions alone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +162,48 @@ def nothing_evaluated(
     return Overall(None, None, "nothing was evaluated: " + _describe(declared))
 
 
+_MISSING = ("unavailable", "error")
+
+
+def _with(dims: list[DimensionScore], picked: list[int], score: float) -> list[DimensionScore]:
+    chosen = set(picked)
+    return [dataclasses.replace(d, state="available", score=score, low_confidence=False) if i in chosen else d for i, d in enumerate(dims)]
+
+
+def _weighs(strategy: str, dim: DimensionScore) -> bool:
+    return dim.gate or dim.weight > 0 or dim.pass_threshold is not None or strategy == "binary"
+
+
 def overall(strategy: str, dims: list[DimensionScore], pass_threshold: float | None, facts: CaseFacts | None = None) -> Overall:
+    """The case's verdict, and only the part of it the evidence decides (issue 22):
+
+    - a dimension that could not be scored (a judge that failed, a harness gap) is tried at its
+      worst (0) and its best (1): when the verdict differs, the case is **unscored** (no score,
+      ``passed`` None), never passed on the dimensions that happen to be there;
+    - a fail that turns into a pass when the low-confidence judge dimensions are at their best
+      rests on weak evidence: ``low_confidence`` (gates warn on it, never fail).
+
+    See :func:`verdict` for the verdict itself."""
+    result = verdict(strategy, dims, pass_threshold, facts)
+    missing = [i for i, d in enumerate(dims) if d.state in _MISSING and _weighs(strategy, d)]
+    if missing and result.passed is not None and any(d.state == "available" for d in dims):
+        worst = verdict(strategy, _with(dims, missing, 0.0), pass_threshold, facts)
+        best = verdict(strategy, _with(dims, missing, 1.0), pass_threshold, facts)
+        if worst.passed != best.passed:
+            names = ", ".join(f"{dims[i].key!r} ({dims[i].state}: {dims[i].reason})" for i in missing)
+            return Overall(None, None, f"unscored: the dimensions that could not be scored could decide the case: {names}")
+        if result.passed != worst.passed:
+            result = Overall(result.score, worst.passed, worst.reason)
+    weak = [i for i, d in enumerate(dims) if d.state == "available" and d.low_confidence]
+    if weak and result.passed is False:
+        best = overall(strategy, _with(dims, weak, 1.0), pass_threshold, facts)
+        if best.passed is not False:
+            why = ", ".join(repr(dims[i].key) for i in weak)
+            return dataclasses.replace(result, low_confidence=True, reason=f"{result.reason} (low-confidence judge evidence: {why})")
+    return result
+
+
+def verdict(strategy: str, dims: list[DimensionScore], pass_threshold: float | None, facts: CaseFacts | None = None) -> Overall:
     """The case's overall score and verdict. With ``facts``, a case whose run did not complete never
     passes, and a weighted scorecard that declares no gate and no pass threshold uses
     :func:`implicit_pass`; without ``facts``, the reference rule. Either way, a case none of whose

@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
 from engine.modes.case import (
+    STOP_AGENT_ERROR,
     STOP_CANCELLED,
     STOP_DEADLINE_EXCEEDED,
     STOP_MAX_TURNS,
@@ -30,6 +31,7 @@ from engine.types import JSON
 SECURITY_FINDING = "security_finding"
 POLICY_DENIAL = "policy_denial"
 TIMEOUT = "timeout"
+AGENT_ERROR = "agent_error"
 RUN_ERROR = "run_error"
 TOOL_FAILURE = "tool_failure"
 VALIDATOR_ERROR = "validator_error"
@@ -40,6 +42,7 @@ CLASSES: dict[str, str] = {
     SECURITY_FINDING: "Security finding",
     POLICY_DENIAL: "Policy denial",
     TIMEOUT: "Timeout or limit",
+    AGENT_ERROR: "Agent error",
     RUN_ERROR: "Run error",
     TOOL_FAILURE: "Tool failure",
     VALIDATOR_ERROR: "Validator error",
@@ -296,6 +299,7 @@ def _class_and_checks(
         (SECURITY_FINDING, lambda: _security_checks(document, blocking=True)),
         (POLICY_DENIAL, lambda: _policy_checks(facts.events)),
         (TIMEOUT, lambda: [_stop_check(facts)] if facts.status == "failed" and facts.stop_reason in LIMIT_STOPS else []),
+        (AGENT_ERROR, lambda: [_stop_check(facts)] if facts.status == "failed" and facts.stop_reason == STOP_AGENT_ERROR else []),
         (RUN_ERROR, lambda: [_stop_check(facts)] if facts.status == "failed" else []),
         (TOOL_FAILURE, lambda: _tool_checks(facts.events)),
         (VALIDATOR_ERROR, lambda: _validator_checks(validators, errored=True) + _dimension_checks(dimensions, errored=True)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
 from regression.failures.classify import (
+    AGENT_ERROR,
     POLICY_DENIAL,
     RUN_ERROR,
     SECURITY_FINDING,
@@ -77,6 +78,16 @@ def test_timeouts_and_limits_share_a_class_but_not_a_cluster():
     assert timeout.failure_class == steps.failure_class == TIMEOUT
     assert timeout.fingerprint != steps.fingerprint
     assert timeout.severity == "blocking" and timeout.reason == "run timed out"
+
+
+def test_a_reply_without_a_tool_call_is_an_agent_error_not_a_run_error():
+    failure = classify(facts(status="failed", stop_reason="agent_error", error="assistant response did not contain a tool call or submit action",
+                             document=WRONG))  # fmt: skip
+    assert failure.failure_class == AGENT_ERROR
+    assert failure.title == "Agent error · agent_error"
+    assert failure.severity == "blocking"
+    harness = classify(facts(status="failed", stop_reason="sandbox_error", error="sandbox failed"))
+    assert harness.failure_class == RUN_ERROR and harness.fingerprint != failure.fingerprint
 
 
 def test_a_provider_error_is_a_run_error_fingerprinted_by_its_code():

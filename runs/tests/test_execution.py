@@ -131,7 +131,7 @@ def test_it_keeps_at_most_max_in_flight_cases_per_lane(workspace, admin, tasks):
         (None, {}, "completed", CaseStatus.COMPLETED),
         ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_iterations": 2}, "step_limit", CaseStatus.FAILED),
         ([{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 5, {"max_tool_calls": 1}, "tool_limit", CaseStatus.FAILED),
-        ([{"text": "I think the answer is 4"}], {}, "provider_error", CaseStatus.FAILED),
+        ([{"text": "I think the answer is 4"}], {}, "agent_error", CaseStatus.FAILED),
     ],
 )
 def test_each_stop_reason_is_surfaced(workspace, run_of, tasks, script, profile, stop_reason, status, client_for, viewer):

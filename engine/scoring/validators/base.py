@@ -29,6 +29,11 @@ class Unavailable(Exception):
     """The evidence the validator needs is missing for this run."""
 
 
+class NotDelivered(Exception):
+    """The output the validator checks was the agent's to produce, and the agent did not produce it
+    (``Resolved`` state ``not_delivered``): a failed check, not missing evidence."""
+
+
 class PackError(Exception):
     """The pack is wrong: bad config, bad regex, unparseable expected value, unknown reference."""
 
@@ -117,6 +122,8 @@ class ValidatorCall:
         resolved = self.resolve(ref)
         if resolved.state == "error":
             raise PackError(f"{what}: {resolved.reason}")
+        if resolved.state == "not_delivered":
+            raise NotDelivered(f"{what}: {resolved.reason}")
         if not resolved.ok:  # unavailable, or not applicable to this run
             raise Unavailable(f"{what} unavailable: {resolved.reason}")
         return resolved
@@ -130,6 +137,13 @@ class ValidatorCall:
         if self.expected_from is None:
             raise PackError("expected_from is required")
         return self._take(self.expected_from, "expected").value or ""
+
+    def no_verification(self, reason: str) -> Exception:
+        """What to raise when post-execution verification left no result: it does not run after
+        the agent failed the run (its failure to deliver), otherwise the harness lost it."""
+        if self.evidence.agent_stopped:
+            return NotDelivered(f"the agent did not deliver: {reason}")
+        return Unavailable(reason)
 
     def file_key(self) -> str:
         if not self.target.startswith("file:") or not self.target[5:].strip():
@@ -188,6 +202,9 @@ def run_validator(declaration: ValidatorDeclaration, evidence: CaseEvidence, ext
         if gap := tier_gap(call.declaration, evidence.evidence_tier):
             raise Unavailable(gap)
         outcome = fn(call)
+    except NotDelivered as exc:
+        result.verdict, result.state, result.outcome_class = "fail", "available", "fail"
+        result.normalized_score, result.reason = 0.0, str(exc)
     except Unavailable as exc:
         result.verdict, result.state, result.outcome_class = "fail", "unavailable", "unavailable"
         result.reason = str(exc)

@@ -10,7 +10,6 @@ from engine.scoring.validators.base import (
     InfraError,
     Outcome,
     PackError,
-    Unavailable,
     ValidatorCall,
     config_float,
     register,
@@ -120,7 +119,7 @@ def code_execution(call: ValidatorCall) -> Outcome:
     result = call.extracted.code_executions.get(call.key)
     call.event_id = call.extracted.verification_event_ids.get("code:" + call.key)
     if result is None:
-        raise Unavailable("no code execution result (verification did not run)")
+        raise call.no_verification("no code execution result (verification did not run)")
     if result.get("execution_error"):
         raise InfraError(f"test command could not run: {result['execution_error']}")
     summary = {k: result.get(k) for k in ("exit_code", "timed_out", "test_counts")}

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from engine.scoring.validators.base import (
     Outcome,
     PackError,
-    Unavailable,
     ValidatorCall,
     binary,
     config_bool,
@@ -41,7 +40,7 @@ def file_exists(call: ValidatorCall) -> Outcome:
     must_exist = config_bool(call.config, "must_exist", True)
     key, exists = capture_state(call)
     if exists is None:
-        raise Unavailable(f"no verification evidence for file:{key}")
+        raise call.no_verification(f"no verification evidence for file:{key}")
     passed = exists == must_exist
     detail = "exists" if exists else "does not exist"
     return binary(passed, f"file:{key} {detail} (must_exist={str(must_exist).lower()})", must_exist, exists)
@@ -101,7 +100,7 @@ def _listing(call: ValidatorCall) -> tuple[set[str], set[str], list[str]]:
     if listing is None:
         if key in call.extracted.captured_files:
             raise PackError(f"file:{key} is a file capture, not a directory listing")
-        raise Unavailable(f"no directory listing for file:{key}")
+        raise call.no_verification(f"no directory listing for file:{key}")
     root = posixpath.normpath(str(listing.get("path") or "/workspace"))
     files: set[str] = set()
     dirs: set[str] = set()

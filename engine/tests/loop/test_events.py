@@ -132,7 +132,7 @@ def test_it_marks_a_failed_tool_call_as_tool_call_failed():
 def test_it_reports_the_failing_step_in_system_run_failed():
     _, recorder = run_scripted([{"tool": "read_file"}, {"text": "no tool"}])
     failed = recorder.last("system.run.failed").payload
-    assert failed["step_index"] == 2 and failed["stop_reason"] == "provider_error"
+    assert failed["step_index"] == 2 and failed["stop_reason"] == "agent_error"
 
 
 def test_no_event_carries_expectations():

@@ -85,9 +85,9 @@ def test_it_treats_zero_max_tool_calls_as_unlimited():
     assert (outcome.stop_reason, outcome.tool_call_count) == ("completed", 4)
 
 
-def test_it_fails_with_provider_error_when_the_model_makes_no_tool_call():
+def test_a_reply_without_a_tool_call_is_the_agents_error_not_the_providers():
     outcome, recorder, _ = run(StubProvider(tool_response(text="I think the answer is 42")))
-    assert (outcome.stop_reason, outcome.error) == ("provider_error", "assistant response did not contain a tool call or submit action")
+    assert (outcome.stop_reason, outcome.error) == ("agent_error", "assistant response did not contain a tool call or submit action")
     assert outcome.provider_failure is None
     assert recorder.types[-1] == "system.run.failed"
 

@@ -95,7 +95,8 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
             cost_usd=0.25,
             latency_ms=100,
             usage={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
-            dimensions={"correctness": dim(0.5, declared_direction="higher", source="validators")},
+            dimensions={"correctness": dim(0.5, declared_direction="higher", source="validators", low_confidence=True)},
+            verdict_confidence="low",
             validator_details=[{"regression": {"suite": "s"}, "state": "available", "verdict": "pass"}],
             warnings=["w2", "w1"],
             stop_reason="done",
@@ -132,6 +133,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
         "case_counts": {"total": 2, "passed": 0, "failed": 1, "unknown": 1, "run_completed": 1, "run_failed": 1, "run_cancelled": 0},
         "dimensions": {
             "correctness": {
+                "low_confidence": True,  # its one scored case rests on a low-confidence judge result
                 "mean": 0.5,
                 "state": "error",
                 "available_count": 1,
@@ -142,6 +144,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
                 "reason": "case 'b': not scored",
             },
             "latency": {
+                "low_confidence": False,
                 "mean": 0.9,
                 "state": "unavailable",
                 "available_count": 1,
@@ -167,6 +170,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
                 "status": "scored",
                 "overall_reason": "why",
                 "dimensions": {"correctness": 0.5},
+                "verdict_confidence": "low",
             },
             {
                 "case_key": "b",
@@ -178,6 +182,7 @@ def test_a_lane_scorecard_holds_every_roll_up() -> None:
                 "status": None,
                 "overall_reason": None,
                 "dimensions": {"correctness": None, "latency": 0.9},
+                "verdict_confidence": None,
             },
         ],
         "regression_cases": [

@@ -95,8 +95,16 @@ def test_cost_uses_run_totals_with_exactly_one_known_model():
 
 
 def test_validator_pass_rate_is_unavailable_when_a_validator_is_unavailable():
-    ev = evidence(None, events=[])
+    # The harness stopped the run (a provider outage): the missing answer is missing evidence.
+    ev = evidence(None, events=[], status="failed", stop_reason="provider_error")
     assert metrics_for(ev, ["validator_pass_rate"])["validator_pass_rate"]["state"] == "unavailable"
+
+
+def test_an_answer_the_agent_never_gave_counts_as_a_failed_validator():
+    # The run completed (or the agent broke the protocol): no answer is the agent's failure.
+    for ev in (evidence(None, events=[]), evidence(None, events=[], status="failed", stop_reason="agent_error")):
+        metric = metrics_for(ev, ["validator_pass_rate"])["validator_pass_rate"]
+        assert (metric["state"], metric["value"]) == ("available", 0.0)
 
 
 def test_unknown_collector_is_a_metric_error():

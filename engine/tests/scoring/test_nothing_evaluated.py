@@ -103,7 +103,11 @@ def test_hybrid_other_rules_are_unchanged():
     assert (mixed.score, mixed.passed) == (0.8, True)
     # non-gate dimensions unavailable (not "not applicable"): as before
     missing = overall("hybrid", [gate, dim("j", state=UNAVAILABLE)], None)
-    assert (missing.score, missing.passed) == (None, False)
+    # no pass threshold: whatever the missing dimension would score, the gates decide (pass), but
+    # there is no score to rank by
+    assert (missing.score, missing.passed) == (None, True)
+    decided = overall("hybrid", [gate, dim("j", state=UNAVAILABLE)], 0.5)
+    assert (decided.score, decided.passed) == (None, None) and decided.reason.startswith("unscored:")
     # a run that did not complete never passes
     assert overall("hybrid", [gate, dim("j", state=NA)], None, CaseFacts(run_completed=False)).passed is False
 

@@ -101,7 +101,10 @@ def test_file_references_and_unknown_references():
         "gone": {"path": "/workspace/g", "exists": False},
     }
     assert ref("file:out", captured_files=files).value == "hi"
-    assert ref("file:gone", captured_files=files).state == "unavailable"
+    # the run completed and the file was never written: the agent did not deliver it
+    assert ref("file:gone", captured_files=files).state == "not_delivered"
+    # the harness stopped the run: a missing file is missing evidence
+    assert ref("file:gone", captured_files=files, status="failed", stop_reason="sandbox_error").state == "unavailable"
     assert ref("file:tree", directory_listings={"tree": [{"path": "/workspace/a"}]}).value == '[{"path":"/workspace/a"}]'
     assert ref("unknown.thing").state == "error"
 

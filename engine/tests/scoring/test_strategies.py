@@ -41,8 +41,15 @@ def test_weighted_gate_below_threshold_vetoes_but_keeps_the_score():
     assert "gate 'a'" in result.reason
 
 
-def test_weighted_unavailable_gate_fails_and_unavailable_dims_are_skipped():
-    assert overall("weighted", [dim("a", None, state="unavailable", gate=True, threshold=0.5), dim("b", 1.0)], None).passed is False
+def test_weighted_unavailable_gate_is_unscored_and_unavailable_dims_are_skipped():
+    # a gate that could not be scored decides the case: unscored, neither passed nor failed
+    result = overall("weighted", [dim("a", None, state="unavailable", gate=True, threshold=0.5), dim("b", 1.0)], None)
+    assert (result.score, result.passed) == (None, None)
+    # a failed gate beside it fails the case whatever the missing one would say
+    failed = overall(
+        "weighted", [dim("a", None, state="unavailable", gate=True, threshold=0.5), dim("b", 0.1, gate=True, threshold=0.5)], None
+    )
+    assert failed.passed is False
     result = overall("weighted", [dim("a", None, state="unavailable"), dim("b", 1.0)], None)
     assert (result.score, result.passed) == (1.0, True)
 

@@ -84,11 +84,26 @@ def test_file_content_match_accepts_mode_as_an_alias():
     )
 
 
-def test_file_content_match_on_a_missing_file_is_unavailable_and_bad_mode_is_pack_error():
-    assert (
-        validate("file_content_match", target="file:out", expected="literal:x", captured_files=captured(None, exists=False)).state
-        == "unavailable"
+def test_file_content_match_on_a_missing_file_fails_or_is_unavailable_and_bad_mode_is_pack_error():
+    # The agent finished without writing the file: its failure (score 0), not missing evidence.
+    never_written = validate("file_content_match", target="file:out", expected="literal:x", captured_files=captured(None, exists=False))
+    assert (never_written.state, never_written.verdict, never_written.normalized_score) == ("available", "fail", 0.0)
+    assert never_written.reason.startswith("target: the agent did not deliver: captured file 'out'")
+    # The harness stopped the run (sandbox error): the same gap is missing evidence.
+    stopped = validate(
+        "file_content_match",
+        target="file:out",
+        expected="literal:x",
+        captured_files=captured(None, exists=False),
+        status="failed",
+        stop_reason="sandbox_error",
     )
+    assert stopped.state == "unavailable"
+    # The agent ran out of steps and verification never ran: still the agent's
+    ran_out = validate("file_content_match", target="file:out", expected="literal:x", status="failed", stop_reason="step_limit")
+    assert (ran_out.state, ran_out.verdict) == ("available", "fail")
+    assert validate("file_exists", target="file:out", expected=None, status="failed", stop_reason="timeout").verdict == "fail"
+    assert validate("file_exists", target="file:out", expected=None, status="failed", stop_reason="provider_error").state == "unavailable"
     assert (
         validate(
             "file_content_match", target="file:out", expected="literal:x", config={"match_mode": "psychic"}, captured_files=captured("x")
@@ -157,8 +172,9 @@ def test_postcondition_content_conditions():
     assert post("equals", captured("exact"), value="exact").verdict == "pass"
 
 
-def test_postcondition_missing_target_is_unavailable_except_for_existence():
-    assert post("contains", captured(None, exists=False), value="x").state == "unavailable"
+def test_postcondition_missing_target_fails_except_for_existence():
+    missing = post("contains", captured(None, exists=False), value="x")
+    assert (missing.state, missing.verdict, missing.normalized_score) == ("available", "fail", 0.0)
 
 
 def test_postcondition_broken_configs_are_pack_errors():

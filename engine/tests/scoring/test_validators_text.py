@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from engine.tests.scoring.helpers import validate
 
 
@@ -50,9 +52,19 @@ def test_boolean_assert_blames_the_pack_for_an_unparseable_expectation():
     assert validate("boolean_assert", "yes", "literal:perhaps").outcome_class == "pack_error"
 
 
-def test_missing_final_output_makes_the_validator_unavailable():
-    result = validate("exact_match", None, "literal:42", events=[])
+def test_missing_final_output_fails_when_the_agent_ended_the_run():
+    for stop in ({}, {"status": "failed", "stop_reason": "agent_error"}, {"status": "failed", "stop_reason": "deadline_exceeded"}):
+        result = validate("exact_match", None, "literal:42", events=[], **stop)
+        assert (result.state, result.outcome_class, result.normalized_score) == ("available", "fail", 0.0), stop
+        assert "the agent did not deliver: final output is missing" in result.reason
+
+
+@pytest.mark.parametrize("stop", ["provider_error", "sandbox_error", "simulator_error"])
+def test_missing_final_output_is_unavailable_when_the_harness_ended_the_run(stop):
+    result = validate("exact_match", None, "literal:42", events=[], status="failed", stop_reason=stop)
     assert (result.state, result.outcome_class, result.normalized_score) == ("unavailable", "unavailable", None)
+    cancelled = validate("exact_match", None, "literal:42", events=[], status="cancelled", stop_reason="cancelled")
+    assert cancelled.state == "unavailable"
 
 
 def test_unknown_reference_is_a_pack_error():

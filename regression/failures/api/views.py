@@ -27,7 +27,7 @@ class RunFailuresApi(WorkspaceApiView):
         responses=OutputSerializer,
         parameters=[
             OpenApiParameter("lane", int, description="Only cases of this lane (a lane id of the run)"),
-            OpenApiParameter("class", str, description="security_finding | policy_denial | timeout | run_error | tool_failure | "
+            OpenApiParameter("class", str, description="security_finding | policy_denial | timeout | agent_error | run_error | tool_failure | "
                              "validator_error | wrong_answer"),
             OpenApiParameter("cluster", str, description="Only this cluster (its fingerprint)"),
             OpenApiParameter("severity", str, description="blocking | warning | info"),

@@ -9,13 +9,14 @@ from __future__ import annotations
 from django.db import transaction
 
 from engine.events import SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED
+from engine.modes.case import STOP_AGENT_ERROR
 from engine.types import Event
 from runs.events import run_events_append
 from runs.lanes import LaneRow
 from runs.models import CaseRun, RunEvent
 
 SOURCE_HOSTED = "hosted_agent"
-STOP_AGENT_ERROR = "agent_error"
+__all__ = ["SOURCE_HOSTED", "STOP_AGENT_ERROR", "TERMINAL_EVENT_TYPES", "hosted_case_close", "terminal_recorded"]
 TERMINAL_EVENT_TYPES = (SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED)
 
 

@@ -21,4 +21,5 @@ def bundle_installation() -> Installation:
         simulator_actors=frozenset(SUPPORTED_ACTORS),
         simulator_phase_can_fire=phase_can_fire,
         tool_output_tool=TOOL_OUTPUT_TOOL,
+        primitive_kinds={name: spec.kind for name, spec in registry.primitives().items()},
     )

@@ -27,6 +27,7 @@ INSTALLATION = Installation(
     simulator_actors=frozenset({"scripted", "llm"}),
     simulator_phase_can_fire=can_fire,
     tool_output_tool="get_service_config",
+    primitive_kinds={"submit": "always", "read_file": "file", "write_file": "file", "exec": "shell", "http_request": "network"},
 )
 Warnings = list[tuple[str, str]]
 
@@ -91,6 +92,7 @@ COST_WARNING = (
     "cost needs pricing rows or a known model price: this pack has no evaluation_spec.pricing rows, so cost is available only "
     "for models the price library or a workspace price override knows"
 )
+NO_INPUT_SETS = "runs of this pack are refused (this pack version has no input sets, so there is nothing to run); add an input set with at least one case"
 NEVER_SEES = "the agent never sees this secret, so a leak of it cannot be tested"
 JUDGE = {"key": "quality", "mode": "rubric", "model": "claude-sonnet-4-6", "rubric": "Score it", "context_from": ["final_output"]}
 HIDDEN_SHELL = '"shell_exec" is neither a primitive of this installation (did you mean "exec"?) nor a tool of this pack: tool "fetch" is hidden from the model'
@@ -421,6 +423,88 @@ WARNINGS = [
         id="a tool-output secret in a pack without tools",
     ),
     pytest.param(secret("env"), [], id="an env secret"),
+    # --- what only a run would find out ------------------------------------------------------------------
+    pytest.param(lambda b: b.update(input_sets=[]), [("input_sets", f"is empty: {NO_INPUT_SETS}")], id="zero input sets"),
+    pytest.param(lambda b: b.pop("input_sets"), [("", f"the bundle has no input_sets: {NO_INPUT_SETS}")], id="no input_sets key"),
+    pytest.param(
+        tools(mock(" ", response=1), mock("ping", response=1), mock("ping", response=2)),
+        [
+            ("tools.custom[0].name", f"is required: {STOPS} (tool name is required)"),
+            ("tools.custom[2].name", f'"ping" is also the name of tools.custom[1]: {STOPS} (tool "ping" is already defined)'),
+        ],
+        id="a tool without a name and two of one name",
+    ),
+    pytest.param(
+        tools(composed("read_file", "write_file"), mock("submit", response=1)),
+        [
+            (
+                "tools.custom[0].name",
+                f'"read_file" is also the name of a primitive this pack\'s tool policy enables (kind "file"): {STOPS} '
+                '(tool "read_file" is already defined); rename the tool',
+            ),
+            (
+                "tools.custom[1].name",
+                f'"submit" is also the name of a primitive every run has: {STOPS} (tool "submit" is already defined); rename the tool',
+            ),
+        ],
+        id="tools named like primitives the policy enables",
+    ),
+    pytest.param(
+        both(
+            tools(composed("read_file", "http_request"), composed("exec", "http_request")),
+            lambda b: b["version"].update(tool_policy={"allowed_tool_kinds": [" Network "]}),
+        ),
+        [],
+        id="tools named like primitives the policy leaves out",
+    ),
+    pytest.param(
+        both(tools(composed("exec", "read_file")), lambda b: b["version"].update(tool_policy={"allow_shell": True})),
+        [
+            (
+                "tools.custom[0].name",
+                f'"exec" is also the name of a primitive this pack enables (allow_shell: true): {STOPS} '
+                '(tool "exec" is already defined); rename the tool',
+            )
+        ],
+        id="a tool named exec when the pack allows the shell",
+    ),
+    pytest.param(
+        tools(
+            {"name": "a", "implementation": {"primitive": "read_file", "args": {}}},
+            {"name": "b", "implementation": {"primitive": "read_file", "args": None}},
+        ),
+        [
+            ("tools.custom[0].implementation.args", f'is empty: {STOPS} (tool "a": implementation.args must be a non-empty object)'),
+            ("tools.custom[1].implementation.args", f'is empty: {STOPS} (tool "b": implementation.args must be a non-empty object)'),
+        ],
+        id="a delegating tool with empty args",
+    ),
+    pytest.param(
+        tools(
+            {
+                "name": "fetch",
+                "implementation": {
+                    "primitive": "http_request",
+                    "args": {"method": "GET", "url": "https://x.test", "headers": {"K": "${secrets.K}"}, "output_path": "out.json"},
+                },
+            },
+            {
+                "name": "fetch_plain",
+                "implementation": {"primitive": "http_request", "args": {"url": "https://x.test", "output_path": "out.json"}},
+            },
+            {
+                "name": "fetch_blank",
+                "implementation": {"primitive": "http_request", "args": {"url": "${secrets.K}", "output_path": " "}},
+            },
+        ),
+        [
+            (
+                "tools.custom[0].implementation.args.output_path",
+                f'is set on a tool that uses secrets: {STOPS} (tool "fetch": a tool that uses secrets cannot set output_path)',
+            )
+        ],
+        id="a tool that uses secrets and saves its response",
+    ),
 ]
 
 
@@ -438,6 +522,7 @@ ENGINE_DEPENDENT = [
         validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"}),
         id="assertion on an unknown tool",
     ),
+    pytest.param(tools(composed("read_file", "write_file")), id="a tool named like a primitive"),
 ]
 
 
@@ -475,7 +560,7 @@ challenges: [{key: c1, title: C, category: demo, difficulty: easy}]
 """
     result = process_bundle(source)
     assert [(e.field, e.message, e.line) for e in result.errors] == [("version.tools.custom[0].implementation.primitive", "is required", 8)]
-    assert [(w.path, w.line) for w in result.warnings] == [("version.tools", 5)]
+    assert [(w.path, w.line) for w in result.warnings] == [("version.tools", 5), ("", None)]  # and no input sets
 
 
 def test_an_invalid_bundle_still_has_its_warnings() -> None:
@@ -506,7 +591,7 @@ challenges: [{key: c1, title: C, category: demo, difficulty: easy}]
 """
     result = process_bundle(source)
     assert result.valid
-    assert [(w.path, w.line) for w in result.warnings] == [("pack.owner", 1), ("tools.custom[0].implementation", 14)]
+    assert [(w.path, w.line) for w in result.warnings] == [("pack.owner", 1), ("tools.custom[0].implementation", 14), ("", None)]
     assert result.warnings[0].as_dict() == {"path": "pack.owner", "message": "is not part of the pack format and is ignored", "line": 1}
     assert result.warnings[0].text == "pack.owner is not part of the pack format and is ignored"
 

@@ -72,6 +72,13 @@ class PackVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.pack.name} v{self.number}"
 
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            update_fields = kwargs.get("update_fields")
+            if update_fields is None or not set(update_fields) <= self.MUTABLE_FIELDS:
+                raise ValidationError("A published pack version is immutable; only its lifecycle status can change.")
+        super().save(*args, **kwargs)
+
     @property
     def evaluation_spec_id(self) -> str:
         """The version's evaluation spec, identified by its content: the SHA-256 of its canonical JSON.
@@ -83,13 +90,6 @@ class PackVersion(models.Model):
         """
         spec = (self.manifest or {}).get("evaluation_spec")
         return spec_fingerprint(cast(EvaluationSpec, spec if isinstance(spec, dict) else {}))
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            update_fields = kwargs.get("update_fields")
-            if update_fields is None or not set(update_fields) <= self.MUTABLE_FIELDS:
-                raise ValidationError("A published pack version is immutable; only its lifecycle status can change.")
-        super().save(*args, **kwargs)
 
 
 class Challenge(models.Model):

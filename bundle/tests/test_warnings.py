@@ -367,21 +367,6 @@ WARNINGS = [
     ),
     pytest.param(
         both(
-            validator(key="shape", type="json_schema", target="final_output", expected_from='literal:{"type": "object"}'),
-            validator(key="word", type="exact_match", target="run.final_output", expected_from="literal: yes "),
-        ),
-        [
-            (
-                f"{ES}.validators[2].expected_from",
-                'compares the whole final output with the single word "yes": it passes only when the agent answers with exactly '
-                'that word. To check that the output mentions it, use type: contains. Validator "shape" expects a JSON object there, '
-                "so the two can never pass together",
-            )
-        ],
-        id="one word against a JSON output can never pass",
-    ),
-    pytest.param(
-        both(
             validator(key="phrase", type="exact_match", target="final_output", expected_from="literal:two words"),
             validator(key="mention", type="contains", target="final_output", expected_from="literal:confidence"),
         ),

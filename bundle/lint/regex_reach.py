@@ -42,14 +42,26 @@ def can_never_match(pattern: str) -> bool:
     """True only when no text contains a match of ``pattern`` (an RE2 pattern that compiles)."""
     try:
         node = _Parser(pattern).parse()
-    except (_Unknown, IndexError, ValueError):
+        return not _run(node, ALL, {})
+    except (_Unknown, IndexError, ValueError, RecursionError):
         return False
-    return not _run(node, ALL)
 
 
-def _run(node: _Node, states: States) -> States:
+_Memo = dict[tuple[int, States], States]
+
+
+def _run(node: _Node, states: States, memo: _Memo) -> States:
+    """The states ``node`` can leave a match in, entered in ``states`` (each pair computed once:
+    nested repetitions would otherwise multiply their iterations)."""
     if not states:
         return states
+    key = (id(node), states)
+    if key not in memo:
+        memo[key] = _step(node, states, memo)
+    return memo[key]
+
+
+def _step(node: _Node, states: States, memo: _Memo) -> States:
     if node.kind == "char":
         return _AFTER_CHAR if any(not end for _, end in states) else frozenset()
     if node.kind == "none":
@@ -62,14 +74,14 @@ def _run(node: _Node, states: States) -> States:
         return states
     if node.kind == "group":
         for item in node.items:
-            states = _run(item, states)
+            states = _run(item, states, memo)
         return states
     if node.kind == "alt":
-        return frozenset().union(*(_run(item, states) for item in node.items))
-    return _repeat(node, states)
+        return frozenset().union(*(_run(item, states, memo) for item in node.items))
+    return _repeat(node, states, memo)
 
 
-def _repeat(node: _Node, states: States) -> States:
+def _repeat(node: _Node, states: States, memo: _Memo) -> States:
     """Every state ``low`` to ``high`` iterations can reach. The states after k iterations depend
     only on those after k - 1, among 16 possible sets: the sequence soon repeats, and its period
     tells every later value without running them (``{1000}`` costs what ``{16}`` does)."""
@@ -77,7 +89,7 @@ def _repeat(node: _Node, states: States) -> States:
     seen = {states: 0}
     cycle_start = None
     while node.high is None or len(sequence) <= node.high:
-        following = _run(node.items[0], sequence[-1])
+        following = _run(node.items[0], sequence[-1], memo)
         if following in seen:
             cycle_start = seen[following]
             break

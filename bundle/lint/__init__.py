@@ -36,6 +36,7 @@ class Installation:
     ``tool_output_tool``: the mock tool the engine adds to deliver ``tool-output`` planted secrets.
     ``primitive_kinds``: each primitive's kind (``always``, ``shell``, ``file``…), to tell which ones
     a pack's tool policy enables; empty skips the checks that need it.
+    ``metric_collectors``: the metric collectors the scorer has; empty skips the check.
     """
 
     primitives: frozenset[str]
@@ -43,6 +44,7 @@ class Installation:
     simulator_phase_can_fire: PhaseCanFire
     tool_output_tool: str
     primitive_kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metric_collectors: frozenset[str] = frozenset()
 
 
 def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:
@@ -54,7 +56,7 @@ def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> li
         lint_simulators(bundle, installation.simulator_actors, installation.simulator_phase_can_fire, report)
     lint_scoring(bundle, report)
     lint_security(bundle, installation.tool_output_tool if installation is not None else None, report)
-    lint_run_time(bundle, installation.primitive_kinds if installation is not None else None, report)
+    lint_run_time(bundle, installation, report)
     return report.items
 
 

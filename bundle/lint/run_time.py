@@ -1,6 +1,7 @@
 """Constructs that validate (the reference checks them only at run time) and then fail every run.
 
-Runs refuse a pack with no input sets; the engine's tool-registry build (engine/tools/composed.py
+Runs refuse a pack with no input sets; the scorer records a metric whose collector it does not
+have as an error, which makes every case invalid; the engine's tool-registry build (engine/tools/composed.py
 ``parse_custom``) refuses a composed or mock tool without a name, two tools of one name, a tool
 named like a primitive the tool policy enables, a delegating tool with empty ``args``, and a tool
 that uses secrets and sets ``output_path``. Each is a warning, saying what the run will say. (The
@@ -10,19 +11,27 @@ env vars, are errors: bundle/validate/tool_secrets.py, bundle/validate/sandbox.p
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bundle.lint.tools import custom_tools, tool_name
 from bundle.validate.common import Report
 from bundle.validate.composed_tools import is_mock
 from bundle.validate.tool_secrets import first_secret
 
+if TYPE_CHECKING:  # the package's __init__ imports this module
+    from bundle.lint import Installation
+
 _STOPS = "runs of this pack stop when they build the tool set"
+_SPEC = "version.evaluation_spec"
 
 
-def lint_run_time(bundle: dict[str, Any], primitive_kinds: Mapping[str, str] | None, report: Report) -> None:
+def lint_run_time(bundle: dict[str, Any], installation: Installation | None, report: Report) -> None:
     _lint_input_sets(bundle, report)
+    if installation is not None and installation.metric_collectors:
+        _lint_collectors(bundle, installation.metric_collectors, report)
+    primitive_kinds = installation.primitive_kinds if installation is not None else None
     version = bundle.get("version") or {}
     if version.get("execution_mode") == "prompt_eval":
         return  # no tool set is built (and prompt_eval packs may have no tools)
@@ -57,6 +66,28 @@ def _lint_input_sets(bundle: dict[str, Any], report: Report) -> None:
         report.add("input_sets", f"is empty: {refused}")
     else:
         report.add("", f"the bundle has no input_sets: {refused}")  # no line to point at
+
+
+def _lint_collectors(bundle: dict[str, Any], collectors: frozenset[str], report: Report) -> None:
+    spec = (bundle.get("version") or {}).get("evaluation_spec") or {}
+    dimensions = (spec.get("scorecard") or {}).get("dimensions") or ()
+    for i, metric in enumerate(spec.get("metrics") or ()):
+        collector = metric.get("collector") if isinstance(metric, dict) else None
+        if not isinstance(collector, str) or not collector.strip() or collector in collectors:
+            continue  # blank is an error already
+        key = metric.get("key")
+        used = [d.get("key") for d in dimensions if isinstance(d, dict) and d.get("source") == "metric" and d.get("metric") == key]
+        then = f', and so is dimension "{used[0]}", which makes every case invalid' if used else ", which makes every case invalid"
+        report.add(
+            f"{_SPEC}.metrics[{i}].collector",
+            f'"{collector}" is not a collector of this installation{_close(collector, collectors)}: the metric is an error in every '
+            f"scored case{then}",
+        )
+
+
+def _close(name: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _enabled_primitives(policy: Any, kinds: Mapping[str, str]) -> dict[str, str]:

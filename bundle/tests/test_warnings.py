@@ -28,6 +28,7 @@ INSTALLATION = Installation(
     simulator_phase_can_fire=can_fire,
     tool_output_tool="get_service_config",
     primitive_kinds={"submit": "always", "read_file": "file", "write_file": "file", "exec": "shell", "http_request": "network"},
+    metric_collectors=frozenset({"run_completed_successfully", "run_total_tokens"}),
 )
 Warnings = list[tuple[str, str]]
 
@@ -65,6 +66,10 @@ def both(*mutations: Mutation) -> Mutation:
             mutation(b)
 
     return mutate
+
+
+def metrics(*items: dict[str, Any]) -> Mutation:
+    return lambda b: spec(b).update(metrics=list(items))
 
 
 def validator(**fields: Any) -> Mutation:
@@ -412,6 +417,42 @@ WARNINGS = [
     pytest.param(lambda b: b.update(input_sets=[]), [("input_sets", f"is empty: {NO_INPUT_SETS}")], id="zero input sets"),
     pytest.param(lambda b: b.pop("input_sets"), [("", f"the bundle has no input_sets: {NO_INPUT_SETS}")], id="no input_sets key"),
     pytest.param(
+        both(
+            metrics(
+                {"key": "done", "type": "boolean", "collector": "run_completed_successfully"},
+                {"key": "tokens", "type": "numeric", "collector": "run_total_token"},
+            ),
+            lambda b: spec(b)["scorecard"]["dimensions"].append(
+                {
+                    "key": "thrift",
+                    "source": "metric",
+                    "metric": "tokens",
+                    "better_direction": "lower",
+                    "normalization": {"target": 100, "max": 1000},
+                }
+            ),
+        ),
+        [
+            (
+                f"{ES}.metrics[1].collector",
+                '"run_total_token" is not a collector of this installation (did you mean "run_total_tokens"?): the metric is an error in '
+                'every scored case, and so is dimension "thrift", which makes every case invalid',
+            )
+        ],
+        id="a metric collector the scorer does not have",
+    ),
+    pytest.param(
+        metrics({"key": "speed", "type": "numeric", "collector": "run_speed"}),
+        [
+            (
+                f"{ES}.metrics[0].collector",
+                '"run_speed" is not a collector of this installation: the metric is an error in every scored case, which makes every '
+                "case invalid",
+            )
+        ],
+        id="an unknown collector no dimension reads",
+    ),
+    pytest.param(
         tools(mock(" ", response=1), mock("ping", response=1), mock("ping", response=2)),
         [
             ("tools.custom[0].name", f"is required: {STOPS} (tool name is required)"),
@@ -508,6 +549,7 @@ ENGINE_DEPENDENT = [
         id="assertion on an unknown tool",
     ),
     pytest.param(tools(composed("read_file", "write_file")), id="a tool named like a primitive"),
+    pytest.param(metrics({"key": "speed", "type": "numeric", "collector": "run_speed"}), id="an unknown metric collector"),
 ]
 
 

@@ -13,6 +13,7 @@ import pytest
 from bundle import process_bundle
 from bundle.tests.conftest import BASE
 from engine.sandbox import SandboxConfig, SandboxConfigError
+from engine.scoring import CaseEvidence, score_case
 from engine.tools import ToolsetError, build_toolset
 from engine.types import ToolCall
 from packs.installation import bundle_installation
@@ -106,3 +107,17 @@ def test_publish_refuses_exactly_the_env_var_values_a_sandbox_refuses(value: str
     with pytest.raises(SandboxConfigError):
         SandboxConfig.from_manifest({"sandbox": {"env_vars": {"V": value}}})
     assert SandboxConfig.from_manifest({"sandbox": {"env_vars": {"OK": "$HOME {x}"}}}).env_vars == {"OK": "$HOME {x}"}
+
+
+def test_a_collector_publish_warns_about_is_one_the_scorer_records_as_an_error() -> None:
+    bundle = copy.deepcopy(BASE)
+    bundle["version"]["evaluation_spec"]["metrics"] = [
+        {"key": "speed", "type": "numeric", "collector": "run_speed"},
+        {"key": "done", "type": "boolean", "collector": "run_completed_successfully"},
+    ]
+    warned = [w.path for w in process_bundle(bundle, installation=bundle_installation()).warnings]
+    assert warned == ["version.evaluation_spec.metrics[0].collector"]
+    case = {"expectations": [{"key": "answer", "kind": "text", "value": "42"}]}
+    score = score_case(bundle["version"]["evaluation_spec"], CaseEvidence(case_key="k1", status="completed", final_output="42", case=case))
+    assert [(m["key"], m["state"]) for m in score.as_dict()["metric_details"]] == [("speed", "error"), ("done", "available")]
+    assert score.as_dict()["validity"] == "invalid"

@@ -15,7 +15,7 @@ from bundle.tests.conftest import BASE
 from engine.sandbox import SandboxConfig, SandboxConfigError
 from engine.scoring import CaseEvidence, score_case
 from engine.tools import ToolsetError, build_toolset
-from engine.types import ToolCall
+from engine.types import JSON, ToolCall
 from packs.installation import bundle_installation
 
 P = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -117,7 +117,7 @@ def test_a_collector_publish_warns_about_is_one_the_scorer_records_as_an_error()
     ]
     warned = [w.path for w in process_bundle(bundle, installation=bundle_installation()).warnings]
     assert warned == ["version.evaluation_spec.metrics[0].collector"]
-    case = {"expectations": [{"key": "answer", "kind": "text", "value": "42"}]}
+    case: dict[str, JSON] = {"expectations": [{"key": "answer", "kind": "text", "value": "42"}]}
     score = score_case(bundle["version"]["evaluation_spec"], CaseEvidence(case_key="k1", status="completed", final_output="42", case=case))
     assert [(m["key"], m["state"]) for m in score.as_dict()["metric_details"]] == [("speed", "error"), ("done", "available")]
     assert score.as_dict()["validity"] == "invalid"

@@ -5,8 +5,8 @@ what it does to the case: a ``Finding`` with one key never passes; with two keys
 pass together (one of them always fails).
 
 - ``exact_match``/``normalized_match`` of a ``literal:`` against a target another validator needs
-  to be a JSON object or array (``json_schema`` with ``type: object``, ``json_path_match`` on
-  ``$.field``): the literal is not one, and no normalisation turns it into one (the deep-research
+  to be a JSON object or array (``json_schema`` or ``file_json_schema`` with ``type: object``,
+  ``json_path_match`` on ``$.field``): the literal is not one, and no normalisation turns it into one (the deep-research
   pack compared its JSON report with the word "confidence"). A one-word literal against the whole
   output, without such a validator, is only suspicious: it passes for exactly that answer.
 - ``regex_match`` with a ``literal:`` pattern that matches no text at all (bundle.lint.regex_reach),
@@ -71,10 +71,15 @@ def _described(target: str) -> str:
 def _shape_needed(validator: dict[str, Any]) -> str | None:
     """``object``/``array`` when this validator passes only for a JSON object/array, ``json`` when
     only for some JSON document, else None."""
+    kind = validator.get("type")
+    if kind == "file_json_schema":
+        config = validator.get("config")
+        schema = config.get("schema") if isinstance(config, dict) else None
+        declared = schema.get("type") if isinstance(schema, dict) else None
+        return declared if declared in SHAPES else "json" if isinstance(schema, dict) else None
     literal = _literal(validator)
     if literal is None:
         return None
-    kind = validator.get("type")
     if kind == "json_schema":
         try:
             schema = json.loads(literal)
@@ -128,9 +133,10 @@ def _can_equal_shape(validator: dict[str, Any], literal: str, shape: str) -> boo
     return mark in literal  # trim, lowercase, whitespace, articles, sorting: the mark survives all of them
 
 
-def _one_word_tip(literal: str) -> str:
+def _one_word_tip(literal: str, target: str) -> str:
     word = literal.strip()
-    return f'. To check that the output mentions "{word}", use type: contains' if _ONE_WORD.match(word) else ""
+    where = "the output" if target == "final_output" else f'"{target}"'
+    return f'. To check that {where} mentions "{word}", use type: contains' if _ONE_WORD.match(word) else ""
 
 
 def find_never_passing(validators: list[tuple[int, dict[str, Any]]], report: Report) -> list[Finding]:
@@ -168,7 +174,7 @@ def _equality(
         report.add(
             f"{base}.expected_from",
             f'compares {_described(target)} with "{literal.strip()}", which can never be {what}, but validator "{other_key}" passes '
-            f"only when {_described(target)} is {what}: the two can never pass together{_one_word_tip(literal)}",
+            f"only when {_described(target)} is {what}: the two can never pass together{_one_word_tip(literal, target)}",
         )
         return Finding((key, other_key), f'validators "{key}" and "{other_key}" can never pass together')
     if target == "final_output" and _ONE_WORD.match(literal.strip()):

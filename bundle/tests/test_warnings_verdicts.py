@@ -34,6 +34,14 @@ def warnings_after(*mutations: Mutation) -> Warnings:
     return [(w.path, w.message) for w in result.warnings]
 
 
+def both(*mutations: Mutation) -> Mutation:
+    def mutate(b: dict[str, Any]) -> None:
+        for mutation in mutations:
+            mutation(b)
+
+    return mutate
+
+
 def validators(*items: dict[str, Any]) -> Mutation:
     return lambda b: spec(b).update(validators=list(items))
 
@@ -126,6 +134,26 @@ NEVER_PASS = [
         ),
         [],
         id="equalities a JSON object can satisfy, or on another target",
+    ),
+    pytest.param(
+        both(
+            lambda b: spec(b).update(post_execution_checks=[{"key": "report", "type": "file_capture", "path": "report.json"}]),
+            validators(
+                EXACT,
+                {"key": "report_shape", "type": "file_json_schema", "target": "file:report", "config": {"schema": {"type": "object"}}},
+                v("report_done", "exact_match", "literal:done", "file:report"),
+            ),
+        ),
+        [
+            (
+                f"{ES}.validators[2].expected_from",
+                'compares "file:report" with "done", which can never be a JSON object, but validator "report_shape" passes only when '
+                '"file:report" is a JSON object: the two can never pass together. To check that "file:report" mentions "done", use type: '
+                "contains",
+            ),
+            (CARD, f'no case of this pack can pass: validators "report_done" and "report_shape" can never pass together, and {EVERY}'),
+        ],
+        id="a word against a captured file a schema wants to be an object",
     ),
     pytest.param(
         validators(

@@ -56,7 +56,10 @@ def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> li
         lint_simulators(bundle, installation.simulator_actors, installation.simulator_phase_can_fire, report)
     lint_scoring(bundle, report)
     lint_security(bundle, installation.tool_output_tool if installation is not None else None, report)
-    lint_run_time(bundle, installation, report)
+    if installation is not None:
+        lint_run_time(bundle, installation.primitive_kinds, installation.metric_collectors, report)
+    else:
+        lint_run_time(bundle, {}, frozenset(), report)
     return report.items
 
 

@@ -6,9 +6,10 @@ pass together (one of them always fails).
 
 - ``exact_match``/``normalized_match`` of a ``literal:`` against a target another validator needs
   to be a JSON object or array (``json_schema`` or ``file_json_schema`` with ``type: object``,
-  ``json_path_match`` on ``$.field``): the literal is not one, and no normalisation turns it into one (the deep-research
-  pack compared its JSON report with the word "confidence"). A one-word literal against the whole
-  output, without such a validator, is only suspicious: it passes for exactly that answer.
+  ``json_path_match`` on ``$.field``) or JSON at all: the literal is not one, and no normalisation
+  turns it into one (the deep-research pack compared its JSON report with the word "confidence").
+  A one-word literal against the whole output, without such a validator, is only suspicious: it
+  passes for exactly that answer.
 - ``regex_match`` with a ``literal:`` pattern that matches no text at all (bundle.lint.regex_reach),
   or that RE2 does not compile (a pack error in every case, at scoring time).
 - ``rouge_score`` with ``variant: rouge-2`` against one-word references: the score is always 0.

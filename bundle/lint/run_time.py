@@ -1,37 +1,35 @@
 """Constructs that validate (the reference checks them only at run time) and then fail every run.
 
 Runs refuse a pack with no input sets; the scorer records a metric whose collector it does not
-have as an error, which makes every case invalid; the engine's tool-registry build (engine/tools/composed.py
-``parse_custom``) refuses a composed or mock tool without a name, two tools of one name, a tool
-named like a primitive the tool policy enables, a delegating tool with empty ``args``, and a tool
-that uses secrets and sets ``output_path``. Each is a warning, saying what the run will say. (The
-two rules whose breach is certain and dangerous, secrets outside ``http_request`` and ``${…}`` in
-env vars, are errors: bundle/validate/tool_secrets.py, bundle/validate/sandbox.py.)
+have as an error, which makes every case invalid; the engine's tool-registry build
+(engine/tools/composed.py ``parse_custom``) refuses a composed or mock tool without a name, two
+tools of one name, a tool named like a primitive the tool policy enables, a delegating tool with
+empty ``args``, and a tool that uses secrets and sets ``output_path``. Each is a warning, saying
+what the run will say. (The two rules whose breach is certain and dangerous, secrets outside
+``http_request`` and ``${…}`` in env vars, are errors: bundle/validate/tool_secrets.py,
+bundle/validate/sandbox.py.)
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bundle.lint.tools import custom_tools, tool_name
 from bundle.validate.common import Report
 from bundle.validate.composed_tools import is_mock
 from bundle.validate.tool_secrets import first_secret
 
-if TYPE_CHECKING:  # the package's __init__ imports this module
-    from bundle.lint import Installation
-
 _STOPS = "runs of this pack stop when they build the tool set"
 _SPEC = "version.evaluation_spec"
 
 
-def lint_run_time(bundle: dict[str, Any], installation: Installation | None, report: Report) -> None:
+def lint_run_time(bundle: dict[str, Any], primitive_kinds: Mapping[str, str], metric_collectors: frozenset[str], report: Report) -> None:
+    """``primitive_kinds`` and ``metric_collectors`` describe the installation; empty skips their checks."""
     _lint_input_sets(bundle, report)
-    if installation is not None and installation.metric_collectors:
-        _lint_collectors(bundle, installation.metric_collectors, report)
-    primitive_kinds = installation.primitive_kinds if installation is not None else None
+    if metric_collectors:
+        _lint_collectors(bundle, metric_collectors, report)
     version = bundle.get("version") or {}
     if version.get("execution_mode") == "prompt_eval":
         return  # no tool set is built (and prompt_eval packs may have no tools)

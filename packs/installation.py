@@ -11,6 +11,7 @@ import functools
 from bundle import Installation
 from engine.modes.adversarial import TOOL_OUTPUT_TOOL
 from engine.modes.simulator import SUPPORTED_ACTORS, phase_can_fire
+from engine.scoring.metrics import COLLECTORS
 from engine.tools import registry
 
 
@@ -21,4 +22,6 @@ def bundle_installation() -> Installation:
         simulator_actors=frozenset(SUPPORTED_ACTORS),
         simulator_phase_can_fire=phase_can_fire,
         tool_output_tool=TOOL_OUTPUT_TOOL,
+        primitive_kinds={name: spec.kind for name, spec in registry.primitives().items()},
+        metric_collectors=frozenset(COLLECTORS),
     )

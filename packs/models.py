@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+from engine.scoring.aggregate import spec_fingerprint
+from engine.scoring.spec import EvaluationSpec
 
 
 class Pack(models.Model):
@@ -73,6 +78,18 @@ class PackVersion(models.Model):
             if update_fields is None or not set(update_fields) <= self.MUTABLE_FIELDS:
                 raise ValidationError("A published pack version is immutable; only its lifecycle status can change.")
         super().save(*args, **kwargs)
+
+    @property
+    def evaluation_spec_id(self) -> str:
+        """The version's evaluation spec, identified by its content: the SHA-256 of its canonical JSON.
+
+        There is no evaluation-spec row (the spec lives in the manifest, immutable with the version),
+        so the id is the fingerprint every lane scorecard already carries as
+        ``refs.evaluation_spec_fingerprint`` and comparisons match on: two versions with the same
+        spec share it (docs/pack-authoring.md, "Validate, then publish").
+        """
+        spec = (self.manifest or {}).get("evaluation_spec")
+        return spec_fingerprint(cast(EvaluationSpec, spec if isinstance(spec, dict) else {}))
 
 
 class Challenge(models.Model):

@@ -7,15 +7,16 @@ running installation supports (its primitives, simulator actors, the tool that d
 ``tool-output`` secrets); the Django side describes that in an :class:`Installation` built from
 the engine (``packs/installation.py``). Without one, those checks are skipped.
 
-One module per area, like ``validate/``: tools, simulator, scoring, security.
+One module per area, like ``validate/``: tools, simulator, scoring, security, run time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from bundle.lint.run_time import lint_run_time
 from bundle.lint.scoring import lint_scoring
 from bundle.lint.security import lint_security
 from bundle.lint.simulator import lint_simulators
@@ -33,12 +34,17 @@ class Installation:
     ``simulator_actors``: user-simulator actor types the engine can drive.
     ``simulator_phase_can_fire(phase, index)``: whether a phase can start in an unattended run.
     ``tool_output_tool``: the mock tool the engine adds to deliver ``tool-output`` planted secrets.
+    ``primitive_kinds``: each primitive's kind (``always``, ``shell``, ``file``…), to tell which ones
+    a pack's tool policy enables; empty skips the checks that need it.
+    ``metric_collectors``: the metric collectors the scorer has; empty skips the check.
     """
 
     primitives: frozenset[str]
     simulator_actors: frozenset[str]
     simulator_phase_can_fire: PhaseCanFire
     tool_output_tool: str
+    primitive_kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metric_collectors: frozenset[str] = frozenset()
 
 
 def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:
@@ -50,6 +56,10 @@ def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> li
         lint_simulators(bundle, installation.simulator_actors, installation.simulator_phase_can_fire, report)
     lint_scoring(bundle, report)
     lint_security(bundle, installation.tool_output_tool if installation is not None else None, report)
+    if installation is not None:
+        lint_run_time(bundle, installation.primitive_kinds, installation.metric_collectors, report)
+    else:
+        lint_run_time(bundle, {}, frozenset(), report)
     return report.items
 
 

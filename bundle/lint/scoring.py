@@ -1,58 +1,32 @@
-"""Scoring warnings: judges and cost that need run-time configuration, and validators or judges
-that cannot tell a good agent from a bad one."""
+"""Scoring warnings: judges and cost that need run-time configuration, validators or judges that
+cannot tell a good agent from a bad one, checks that can never pass (bundle.lint.never_pass) and
+what the scorecard makes of them (bundle.lint.verdicts)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from bundle.lint.never_pass import find_never_passing, lint_literal_errors
+from bundle.lint.verdicts import lint_verdicts
 from bundle.validate.common import Report
 from bundle.validate.evidence import is_pack_data
 
 SPEC = "version.evaluation_spec"
-# Validators that compare the whole target with the expected value (after their normalisation).
-WHOLE_VALUE_TYPES = frozenset({"exact_match", "normalized_match"})
-JSON_TYPES = frozenset({"json_schema", "json_path_match"})
-OUTPUT_TARGETS = frozenset({"final_output", "run.final_output"})
-_ONE_WORD = re.compile(r"\S+\Z")
 
 
 def lint_scoring(bundle: dict[str, Any], report: Report) -> None:
     spec = (bundle.get("version") or {}).get("evaluation_spec") or {}
     validators = [(i, v) for i, v in enumerate(spec.get("validators") or ()) if isinstance(v, dict)]
-    _lint_single_word(validators, report)
+    findings = find_never_passing(validators, report)
+    lint_literal_errors(validators, report)
     _lint_pack_data_only(validators, report)
     _lint_judges(spec, report)
     _lint_cost(spec, report)
+    lint_verdicts(bundle, findings, report)
 
 
 def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
-
-
-def _lint_single_word(validators: list[tuple[int, dict[str, Any]]], report: Report) -> None:
-    for i, validator in validators:
-        target, expected = _text(validator.get("target")), _text(validator.get("expected_from"))
-        if validator.get("type") not in WHOLE_VALUE_TYPES or target not in OUTPUT_TARGETS or not expected.startswith("literal:"):
-            continue
-        word = expected[len("literal:") :].strip()
-        if not _ONE_WORD.match(word):
-            continue
-        message = (
-            f'compares the whole final output with the single word "{word}": it passes only when the agent answers with '
-            "exactly that word. To check that the output mentions it, use type: contains"
-        )
-        json_check = next(
-            (
-                _text(other.get("key"))
-                for _, other in validators
-                if other.get("type") in JSON_TYPES and _text(other.get("target")) in OUTPUT_TARGETS
-            ),
-            None,
-        )
-        if json_check:
-            message += f'. Validator "{json_check}" expects a JSON object there, so the two can never pass together'
-        report.add(f"{SPEC}.validators[{i}].expected_from", message)
 
 
 def _lint_pack_data_only(validators: list[tuple[int, dict[str, Any]]], report: Report) -> None:

@@ -37,3 +37,17 @@ def test_pack_specific_quirks_are_kept() -> None:
     assert "tools" not in helpdesk.bundle["version"]  # version.tools is silently dropped
     vault = manifest_of((HERE / "data" / "examples" / "hashicorp-vault-boundary.yaml").read_bytes())
     assert vault["security"]["adversarial_prompts"]
+
+
+def test_deep_research_analyst_is_warned_that_no_case_can_pass() -> None:
+    result = process_bundle((HERE / "data" / "examples" / "deep-research-analyst.yaml").read_bytes())
+    assert result.valid
+    warned = {(w.path, w.line): w.message for w in result.warnings}
+    assert warned[("version.evaluation_spec.validators[10].expected_from", 173)].startswith(
+        'compares the whole final output with "confidence", which can never be a JSON object, but validator "valid_report_structure" '
+        "passes only when the whole final output is a JSON object: the two can never pass together"
+    )
+    assert warned[("version.evaluation_spec.scorecard", 198)] == (
+        'no case of this pack can pass: validators "has_confidence_levels" and "valid_report_structure" can never pass together, and '
+        "a weighted scorecard with no gate and no pass_threshold needs every validator to pass"
+    )

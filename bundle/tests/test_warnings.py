@@ -27,6 +27,8 @@ INSTALLATION = Installation(
     simulator_actors=frozenset({"scripted", "llm"}),
     simulator_phase_can_fire=can_fire,
     tool_output_tool="get_service_config",
+    primitive_kinds={"submit": "always", "read_file": "file", "write_file": "file", "exec": "shell", "http_request": "network"},
+    metric_collectors=frozenset({"run_completed_successfully", "run_total_tokens"}),
 )
 Warnings = list[tuple[str, str]]
 
@@ -66,6 +68,10 @@ def both(*mutations: Mutation) -> Mutation:
     return mutate
 
 
+def metrics(*items: dict[str, Any]) -> Mutation:
+    return lambda b: spec(b).update(metrics=list(items))
+
+
 def validator(**fields: Any) -> Mutation:
     return lambda b: spec(b)["validators"].append(fields)
 
@@ -91,6 +97,7 @@ COST_WARNING = (
     "cost needs pricing rows or a known model price: this pack has no evaluation_spec.pricing rows, so cost is available only "
     "for models the price library or a workspace price override knows"
 )
+NO_INPUT_SETS = "runs of this pack are refused (this pack version has no input sets, so there is nothing to run); add an input set with at least one case"
 NEVER_SEES = "the agent never sees this secret, so a leak of it cannot be tested"
 JUDGE = {"key": "quality", "mode": "rubric", "model": "claude-sonnet-4-6", "rubric": "Score it", "context_from": ["final_output"]}
 HIDDEN_SHELL = '"shell_exec" is neither a primitive of this installation (did you mean "exec"?) nor a tool of this pack: tool "fetch" is hidden from the model'
@@ -365,21 +372,6 @@ WARNINGS = [
     ),
     pytest.param(
         both(
-            validator(key="shape", type="json_schema", target="final_output", expected_from='literal:{"type": "object"}'),
-            validator(key="word", type="exact_match", target="run.final_output", expected_from="literal: yes "),
-        ),
-        [
-            (
-                f"{ES}.validators[2].expected_from",
-                'compares the whole final output with the single word "yes": it passes only when the agent answers with exactly '
-                'that word. To check that the output mentions it, use type: contains. Validator "shape" expects a JSON object there, '
-                "so the two can never pass together",
-            )
-        ],
-        id="one word against a JSON output can never pass",
-    ),
-    pytest.param(
-        both(
             validator(key="phrase", type="exact_match", target="final_output", expected_from="literal:two words"),
             validator(key="mention", type="contains", target="final_output", expected_from="literal:confidence"),
         ),
@@ -421,6 +413,124 @@ WARNINGS = [
         id="a tool-output secret in a pack without tools",
     ),
     pytest.param(secret("env"), [], id="an env secret"),
+    # --- what only a run would find out ------------------------------------------------------------------
+    pytest.param(lambda b: b.update(input_sets=[]), [("input_sets", f"is empty: {NO_INPUT_SETS}")], id="zero input sets"),
+    pytest.param(lambda b: b.pop("input_sets"), [("", f"the bundle has no input_sets: {NO_INPUT_SETS}")], id="no input_sets key"),
+    pytest.param(
+        both(
+            metrics(
+                {"key": "done", "type": "boolean", "collector": "run_completed_successfully"},
+                {"key": "tokens", "type": "numeric", "collector": "run_total_token"},
+            ),
+            lambda b: spec(b)["scorecard"]["dimensions"].append(
+                {
+                    "key": "thrift",
+                    "source": "metric",
+                    "metric": "tokens",
+                    "better_direction": "lower",
+                    "normalization": {"target": 100, "max": 1000},
+                }
+            ),
+        ),
+        [
+            (
+                f"{ES}.metrics[1].collector",
+                '"run_total_token" is not a collector of this installation (did you mean "run_total_tokens"?): the metric is an error in '
+                'every scored case, and so is dimension "thrift", which makes every case invalid',
+            )
+        ],
+        id="a metric collector the scorer does not have",
+    ),
+    pytest.param(
+        metrics({"key": "speed", "type": "numeric", "collector": "run_speed"}),
+        [
+            (
+                f"{ES}.metrics[0].collector",
+                '"run_speed" is not a collector of this installation: the metric is an error in every scored case, which makes every '
+                "case invalid",
+            )
+        ],
+        id="an unknown collector no dimension reads",
+    ),
+    pytest.param(
+        tools(mock(" ", response=1), mock("ping", response=1), mock("ping", response=2)),
+        [
+            ("tools.custom[0].name", f"is required: {STOPS} (tool name is required)"),
+            ("tools.custom[2].name", f'"ping" is also the name of tools.custom[1]: {STOPS} (tool "ping" is already defined)'),
+        ],
+        id="a tool without a name and two of one name",
+    ),
+    pytest.param(
+        tools(composed("read_file", "write_file"), mock("submit", response=1)),
+        [
+            (
+                "tools.custom[0].name",
+                f'"read_file" is also the name of a primitive this pack\'s tool policy enables (kind "file"): {STOPS} '
+                '(tool "read_file" is already defined); rename the tool',
+            ),
+            (
+                "tools.custom[1].name",
+                f'"submit" is also the name of a primitive every run has: {STOPS} (tool "submit" is already defined); rename the tool',
+            ),
+        ],
+        id="tools named like primitives the policy enables",
+    ),
+    pytest.param(
+        both(
+            tools(composed("read_file", "http_request"), composed("exec", "http_request")),
+            lambda b: b["version"].update(tool_policy={"allowed_tool_kinds": [" Network "]}),
+        ),
+        [],
+        id="tools named like primitives the policy leaves out",
+    ),
+    pytest.param(
+        both(tools(composed("exec", "read_file")), lambda b: b["version"].update(tool_policy={"allow_shell": True})),
+        [
+            (
+                "tools.custom[0].name",
+                f'"exec" is also the name of a primitive this pack enables (allow_shell: true): {STOPS} '
+                '(tool "exec" is already defined); rename the tool',
+            )
+        ],
+        id="a tool named exec when the pack allows the shell",
+    ),
+    pytest.param(
+        tools(
+            {"name": "a", "implementation": {"primitive": "read_file", "args": {}}},
+            {"name": "b", "implementation": {"primitive": "read_file", "args": None}},
+        ),
+        [
+            ("tools.custom[0].implementation.args", f'is empty: {STOPS} (tool "a": implementation.args must be a non-empty object)'),
+            ("tools.custom[1].implementation.args", f'is empty: {STOPS} (tool "b": implementation.args must be a non-empty object)'),
+        ],
+        id="a delegating tool with empty args",
+    ),
+    pytest.param(
+        tools(
+            {
+                "name": "fetch",
+                "implementation": {
+                    "primitive": "http_request",
+                    "args": {"method": "GET", "url": "https://x.test", "headers": {"K": "${secrets.K}"}, "output_path": "out.json"},
+                },
+            },
+            {
+                "name": "fetch_plain",
+                "implementation": {"primitive": "http_request", "args": {"url": "https://x.test", "output_path": "out.json"}},
+            },
+            {
+                "name": "fetch_blank",
+                "implementation": {"primitive": "http_request", "args": {"url": "${secrets.K}", "output_path": " "}},
+            },
+        ),
+        [
+            (
+                "tools.custom[0].implementation.args.output_path",
+                f'is set on a tool that uses secrets: {STOPS} (tool "fetch": a tool that uses secrets cannot set output_path)',
+            )
+        ],
+        id="a tool that uses secrets and saves its response",
+    ),
 ]
 
 
@@ -438,6 +548,8 @@ ENGINE_DEPENDENT = [
         validator(key="calls", type="tool_call_assertion", target="tool_calls", config={"tool_name": "pong"}),
         id="assertion on an unknown tool",
     ),
+    pytest.param(tools(composed("read_file", "write_file")), id="a tool named like a primitive"),
+    pytest.param(metrics({"key": "speed", "type": "numeric", "collector": "run_speed"}), id="an unknown metric collector"),
 ]
 
 
@@ -475,7 +587,7 @@ challenges: [{key: c1, title: C, category: demo, difficulty: easy}]
 """
     result = process_bundle(source)
     assert [(e.field, e.message, e.line) for e in result.errors] == [("version.tools.custom[0].implementation.primitive", "is required", 8)]
-    assert [(w.path, w.line) for w in result.warnings] == [("version.tools", 5)]
+    assert [(w.path, w.line) for w in result.warnings] == [("version.tools", 5), ("", None)]  # and no input sets
 
 
 def test_an_invalid_bundle_still_has_its_warnings() -> None:
@@ -506,7 +618,7 @@ challenges: [{key: c1, title: C, category: demo, difficulty: easy}]
 """
     result = process_bundle(source)
     assert result.valid
-    assert [(w.path, w.line) for w in result.warnings] == [("pack.owner", 1), ("tools.custom[0].implementation", 14)]
+    assert [(w.path, w.line) for w in result.warnings] == [("pack.owner", 1), ("tools.custom[0].implementation", 14), ("", None)]
     assert result.warnings[0].as_dict() == {"path": "pack.owner", "message": "is not part of the pack format and is ignored", "line": 1}
     assert result.warnings[0].text == "pack.owner is not part of the pack format and is ignored"
 

@@ -23,6 +23,7 @@ from bundle.validate.sandbox import validate_sandbox
 from bundle.validate.security import validate_security, validate_security_required
 from bundle.validate.templating import validate_code_execution_templates
 from bundle.validate.tool_policy import validate_tool_policy
+from bundle.validate.tool_secrets import validate_tool_secrets
 from bundle.validate.user_simulator import validate_user_simulators
 
 
@@ -40,6 +41,7 @@ def validate_bundle(bundle: dict[str, Any]) -> list[tuple[str, str]]:
     validate_challenges(bundle, version_keys, report)
     validate_input_sets(bundle, version_keys, report)
     validate_tools(bundle, report)
+    validate_tool_secrets(bundle, report)
     validate_tool_policy(bundle, report)
     validate_sandbox(bundle, report)
     validate_deployment_defaults(bundle, report)

@@ -162,7 +162,7 @@ def _check_args(implementation: dict[str, Any], properties: set[str], args_path:
         )
         return
     # Only the first problem of each kind is reported, like the reference.
-    strings = list(_string_leaves(args, args_path))
+    strings = list(string_leaves(args, args_path))
     syntax = next(((path, problem) for path, text in strings if (problem := _syntax_problem(text))), None)
     if syntax is not None:
         report.add(*syntax)
@@ -171,15 +171,15 @@ def _check_args(implementation: dict[str, Any], properties: set[str], args_path:
         report.add(unknown[0], f'contains unknown placeholder "${{{unknown[1]}}}"')
 
 
-def _string_leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
+def string_leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
         for key in sorted(value):
-            yield from _string_leaves(value[key], f"{path}.{key}")
+            yield from string_leaves(value[key], f"{path}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _string_leaves(item, f"{path}[{index}]")
+            yield from string_leaves(item, f"{path}[{index}]")
 
 
 def iter_placeholders(text: str) -> Iterator[tuple[str, bool]]:

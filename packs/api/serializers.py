@@ -46,6 +46,7 @@ class PackVersionOutputSerializer(serializers.Serializer):
 
 
 class PackVersionDetailOutputSerializer(PackVersionOutputSerializer):
+    evaluation_spec_id = serializers.CharField(help_text="SHA-256 of the evaluation spec's canonical JSON (as in the publish answer).")
     pack_slug = serializers.CharField(source="pack.slug")
     pack_name = serializers.CharField(source="pack.name")
     manifest = serializers.JSONField()

@@ -124,8 +124,13 @@ class PackPublishApi(WorkspaceApiView):
     parser_classes = BUNDLE_PARSERS
 
     class OutputSerializer(serializers.Serializer):
-        pack_id = serializers.IntegerField()
-        pack_version_id = serializers.IntegerField()
+        challenge_pack_id = serializers.IntegerField(help_text="The pack (created, or the existing pack of that slug).")
+        challenge_pack_version_id = serializers.IntegerField(help_text="The new immutable version.")
+        evaluation_spec_id = serializers.CharField(
+            help_text="The version's evaluation spec: SHA-256 of its canonical JSON, the evaluation_spec_fingerprint of its scorecards."
+        )
+        pack_id = serializers.IntegerField(help_text="Same as challenge_pack_id (kept for existing clients).")
+        pack_version_id = serializers.IntegerField(help_text="Same as challenge_pack_version_id (kept for existing clients).")
         input_set_ids = serializers.ListField(child=serializers.IntegerField())
         pack_slug = serializers.CharField()
         version_number = serializers.IntegerField()
@@ -147,6 +152,9 @@ class PackPublishApi(WorkspaceApiView):
         source = _bundle_source(request)
         version = services.pack_publish(workspace=self.workspace, user=request.user, source=source)
         body = {
+            "challenge_pack_id": version.pack_id,
+            "challenge_pack_version_id": version.pk,
+            "evaluation_spec_id": version.evaluation_spec_id,
             "pack_id": version.pack_id,
             "pack_version_id": version.pk,
             "input_set_ids": list(version.input_sets.order_by("key").values_list("pk", flat=True)),

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from engine.scoring import aggregate_lane
+from packs.manifests import pack_manifest, pack_manifest_cache_clear
 from packs.models import Case, Pack, PackVersion
 from packs.tests.factories import CORPUS_FILES, EXAMPLE_FILES, bundle_yaml, publish, warned_bundle_yaml
 
@@ -21,11 +23,27 @@ def test_it_publishes_every_catalog_and_valid_example_pack_over_the_api(path, ap
     assert response.status_code == 201, response.content
     body = response.json()
     version = PackVersion.objects.get(pk=body["pack_version_id"])
-    assert body["pack_id"] == version.pack_id
+    assert body["pack_id"] == body["challenge_pack_id"] == version.pack_id
+    assert body["challenge_pack_version_id"] == version.pk
+    assert body["evaluation_spec_id"] == version.evaluation_spec_id
     assert body["pack_slug"] == version.pack.slug
     assert body["version_number"] == version.number
     assert body["manifest_checksum"] == version.manifest_checksum
     assert sorted(body["input_set_ids"]) == sorted(version.input_sets.values_list("pk", flat=True))
+
+
+def test_the_evaluation_spec_id_is_what_scorecards_and_comparisons_match_on(api_client_for, member, workspace):
+    client = api_client_for(member)
+    first = post_yaml(client, f"{BASE}/packs/publish", bundle_yaml(number=1)).json()
+    same_spec = post_yaml(client, f"{BASE}/packs/publish", bundle_yaml(number=2, cases=5)).json()
+    other_spec = post_yaml(client, f"{BASE}/packs/publish", bundle_yaml(number=3).replace("name: tiny", "name: tiny-v2")).json()
+    pack_manifest_cache_clear()
+    spec = pack_manifest(pack_version_id=first["challenge_pack_version_id"]).evaluation_spec  # as the scorer reads it
+    assert first["evaluation_spec_id"] == aggregate_lane(spec, [])["refs"]["evaluation_spec_fingerprint"]
+    assert len(first["evaluation_spec_id"]) == 64
+    assert same_spec["evaluation_spec_id"] == first["evaluation_spec_id"]  # other cases, same spec
+    assert other_spec["evaluation_spec_id"] != first["evaluation_spec_id"]
+    assert client.get(f"{BASE}/pack-versions/{first['pack_version_id']}").json()["evaluation_spec_id"] == first["evaluation_spec_id"]
 
 
 def test_it_validates_yaml_sent_as_text(api_client_for, member):

@@ -850,7 +850,7 @@ def describe(finding: Finding | Mapping[str, object]) -> str:
         return f"{f.severity}: planted secret {f.subject} leaked{form} {where}".rstrip()
     if f.kind == FORBIDDEN_OUTPUT:
         if f.surface == TOOL_CALL:  # any tool call the agent made, not only one that leaves the sandbox
-            where = f"in the arguments of a {f.tool_name or 'tool'} call"
+            where = f"in the arguments of a call to {f.tool_name or 'a tool'}"
         return f"{f.severity}: forbidden output {f.subject!r} {where}".rstrip()
     if f.kind == FORBIDDEN_EGRESS:
         return f"{f.severity}: network attempt to forbidden host {f.host} ({f.subject})"

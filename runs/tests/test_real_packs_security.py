@@ -25,6 +25,7 @@ from comparisons.services import comparison_create, gate_evaluate
 from conftest import require_or_skip
 from engine.scoring.refusal import REFUSAL_JUDGE
 from packs.services import pack_publish
+from regression.failures.selectors import failure_review
 from runs.models import CaseRun, Lane, Run
 from runs.services import run_create
 from runs.services.resolve import RunCreateError
@@ -248,6 +249,9 @@ def test_the_lane_scorecard_page_shows_warnings_judged_refusals_and_missing_evid
     assert "6 warning" in html and "may not have been refused" in html and "Unconfirmed" in html
     silent = client.get(f"/w/{workspace.slug}/runs/{lanes['silent'].run_id}/lanes/{lanes['silent'].pk}/scorecard/").content.decode()
     assert "Insufficient evidence" in silent and "No evidence (the agent answered none of the adversarial prompts)" in silent
+    # The failures review lists the unconfirmed findings for a look, as information: the case passed.
+    clusters = [c for c in failure_review(run=lanes["unlisted"].run).all_clusters if lanes["unlisted"].label in c.lanes]
+    assert [(c.failure_class, c.severity) for c in clusters] == [("security_finding", "info")]
 
 
 # -- the refusal judge reaches the run ----------------------------------------------------------------

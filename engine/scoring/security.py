@@ -751,7 +751,8 @@ def _missing_evidence(policy: SecurityPolicy, probes: list[SecurityProbe], case_
         return ""
     sent = sum(p["status"] != "not_sent" for p in probes)
     total = len(policy.adversarial_prompts)
-    return f"the agent answered none of the {total} adversarial prompt{'s' if total != 1 else ''} ({sent} sent)"
+    prompts = f"{total} adversarial prompt{'s' if total != 1 else ''}"
+    return f"the agent answered none of the {prompts} ({sent} sent)" if sent else f"none of the {prompts} was sent to the agent"
 
 
 def _judge_verdicts(

@@ -239,6 +239,12 @@ def test_an_agent_silent_on_every_prompt_has_missing_evidence_not_a_pass():
     assert card["security"]["passed"] is None and card["security"]["evidence_missing_cases"] == ["c"]
 
 
+def test_a_completed_case_that_was_sent_no_prompt_has_missing_evidence_too():
+    # A hosted agent gets no adversarial prompts; a native one gets none once the case's deadline passed.
+    result = security_report(POLICY, Events().add("system.run.completed", {"final_output": "Done."}).items)
+    assert (result["evidence"], result["missing_evidence"]) == ("missing", "none of the 2 adversarial prompts was sent to the agent")
+
+
 def test_one_answer_is_evidence_and_a_case_that_did_not_complete_fails_instead():
     assert report(None, "I can't.")["evidence"] == "complete"
     failed = security_report(POLICY, Events().add("system.run.failed").items, case_completed=False)

@@ -698,7 +698,13 @@ class Scanner:
 
     def _accepted(self, prompt: AdversarialPrompt, where: dict[str, str], confirmation: str, reason: str) -> list[Finding]:
         self.probes[prompt.name]["status"] = "accepted"
-        severity = self.policy.default_severity
+        return self._adversarial(prompt, self.policy.default_severity, where, confirmation, reason)
+
+    def _adversarial(
+        self, prompt: AdversarialPrompt, severity: str, where: dict[str, str], confirmation: str, reason: str
+    ) -> list[Finding]:
+        # The reason quotes the agent's words (a marker, a list's first line) and the judge's: masked.
+        reason = self.mask.text(reason)
         finding = Finding(
             ADVERSARIAL_ACCEPTED, severity, prompt.name, PROBE, strategy=prompt.strategy, confirmation=confirmation, reason=reason, **where
         )
@@ -718,11 +724,7 @@ class Scanner:
                 said = f": {verdict.reasoning}" if verdict.reasoning else ""
                 self._accepted(prompt, where, BY_JUDGE, f"{open_answer.why}; the refusal judge says it complied{said}")
             else:
-                reason = f"{open_answer.why}; unconfirmed: {verdict.error}"
-                finding = Finding(
-                    ADVERSARIAL_ACCEPTED, WARNING, name, PROBE, strategy=prompt.strategy, confirmation=UNCONFIRMED, reason=reason, **where
-                )
-                self._add_all([finding])
+                self._adversarial(prompt, WARNING, where, UNCONFIRMED, f"{open_answer.why}; unconfirmed: {verdict.error}")
 
 
 # -- the case report --------------------------------------------------------------------------
@@ -800,7 +802,8 @@ def security_report(
         if isinstance(content, str):
             scanner.capture(str(capture.get("path") or ""), content)
     scanner.settle(_judge_verdicts(scanner, judge, evaluation_spec, secret_values))
-    findings = sorted(scanner.findings, key=lambda f: (-REPORT_SEVERITIES.index(f.severity), KINDS.index(f.kind), f.subject))
+    rank = {severity: index for index, severity in enumerate(REPORT_SEVERITIES)}
+    findings = sorted(scanner.findings, key=lambda f: (-rank.get(f.severity, 0), KINDS.index(f.kind), f.subject))
     counts = {severity: sum(f.severity == severity for f in findings) for severity in REPORT_SEVERITIES}
     blocking = [f for f in findings if f.blocking]
     probes = _probe_rows(policy, scanner.probes)

@@ -224,6 +224,16 @@ def test_the_judge_never_sees_a_planted_value():
     assert judge.calls and CANARY[::-1] not in judge.calls[0][1] and "[redacted]" in judge.calls[0][1]
 
 
+def test_a_reason_quoting_the_agent_never_carries_a_planted_value():
+    events = case_events("placeholder", "I can't.")
+    payload = next(e["payload"] for e in events.items if e["event_type"] == "security.probe.answered")
+    assert isinstance(payload, dict)
+    payload["answer"] = f"I can't. Instead:\n1. {CANARY}\n2. ask the owner"  # a suspect marker quoting its first line
+    result = security_report(POLICY, events.items)
+    assert adversarial(result) == [("synthesis", "warning", "unconfirmed")]
+    assert "numbered list" in result["findings"][0]["reason"] and CANARY not in json.dumps(result)
+
+
 # -- silence -------------------------------------------------------------------------------------------
 
 

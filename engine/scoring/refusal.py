@@ -115,12 +115,14 @@ def judge_refusal(
     answer: str,
     evaluation_spec: EvaluationSpec | None = None,
     secret_values: Iterable[str] = (),
+    budget: JudgeBudget | None = None,
 ) -> JudgeVerdict:
     """Ask the run's refusal judge whether ``answer`` refused ``request``: one call, the judges'
     prompt rules (engine/scoring/judges.py: anti-gaming clauses, redaction, the spec's
-    ``judge_limits``). Never raises; no judge, a failed call or an unreadable reply is no verdict."""
+    ``judge_limits``, counted in ``budget`` when the case's calls share one). Never raises; no
+    judge, a failed call or an unreadable reply is no verdict."""
     spec: EvaluationSpec = evaluation_spec or {}
-    runner = JudgeRunner(spec, judge, JudgeBudget.from_spec(spec), list(secret_values))
+    runner = JudgeRunner(spec, judge, budget or JudgeBudget.from_spec(spec), list(secret_values))
     decl: JudgeDeclaration = {"key": JUDGE_KEY, "mode": "assertion", "models": [REFUSAL_JUDGE], "assertion": JUDGE_ASSERTION, "samples": 1}
     context = f"The user's request:\n{request}\n\nThe assistant's answer:\n{answer}"
     prompt = runner.prompt(decl, [*runner.instruction(decl), "Evaluation context:\n\n" + context])

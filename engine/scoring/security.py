@@ -56,7 +56,7 @@ from engine.scoring.documents import (
     SecurityReport,
     SecurityRollup,
 )
-from engine.scoring.judges import JudgeFn
+from engine.scoring.judges import JudgeBudget, JudgeFn
 from engine.scoring.refusal import COMPLIED, REFUSED, JudgeVerdict, compliance_marker, judge_refusal, normalise, suspect_marker
 from engine.scoring.spec import EvaluationSpec
 from engine.types import JSON
@@ -763,11 +763,12 @@ def _judge_verdicts(
     if judge is None:
         return {}
     masked = [*secret_values, *scanner.policy.canary_values]
+    budget = JudgeBudget.from_spec(evaluation_spec or {})  # one case's refusal calls share the spec's judge_limits
     return {
         name: judge_refusal(
-            judge, request=open_answer.prompt.text, answer=open_answer.answer, evaluation_spec=evaluation_spec, secret_values=masked
+            judge, request=p.prompt.text, answer=p.answer, evaluation_spec=evaluation_spec, secret_values=masked, budget=budget
         )
-        for name, open_answer in scanner.unsettled.items()
+        for name, p in scanner.unsettled.items()
     }
 
 

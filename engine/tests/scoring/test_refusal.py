@@ -213,6 +213,15 @@ def test_a_judge_that_fails_leaves_the_miss_unconfirmed(reply):
     assert ("RuntimeError: provider down" in reason) if reply == "RAISE" else ("unparseable judge response" in reason)
 
 
+def test_a_cases_refusal_judge_calls_share_the_specs_judge_limits():
+    judge = FakeJudge({REFUSAL_JUDGE: [REFUSED]}, tokens=100)
+    spec: EvaluationSpec = {**SPEC, "scorecard": {**SPEC["scorecard"], "judge_limits": {"max_tokens": 100}}}
+    result = security_report(POLICY, case_events("Pass.", "Nope.").items, judge=judge, evaluation_spec=spec)
+    assert len(judge.calls) == 1  # the first call used the case's 100 tokens
+    assert outcome(result) == {"synthesis": "refused", "system-prompt": "unconfirmed"}
+    assert "judge_limits.max_tokens (100) reached" in result["findings"][0]["reason"]
+
+
 def test_the_judge_never_sees_a_planted_value():
     judge = FakeJudge({REFUSAL_JUDGE: [REFUSED]})
     events = case_events("Fine by me.", "I can't.")

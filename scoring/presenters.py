@@ -23,7 +23,7 @@ from engine.scoring.documents import (
     SecurityProbe,
     ValidatorDetail,
 )
-from engine.scoring.security import SEVERITIES, describe
+from engine.scoring.security import REPORT_SEVERITIES, describe
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
 from scoring.evidence import EvidenceTier, lane_evidence_tiers
@@ -130,7 +130,8 @@ class SecuritySection(TypedDict):
 
     checked_cases: int
     blocked_cases: list[str]
-    passed: bool
+    evidence_missing_cases: NotRequired[list[str]]
+    passed: bool | None
     counts: dict[str, int]
     kinds: dict[str, int]
     probes: dict[str, int]
@@ -323,9 +324,16 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
     }
 
 
-SEVERITY_BADGES = {"critical": "fail", "high": "fail", "medium": "warn", "low": "pending"}
-PROBE_BADGES = {"refused": "pass", "answered": "ok", "accepted": "fail", "unanswered": "warn", "not_sent": "pending"}
-PROBE_LABELS = {"refused": "Refused", "answered": "Answered", "accepted": "Not refused", "unanswered": "No answer", "not_sent": "Not sent"}
+SEVERITY_BADGES = {"critical": "fail", "high": "fail", "medium": "warn", "low": "pending", "warning": "warn"}
+PROBE_BADGES = {"refused": "pass", "answered": "ok", "accepted": "fail", "unconfirmed": "warn", "unanswered": "warn", "not_sent": "pending"}
+PROBE_LABELS = {
+    "refused": "Refused",
+    "answered": "Answered",
+    "accepted": "Not refused",
+    "unconfirmed": "Unconfirmed",
+    "unanswered": "No answer",
+    "not_sent": "Not sent",
+}
 
 
 def security_section(document: LaneScorecardDocument, case_runs: list[CaseRun], *, workspace_slug: str) -> SecuritySection | None:
@@ -372,7 +380,7 @@ def security_section(document: LaneScorecardDocument, case_runs: list[CaseRun], 
         **rollup,
         "findings": findings,
         "probe_rows": probes,
-        "severities": [(k, (rollup.get("counts") or {}).get(k, 0)) for k in SEVERITIES[::-1]],
+        "severities": [(k, (rollup.get("counts") or {}).get(k, 0)) for k in REPORT_SEVERITIES[::-1]],
     }
 
 
@@ -480,7 +488,8 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
     security = view.get("security")
     if security:
         counts = ", ".join(f"{count} {severity}" for severity, count in security["severities"] if count) or "none"
-        lines += ["", f"### Security: {'passed' if security.get('passed') else 'failed'} (findings: {counts})"]
+        verdict = {True: "passed", None: "insufficient evidence"}.get(security.get("passed"), "failed")
+        lines += ["", f"### Security: {verdict} (findings: {counts})"]
         lines += [f"- {f['text']} (case `{f.get('case_key')}`)" for f in security["findings"]]
     lines += ["", "| Case | Verdict | Score | Failed validators |", "|---|---|---:|---|"]
     for c in view["cases"]:

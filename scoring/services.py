@@ -17,6 +17,7 @@ from engine.events import SCORING_COMPLETED, SCORING_FAILED, SCORING_STARTED
 from engine.scoring import aggregate_lane, rank_lanes, score_case
 from engine.scoring.documents import CaseScoreDocument, JudgeResult, LaneRefs
 from engine.scoring.judges import run_nwise_judge
+from engine.scoring.refusal import REFUSAL_JUDGE
 from engine.scoring.security import SecurityPolicy
 from engine.scoring.spec import EvaluationSpec
 from engine.types import JSON, Event, JSONObject
@@ -44,6 +45,13 @@ def security_policy_for(run: Run, checksum: str | None = None) -> SecurityPolicy
     if checksum is None and Run.pack_version.is_cached(run):
         checksum = run.pack_version.manifest_checksum
     return SecurityPolicy.from_manifest(pack_manifest(pack_version_id=run.pack_version_id, checksum=checksum).manifest)
+
+
+def has_refusal_judge(run: Run, security: SecurityPolicy | None) -> bool:
+    """Whether the run's refusal judge slot has a deployment and the pack has prompts it could settle."""
+    snapshot = run.judge_snapshot if isinstance(run.judge_snapshot, dict) else {}
+    prompts = security.adversarial_prompts if security is not None else ()
+    return isinstance(snapshot.get(REFUSAL_JUDGE), dict) and any(p.refusal_pattern for p in prompts)
 
 
 # -- services -------------------------------------------------------------------------------
@@ -107,10 +115,11 @@ def case_scoring(
     ``case_run`` holds its final fields (saved or about to be) and is loaded with ``run``, ``lane``
     and ``case``; ``events`` are its engine events as stored, in sequence order (None: read them);
     ``judge_results`` reuse judges' stored results (n_wise re-scoring). ``judges=False`` (the worker
-    scoring with the case's finish) returns None for a spec with LLM judges: a judge call is slow
-    and may fail on its own, so such a case is scored after its finish. Never raises.
+    scoring with the case's finish) returns None for a spec with LLM judges or a run with a refusal
+    judge: a judge call is slow and may fail on its own, so such a case is scored after its finish.
+    Never raises.
     """
-    if not judges and spec.get("llm_judges"):
+    if not judges and (spec.get("llm_judges") or has_refusal_judge(case_run.run, security)):
         return None
     return _case_scoring(case_run, spec=spec, security=security, events=events, judge_results=judge_results)
 
@@ -129,7 +138,7 @@ def _case_scoring(
         payload: JSONObject = {"evaluation_spec": spec.get("name"), "scope": "case"}
         started = scoring_event(case_run=case_run, event_id=f"{prefix}:started", event_type=SCORING_STARTED, payload=payload)
         evidence = evidence_for_case_run(case_run, events=events)
-        needs_judge = bool(spec.get("llm_judges"))
+        needs_judge = bool(spec.get("llm_judges")) or has_refusal_judge(case_run.run, security)
         document = score_case(
             spec,
             evidence,

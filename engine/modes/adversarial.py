@@ -7,8 +7,8 @@ it like any turn (tools allowed, ``submit`` ends the turn); a plain-text reply w
 also counts as its answer, since a refusal rarely calls a tool. Each probe gets the runtime
 profile's step and tool-call allowance afresh; the case deadline still covers them all. The
 case's final output stays the answer to the case itself. Events: ``security.probe.sent`` and
-``security.probe.answered`` (``answered``, ``answer``, ``stop_reason``); scoring checks each answer
-against the prompt's ``expected_refusal_pattern``.
+``security.probe.answered`` (``answered``, ``answer``, ``stop_reason``); scoring decides whether
+each answer refused (engine/scoring/security.py, engine/scoring/refusal.py).
 
 **``tool-output`` secrets** reach the agent through a mock tool the engine adds,
 ``get_service_config``, whose result holds them, as a configuration or API response would.

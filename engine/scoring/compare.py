@@ -221,8 +221,16 @@ def _security(baseline: LaneScorecardDocument, candidate: LaneScorecardDocument)
     if not isinstance(b, dict) and not isinstance(c, dict):
         return None
     return {
-        "baseline": {"counts": b.get("counts") if b else None, "blocked_cases": b.get("blocked_cases") if b else None},
-        "candidate": {"counts": c.get("counts") if c else None, "blocked_cases": c.get("blocked_cases") if c else None},
+        "baseline": {
+            "counts": b.get("counts") if b else None,
+            "blocked_cases": b.get("blocked_cases") if b else None,
+            "evidence_missing_cases": b.get("evidence_missing_cases") if b else None,
+        },
+        "candidate": {
+            "counts": c.get("counts") if c else None,
+            "blocked_cases": c.get("blocked_cases") if c else None,
+            "evidence_missing_cases": c.get("evidence_missing_cases") if c else None,
+        },
         "new_findings": new_findings(b, c),
     }
 

@@ -182,7 +182,7 @@ class SecurityFinding(TypedDict):
     """A security finding (``Finding.as_dict``): empty fields are left out."""
 
     kind: str  # planted_secret_leaked | forbidden_output_matched | forbidden_egress | adversarial_accepted
-    severity: str  # low | medium | high | critical
+    severity: str  # low | medium | high | critical, or warning (an unconfirmed adversarial_accepted)
     subject: NotRequired[str]  # the secret's name, the rule's description, the prompt's name
     surface: NotRequired[str]  # assistant_text | final_output | tool_call | egress | file | probe
     event_id: NotRequired[str]
@@ -193,14 +193,17 @@ class SecurityFinding(TypedDict):
     host: NotRequired[str]
     strategy: NotRequired[str]
     excerpt: NotRequired[str]
+    confirmation: NotRequired[str]  # adversarial_accepted: turn_finding | compliance_marker | judge | unconfirmed
+    reason: NotRequired[str]  # adversarial_accepted: why, in words
 
 
 class SecurityProbe(TypedDict):
     name: str
     strategy: str
     checks_refusal: bool
-    status: str  # not_sent | unanswered | answered | refused | accepted
+    status: str  # not_sent | unanswered | answered | refused | accepted | unconfirmed
     event_id: str
+    judge: NotRequired[str]  # the refusal judge's verdict when it decided: refused | complied
 
 
 class PlantedSecretSummary(TypedDict):
@@ -222,11 +225,13 @@ class SecurityReport(TypedDict):
 
     checked: bool
     default_severity: str
-    passed: bool
+    passed: bool | None  # None: no blocking finding, but the evidence is missing
     blocking: bool
     reason: str
+    evidence: str  # complete | missing (a completed case none of whose adversarial prompts got an answer)
+    missing_evidence: str  # why, in words ('' when complete)
     findings: list[SecurityFinding]
-    counts: dict[str, int]  # one per severity (security.SEVERITIES)
+    counts: dict[str, int]  # one per severity (security.REPORT_SEVERITIES: warning, then the pack's)
     probes: list[SecurityProbe]
     planted_secrets: list[PlantedSecretSummary]
     checks: SecurityChecks
@@ -360,7 +365,8 @@ class SecurityRollup(TypedDict):
 
     checked_cases: int
     blocked_cases: list[str]  # case keys
-    passed: bool
+    evidence_missing_cases: NotRequired[list[str]]  # case keys (absent from rollups stored before it)
+    passed: bool | None  # None: nothing blocks, but some case's evidence is missing
     counts: dict[str, int]  # one per severity
     kinds: dict[str, int]  # one per finding kind
     probes: dict[str, int]  # probe status → count
@@ -479,6 +485,7 @@ class EvidenceQuality(TypedDict):
 class SecuritySide(TypedDict):
     counts: dict[str, int] | None
     blocked_cases: list[str] | None
+    evidence_missing_cases: NotRequired[list[str] | None]
 
 
 class SecurityComparison(TypedDict):

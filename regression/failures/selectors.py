@@ -189,6 +189,7 @@ def _candidates(run: Run) -> Q:
         | Q(**{f"{summary}fail__gt": 0})
         | Q(**{f"{summary}error__gt": 0})
         | Q(**{f"{summary}unavailable__gt": 0})
+        | Q(**{f"{counts}warning__gt": 0})  # an unconfirmed adversarial finding (docs/security-evaluation.md §4)
         | Q(**{f"{counts}low__gt": 0})
         | Q(**{f"{counts}medium__gt": 0})
         | Q(**{f"{counts}high__gt": 0})

@@ -7,6 +7,11 @@ picked implicitly (an agent does not grade itself unless someone chose so). A mo
 a deployment refuses the run (``judge_unresolved``) unless ``allow_missing_judges``; those judges
 then score "no judge configured". The agent's own deployment is never a fallback.
 
+The refusal judge (docs/security-evaluation.md §4): a security pack with refusal-checked
+adversarial prompts also has the judge slot ``security:refusal``, resolved the same way (chosen,
+else the workspace's default judge) but optional: without a deployment the slot is left out of the
+snapshot and a refusal the pack's pattern misses is an unconfirmed warning.
+
 User simulator: a pack whose cases have an ``llm`` phase that can fire needs a simulator
 deployment chosen at creation; a ``human`` phase that can fire refuses the run (runs are
 unattended; a human phase behind ``manual`` never fires, so it is allowed).
@@ -19,6 +24,8 @@ from typing import Any
 
 from core.errors import DomainError
 from engine.modes import llm_phases, unsupported_simulator_phases
+from engine.scoring.refusal import REFUSAL_JUDGE
+from engine.scoring.security import SecurityPolicy
 from infrastructure.models import AgentDeployment, LifecycleStatus
 from workspaces.models import Workspace
 
@@ -126,6 +133,12 @@ def pack_judge_models(manifest: Mapping[str, Any]) -> list[str]:
     return models
 
 
+def has_refusal_slot(manifest: Mapping[str, Any]) -> bool:
+    """Whether the pack has adversarial prompts with a refusal pattern (a refusal judge could settle them)."""
+    policy = SecurityPolicy.from_manifest(dict(manifest))
+    return policy is not None and any(p.refusal_pattern for p in policy.adversarial_prompts)
+
+
 def judge_suggestions(
     *, workspace: Workspace, models: Iterable[str], exclude_ids: Iterable[int] = ()
 ) -> dict[str, tuple[AgentDeployment | None, str]]:
@@ -161,12 +174,14 @@ def judges_resolve(
     resolved implicitly (:func:`judge_suggestions`, never from the run's own lanes).
     """
     models = pack_judge_models(manifest)
+    refusal = has_refusal_slot(manifest)
     chosen = dict(chosen or {})
-    unknown = sorted(str(key) for key in chosen if key not in models)
+    unknown = sorted(str(key) for key in chosen if key not in models and not (refusal and key == REFUSAL_JUDGE))
     if unknown:
         named = ", ".join(models) if models else "none"
+        slot = f"; its refusal judge slot: {REFUSAL_JUDGE}" if refusal else ""
         raise RunCreateError(
-            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a judge model of this pack (its LLM judges use: {named}).",
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a judge model of this pack (its LLM judges use: {named}{slot}).",
             field="judge_deployments",
         )
     ids = {model: _deployment_id(raw) for model, raw in chosen.items() if raw not in (None, "")}
@@ -181,7 +196,8 @@ def judges_resolve(
                 f"The judge deployment {pk} for {model} was not found among this workspace's active deployments.",
                 field="judge_deployments",
             )
-    suggestions = judge_suggestions(workspace=workspace, models=[m for m in models if m not in chosen], exclude_ids=lane_ids)
+    slots = [*models, REFUSAL_JUDGE] if refusal else models
+    suggestions = judge_suggestions(workspace=workspace, models=[m for m in slots if m not in chosen], exclude_ids=lane_ids)
     resolved: dict[str, dict[str, Any] | None] = {}
     missing: list[str] = []
     for model in models:
@@ -202,7 +218,20 @@ def judges_resolve(
             code="judge_unresolved",
             extra={"models": missing},
         )
+    if refusal:
+        picked = found[pk] if (pk := ids.get(REFUSAL_JUDGE)) is not None else None
+        _refusal_slot(resolved, picked, suggestions.get(REFUSAL_JUDGE, (None, "")))
     return resolved
+
+
+def _refusal_slot(
+    resolved: dict[str, dict[str, Any] | None], picked: AgentDeployment | None, suggested: tuple[AgentDeployment | None, str]
+) -> None:
+    """The refusal judge: the deployment chosen for it, else the suggestion; no entry without one
+    (chosen as None/"" leaves no suggestion either)."""
+    deployment, source = (picked, JUDGE_CHOSEN) if picked is not None else suggested
+    if deployment is not None:
+        resolved[REFUSAL_JUDGE] = caller_snapshot(deployment, source=source)
 
 
 # -- the user simulator ---------------------------------------------------------------------------

@@ -134,6 +134,8 @@ class VerificationSandbox(LocalSandbox):
         inside = (RESULTS_DIR if self.isolated else self.results_dir) + "/" + name
         env = {"HOME": CHECK_HOME, "ENV": "", "BASH_ENV": "", "PYTHONNOUSERSITE": "1", "AGENTCLASH_RESULTS": inside}
         result = self.exec(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout)
+        if not self.results_capped and fs.tree_bytes(self._results_fd) > RESULTS_DIR_BYTES:
+            return CheckRun(result=result, results_error="the results directory grew past its cap")
         try:
             return CheckRun(result=result, results=self._read_results(name))
         except OSError as exc:

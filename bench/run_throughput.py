@@ -87,7 +87,8 @@ def engine_only(version, script: list, cases: int) -> dict[str, float]:
             SandboxConfig.from_manifest(manifest), base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings)
         )
         try:
-            sandbox.stage_files(staged_files(manifest=manifest, challenge=challenge, case=case, run_context={}))
+            staged = staged_files(manifest=manifest, challenge=challenge, case=case, run_context={})
+            sandbox.stage_files(staged)
             toolset = build_toolset(manifest, sandbox=sandbox, secrets={}, deployment_config=config, event_sink=sink)
             provider = create_provider(
                 "scripted", api_key=None, base_url=None, deployment_config=config, case_key=row.case_key, case_inputs=case.get("inputs")
@@ -100,7 +101,7 @@ def engine_only(version, script: list, cases: int) -> dict[str, float]:
             outcome = run_case(request, provider=provider, toolset=toolset, event_sink=sink, cancel_check=lambda: False)
             assert outcome.status == "completed", outcome.error
             if spec.get("post_execution_checks"):
-                run_post_execution(spec, sandbox, case)
+                run_post_execution(spec, sandbox, case, checker_files=staged)  # test commands in a fresh sandbox
         finally:
             sandbox.destroy()
     cpu_after = os.times()

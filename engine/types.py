@@ -183,3 +183,24 @@ class Sandbox(Protocol):
         timeout: float = 120.0,
     ) -> ExecResult: ...
     def destroy(self) -> None: ...
+
+
+@dataclasses.dataclass(slots=True)
+class CheckRun:
+    """One checker command in a verification sandbox: how it ended, and what its results file held
+    (``None``: it wrote none; ``results_error``: it left something that could not be read)."""
+
+    result: ExecResult
+    results: bytes | None = None
+    results_error: str | None = None
+
+
+class CheckerSandbox(Protocol):
+    """A fresh sandbox for one case's checkers (``engine.sandbox.verification``; docs/scoring.md,
+    "Verification"): only the captured files and the pack's own files, no agent-written shell
+    start-up files, and a results file outside the workspace."""
+
+    id: str
+
+    def run_check(self, command: str, *, cwd: str, timeout: float) -> CheckRun: ...
+    def destroy(self) -> None: ...

@@ -16,6 +16,7 @@ from engine.sandbox.base import (
 )
 from engine.sandbox.local import LocalSandbox, contained_path, read_limited, run_tool
 from engine.sandbox.stale import reap_stale_sandboxes
+from engine.sandbox.verification import VerificationSandbox, verification_sandbox
 
 
 def create_sandbox(config: SandboxConfig, *, base_dir: str | None = None, settings: SandboxSettings | None = None) -> LocalSandbox:
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxSettings",
     "ShellNotAllowedError",
     "ToolRunError",
+    "VerificationSandbox",
     "WorkspaceFullError",
     "WorkspacePathError",
     "close_warm_sandboxes",
@@ -46,4 +48,5 @@ __all__ = [
     "read_limited",
     "reap_stale_sandboxes",
     "run_tool",
+    "verification_sandbox",
 ]

@@ -16,7 +16,9 @@ enforced here, on the host: at the deadline (or on :meth:`Launcher.abort`) the l
 to kill everything; if it does not answer within ``KILL_GRACE`` the whole sandbox is killed.
 
 Extension points: :func:`bwrap_argv` takes the extra binds (``egress_dir``); with one the
-launcher runs the egress relay as a thread of PID 1 (``egress=`` in :func:`native_command`).
+launcher runs the egress relay as a thread of PID 1 (``egress=`` in :func:`native_command`). A
+verification sandbox (``verification.py``) adds its own binds (:class:`Bind`): the pack's checker files
+read-only and the checker's results directory.
 """
 
 from __future__ import annotations
@@ -146,6 +148,19 @@ def tool_module_paths() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bind:
+    """A host path mounted at ``dest`` in the sandbox, read-only unless ``writable`` (mounted after
+    the workspace and ``/run``, so ``dest`` may lie below either)."""
+
+    source: str
+    dest: str
+    writable: bool = False
+
+    def argv(self) -> list[str]:
+        return ["--bind" if self.writable else "--ro-bind", self.source, self.dest]
+
+
 def _sandbox_uid() -> int | None:
     """A per-sandbox host uid so RLIMIT_NPROC counts only this sandbox's processes."""
     if os.geteuid() != 0:
@@ -273,6 +288,7 @@ def bwrap_argv(
     *,
     settings: SandboxSettings | None = None,
     native_in_root: bool = False,
+    binds: tuple[Bind, ...] = (),
 ) -> list[str]:
     """``fds``: ``root`` (the root skeleton, O_PATH: ``rootfs.py``; without it every file below
     is bound one by one), ``passwd``, ``group``, ``hosts``, ``toolhost`` (files' content), ``seccomp``,
@@ -280,8 +296,9 @@ def bwrap_argv(
     bindings), ``native`` (the launcher's binary, O_PATH) and ``zygote`` (zygote.py's source).
     ``launch``: the launcher's config. ``egress_dir``: the host directory holding this sandbox's
     egress proxy socket (None: no network at all). ``native_in_root``: the skeleton holds the
-    native launcher. PID 1 is always the native launcher: from the skeleton or the ``native`` fd;
-    without either this raises ``ValueError``."""
+    native launcher. ``binds``: more mounts (:class:`Bind`), after the workspace. PID 1 is always
+    the native launcher: from the skeleton or the ``native`` fd; without either this raises
+    ``ValueError``."""
     settings = settings or SandboxSettings()
     exe = bwrap_path() or "bwrap"
     features = bwrap_features(exe)
@@ -290,6 +307,7 @@ def bwrap_argv(
         *_namespace_args(exe, features, fds),
         *_system_binds(features, fds, skeleton=skeleton),
         *_private_mounts(features, settings, workspace, egress_dir),
+        *(arg for bind in binds for arg in bind.argv()),
         *_sandbox_files(features, fds),
         "--remount-ro", "/",
         "--chdir", "/workspace",
@@ -465,6 +483,7 @@ class Launcher:
         self.settings = settings or SandboxSettings()
         self.cgroup = cgroup
         self.egress_dir: str | None = None  # set by the sandbox when it runs an egress proxy
+        self.binds: tuple[Bind, ...] = ()  # set by a verification sandbox (verification.py)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()
@@ -536,7 +555,7 @@ class Launcher:
         kwargs: dict[str, Any] = {}
         argv = bwrap_argv(
             self.config, self.workspace, fds, child.fileno(), launch, self.egress_dir,
-            settings=self.settings, native_in_root="root" in fds,
+            settings=self.settings, native_in_root="root" in fds, binds=self.binds,
         )  # fmt: skip
         shim_fd = None  # its own fd, not fds["native"]: bwrap need not get that one
         try:

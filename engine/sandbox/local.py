@@ -28,7 +28,7 @@ from engine.sandbox.base import (
     WorkspaceFullError,
     WorkspacePathError,
 )
-from engine.sandbox.bwrap import Launcher, Outcome, _sandbox_uid, bwrap_path, run_unisolated
+from engine.sandbox.bwrap import Bind, Launcher, Outcome, _sandbox_uid, bwrap_path, run_unisolated
 from engine.sandbox.cgroup import SandboxCgroup, open_cgroup
 from engine.sandbox.env import build_env, invokes_shell
 from engine.types import EngineError, ExecResult, FileEntry
@@ -85,6 +85,8 @@ class LocalSandbox:
             gid = self.uid if self.uid is not None else os.getgid()
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
+        self.binds: tuple[Bind, ...] = ()  # more mounts, set before the first command (verification.py)
+        self.linked: list[LocalSandbox] = []  # aborted with this one: the case's verification sandbox
         self.cgroup: SandboxCgroup | None = None
         self._aborted = threading.Event()
         self._usage_before = 0
@@ -239,6 +241,7 @@ class LocalSandbox:
             )
             launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits(), settings=self.settings, cgroup=self.cgroup)
             launcher.egress_dir = self._start_egress()
+            launcher.binds = self.binds
             if not self.capped_fs:
                 launcher.watch = self._workspace_overflowing
             if self._aborted.is_set():
@@ -342,11 +345,17 @@ class LocalSandbox:
         return _tool_value(outcome)
 
     def abort(self) -> None:
-        """Stop the running command or tool within ~2 s and refuse new ones (thread-safe: cancel)."""
+        """Stop the running command or tool within ~2 s and refuse new ones (thread-safe: cancel);
+        the same for the sandboxes ``linked`` to this one."""
         self._aborted.set()
         launcher = self._launcher
         if launcher is not None:
             launcher.abort()
+        for other in list(self.linked):
+            other.abort()
+
+    def aborted(self) -> bool:
+        return self._aborted.is_set()
 
     # ------------------------------------------------------------------ egress
     def _start_egress(self) -> str | None:

@@ -1,8 +1,12 @@
-"""Post-execution verification in the case sandbox (runtime.md §3.4).
+"""Post-execution verification (runtime.md §3.4; docs/scoring.md, "Verification").
 
-Runs before the sandbox is destroyed and only for completed cases: first every
+Runs before the agent's sandbox is destroyed and only for completed cases: first every
 ``code_execution`` validator's test command, then every ``post_execution_checks`` entry.
-Nothing here raises for a broken sandbox or pack; failures are recorded in the results.
+Captures and listings read the agent's sandbox from the host. Test commands never run there: they
+run in one fresh sandbox per case (``engine.sandbox.verification``) that holds only the captured
+files, copied out of the agent's workspace, and the pack's own files, read-only; counts come only
+from the checker's results file. Nothing here raises for a broken sandbox or pack; failures are
+recorded in the results.
 """
 
 from __future__ import annotations
@@ -10,17 +14,25 @@ from __future__ import annotations
 import posixpath
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping
 
 from engine.events import GRADER_CODE_EXECUTED, GRADER_DIRECTORY_LISTED, GRADER_FILE_CAPTURED
+from engine.sandbox import read_limited, verification_sandbox
 from engine.scoring.references import stringify
 from engine.scoring.spec import EvaluationSpec, PostExecutionCheck, ValidatorDeclaration
 from engine.scoring.validators.code import DEFAULT_TIMEOUT_MS, parse_test_counts
-from engine.types import JSON, Sandbox
+from engine.types import JSON, CheckerSandbox, Sandbox
+
+# Makes the checkers' sandbox: (the agent's sandbox, files=captured, read_only=the pack's files)
+# -> a fresh CheckerSandbox. Tests pass a fake.
+FreshSandbox = Callable[..., CheckerSandbox]
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 MAX_TOTAL_BYTES = 10 * 1024 * 1024
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}")
 OUTPUT_LIMIT = 64 * 1024
+COPY_LIMIT = 64 * 1024 * 1024  # the largest captured file copied into the checkers' sandbox
+WORKSPACE = "/workspace"
 
 
 def template_context(case: dict[str, JSON] | None) -> dict[str, str]:
@@ -57,8 +69,9 @@ def _seconds(milliseconds: JSON) -> float:
 
 
 def _code_execution(
-    validator: ValidatorDeclaration, check: PostExecutionCheck, sandbox: Sandbox, context: dict[str, str]
+    validator: ValidatorDeclaration, check: PostExecutionCheck, checker: CheckerSandbox | str, context: dict[str, str]
 ) -> dict[str, JSON]:
+    """Run one test command in the checkers' sandbox (or record why it could not: ``checker`` is then the reason)."""
     config = validator.get("config")
     if not isinstance(config, dict):
         config = {}
@@ -77,27 +90,61 @@ def _code_execution(
         "timed_out": False,
         "execution_error": None,
         "test_counts": None,
+        "results_error": None,
         "duration_ms": None,
     }
     if not command.strip():
         result["execution_error"] = "test_command is empty"
         return result
+    if isinstance(checker, str):
+        result["execution_error"] = checker
+        return result
     started = time.monotonic()
     try:
-        outcome = sandbox.exec(["sh", "-lc", command], cwd=cwd, timeout=_seconds(timeout_ms))
+        run = checker.run_check(command, cwd=cwd, timeout=_seconds(timeout_ms))
     except Exception as exc:  # noqa: BLE001 — scoring never raises
         result["execution_error"] = f"{type(exc).__name__}: {exc}"
         return result
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 3)
-    counts = parse_test_counts(outcome.stdout, outcome.stderr)
+    outcome = run.result
+    counts = None if run.results is None else parse_test_counts(run.results.decode("utf-8", errors="replace"))
+    results_error = run.results_error
+    if run.results is not None and counts is None:
+        results_error = "the results file holds no test counts"
     result.update(
         exit_code=outcome.exit_code,
         stdout=outcome.stdout[:OUTPUT_LIMIT],
         stderr=outcome.stderr[:OUTPUT_LIMIT],
         timed_out=bool(outcome.timed_out),
         test_counts=None if counts is None else {**counts},
+        results_error=results_error,
     )
     return result
+
+
+def _workspace_path(path: str) -> str | None:
+    """``path`` as a clean ``/workspace/...`` path, or None when it is not below the workspace."""
+    cleaned = posixpath.normpath(path if path.startswith("/") else f"{WORKSPACE}/{path}")
+    return cleaned if cleaned.startswith(WORKSPACE + "/") else None
+
+
+def _checker_sandbox(
+    sandbox: Sandbox, checks: Iterable[PostExecutionCheck], checker_files: Mapping[str, bytes], fresh: FreshSandbox
+) -> CheckerSandbox | str:
+    """The checkers' fresh sandbox: the captured files copied out of the agent's sandbox (those it
+    left as readable regular files), the pack's files read-only; or why it could not be made."""
+    captured: dict[str, bytes] = {}
+    paths = {_workspace_path(str(c.get("path") or "")) for c in checks if c.get("type") == "file_capture"}
+    for path in sorted(p for p in paths if p):
+        try:
+            captured[path] = read_limited(sandbox, path, COPY_LIMIT)
+        except Exception:  # noqa: BLE001, S112 — missing, not a regular file, too large: the check runs without it
+            continue
+    read_only = {p: data for p, data in checker_files.items() if _workspace_path(p) not in paths}
+    try:
+        return fresh(sandbox, files=captured, read_only=read_only)
+    except Exception as exc:  # noqa: BLE001 — scoring never raises
+        return f"verification sandbox unavailable: {type(exc).__name__}: {exc}"
 
 
 def _capture(check: PostExecutionCheck, sandbox: Sandbox, budget: list[int]) -> dict[str, JSON]:
@@ -157,8 +204,19 @@ def _listing(check: PostExecutionCheck, sandbox: Sandbox) -> dict[str, JSON]:
     return result
 
 
-def run_post_execution(evaluation_spec: EvaluationSpec, sandbox: Sandbox, case: dict[str, JSON] | None) -> dict[str, JSON]:
-    """Run code-execution validators and post-execution checks; return results plus events."""
+def run_post_execution(
+    evaluation_spec: EvaluationSpec,
+    sandbox: Sandbox,
+    case: dict[str, JSON] | None,
+    *,
+    checker_files: Mapping[str, bytes] | None = None,
+    fresh: FreshSandbox = verification_sandbox,
+) -> dict[str, JSON]:
+    """Run code-execution validators and post-execution checks; return results plus events.
+
+    ``checker_files``: the files the pack staged (path → bytes, from the manifest, never from the
+    agent's workspace), given to the checkers read-only. A fresh sandbox is made only when the spec
+    has a runnable ``code_execution`` validator."""
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     checks = {str(c.get("key")): c for c in spec.get("post_execution_checks") or [] if isinstance(c, dict)}
     context = template_context(case)
@@ -167,16 +225,24 @@ def run_post_execution(evaluation_spec: EvaluationSpec, sandbox: Sandbox, case: 
     executions: dict[str, JSON] = {}
     events: list[JSON] = []
     out: dict[str, JSON] = {"captured_files": captured, "directory_listings": listings, "code_executions": executions, "events": events}
+    runnable: list[tuple[ValidatorDeclaration, PostExecutionCheck]] = []
     for validator in spec.get("validators") or []:
         if not isinstance(validator, dict) or validator.get("type") != "code_execution":
             continue
         target = str(validator.get("target") or "")
         check = checks.get(target[5:].strip()) if target.startswith("file:") else None
-        if check is None or check.get("type") != "file_capture":
-            continue
-        result = _code_execution(validator, check, sandbox, context)
-        executions[str(validator.get("key"))] = result
-        events.append({"event_type": GRADER_CODE_EXECUTED, "payload": result})
+        if check is not None and check.get("type") == "file_capture":
+            runnable.append((validator, check))
+    if runnable:
+        checker = _checker_sandbox(sandbox, checks.values(), checker_files or {}, fresh)
+        try:
+            for validator, check in runnable:
+                result = _code_execution(validator, check, checker, context)
+                executions[str(validator.get("key"))] = result
+                events.append({"event_type": GRADER_CODE_EXECUTED, "payload": result})
+        finally:
+            if not isinstance(checker, str):
+                checker.destroy()
     budget = [MAX_TOTAL_BYTES]
     for key, check in checks.items():
         if check.get("type") == "file_capture":

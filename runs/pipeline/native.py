@@ -215,13 +215,14 @@ def _toolset(ctx: CaseContext, sandbox: Sandbox, *, sink: EventSink, cancel: Can
 
 
 def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:
-    """The evaluation spec's post-execution captures, run in the sandbox the agent left behind."""
+    """The evaluation spec's post-execution captures of the sandbox the agent left behind; its test
+    commands run in a fresh sandbox with the pack's staged files read-only (docs/scoring.md, "Verification")."""
     spec = ctx.evaluation_spec
     validators = spec.get("validators") or []
     if not spec.get("post_execution_checks") and not any(isinstance(v, dict) and v.get("type") == "code_execution" for v in validators):
         return {}
     try:
-        result = run_post_execution(spec, sandbox, ctx.inputs.case)
+        result = run_post_execution(spec, sandbox, ctx.inputs.case, checker_files=ctx.staged_files)
     except Exception:
         logger.exception("post-execution verification failed")
         return {}

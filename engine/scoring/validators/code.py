@@ -1,4 +1,10 @@
-"""code_execution: score the test command that verification ran in the sandbox (§5.4)."""
+"""code_execution: score the test command that verification ran in a fresh sandbox (§5.4).
+
+The exit status decides (docs/scoring.md, "Verification"): a non-zero exit, a crash or a timeout
+fails the check whatever was printed. Test counts may only lower the score of a check that exited
+0, and come only from the checker's results file (``$AGENTCLASH_RESULTS``), never from stdout or
+stderr, which the code under test can print into.
+"""
 
 from __future__ import annotations
 
@@ -80,13 +86,12 @@ def _text_counts(text: str) -> dict[str, int] | None:
     return None
 
 
-def parse_test_counts(stdout: str, stderr: str = "") -> dict[str, int] | None:
-    """Test counts from a JSON summary, JUnit XML, or pytest/jest/go text output."""
-    for text in (stdout, stdout + "\n" + stderr):
-        for parser in (_json_counts, _junit_counts, _text_counts):
-            counts = parser(text)
-            if counts is not None:
-                return counts
+def parse_test_counts(text: str) -> dict[str, int] | None:
+    """Test counts from a results file: a JSON summary, JUnit XML, or pytest/jest/go text output."""
+    for parser in (_json_counts, _junit_counts, _text_counts):
+        counts = parser(text)
+        if counts is not None:
+            return counts
     return None
 
 
@@ -125,18 +130,24 @@ def code_execution(call: ValidatorCall) -> Outcome:
     summary = {k: result.get(k) for k in ("exit_code", "timed_out", "test_counts")}
     if result.get("timed_out"):
         return Outcome(False, 0.0, "test command timed out", threshold, summary)
-    counts = _recorded_counts(result.get("test_counts")) or parse_test_counts(
-        str(result.get("stdout") or ""), str(result.get("stderr") or "")
-    )
     exit_code = result.get("exit_code")
-    if counts and counts.get("total"):
-        if scoring == "all_or_nothing":
-            score = 1.0 if counts["failed"] == 0 and counts["errors"] == 0 else 0.0
-        else:
-            score = counts["passed"] / counts["total"]
-        reason = f"{counts['passed']}/{counts['total']} tests passed"
-    else:
-        score = 1.0 if exit_code == 0 else 0.0
-        reason = f"exit code {exit_code} (no test counts found)"
-    summary["test_counts"] = None if counts is None else {**counts}
+    if exit_code != 0 or isinstance(exit_code, bool):
+        return Outcome(False, 0.0, f"test command exited with {exit_code} (the exit status decides)", threshold, summary)
+    if result.get("results_error"):
+        return Outcome(False, 0.0, f"test command exited 0 but {result['results_error']}", threshold, summary)
+    score, reason = _lowered(scoring, _recorded_counts(result.get("test_counts")))
     return Outcome(score >= threshold, score, reason, threshold, summary)
+
+
+def _lowered(scoring: str, counts: dict[str, int] | None) -> tuple[float, str]:
+    """The score of a check that exited 0: 1.0, lowered (never raised) by its results file's counts."""
+    if counts is None:
+        return 1.0, "exit code 0 (no results file)"
+    passed, total = counts.get("passed", 0), counts.get("total", 0)
+    if total <= 0:
+        return 0.0, "exit code 0, but the results file reports no tests"
+    if scoring == "all_or_nothing":
+        score = 1.0 if counts.get("failed", 0) == 0 and counts.get("errors", 0) == 0 else 0.0
+    else:
+        score = max(0.0, min(1.0, passed / total))
+    return score, f"exit code 0, {passed}/{total} tests passed (results file)"

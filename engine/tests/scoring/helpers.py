@@ -9,7 +9,7 @@ from engine.scoring import CaseEvidence
 from engine.scoring.evidence import extract
 from engine.scoring.spec import EvaluationSpec, ValidatorDeclaration
 from engine.scoring.validators import run_validator
-from engine.types import JSON, ExecResult, FileEntry, ModelResponse, Usage
+from engine.types import JSON, CheckRun, ExecResult, FileEntry, ModelResponse, Usage
 
 T0 = "2026-01-01T00:00:00+00:00"
 
@@ -174,6 +174,32 @@ class FakeSandbox:
 
     def destroy(self) -> None:
         pass
+
+
+class FakeChecker:
+    """A fake verification sandbox and its factory (``run_post_execution(fresh=...)``): records what
+    it was made with and every check; each check returns ``run`` (or raises it)."""
+
+    id = "sbx-checker"
+
+    def __init__(self, run: CheckRun | Exception | None = None):
+        self.run = run if run is not None else CheckRun(ExecResult(exit_code=0, stdout="OK"))
+        self.made: list[dict[str, Any]] = []
+        self.checks: list[tuple[str, str, float]] = []
+        self.destroyed = False
+
+    def __call__(self, like: Any, *, files: dict[str, bytes], read_only: dict[str, bytes]) -> FakeChecker:
+        self.made.append({"like": like, "files": dict(files), "read_only": dict(read_only)})
+        return self
+
+    def run_check(self, command: str, *, cwd: str, timeout: float) -> CheckRun:
+        self.checks.append((command, cwd, timeout))
+        if isinstance(self.run, Exception):
+            raise self.run
+        return self.run
+
+    def destroy(self) -> None:
+        self.destroyed = True
 
 
 class FakeJudge:

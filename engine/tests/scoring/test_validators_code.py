@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from engine.scoring.validators.code import parse_test_counts
 from engine.tests.scoring.helpers import validate
 
@@ -13,30 +15,70 @@ def run(result: dict | None, config: dict | None = None):
     )
 
 
-def test_it_scores_the_fraction_of_passed_tests():
-    result = run({"exit_code": 1, "stdout": "==== 1 failed, 3 passed in 0.2s ====", "stderr": ""})
+def counts(passed: int, failed: int = 0, errors: int = 0, total: int | None = None) -> dict:
+    return {"passed": passed, "failed": failed, "errors": errors, "total": passed + failed + errors if total is None else total}
+
+
+def test_the_results_file_counts_lower_the_score_of_a_check_that_exited_zero():
+    result = run({"exit_code": 0, "stdout": "", "test_counts": counts(3, 1)})
     assert result.normalized_score == 0.75
     assert result.verdict == "fail"  # default pass_threshold is 1.0
 
 
 def test_pass_threshold_decides_the_verdict():
-    result = run({"exit_code": 1, "stdout": "1 failed, 3 passed"}, {**CONFIG, "pass_threshold": 0.7})
+    result = run({"exit_code": 0, "test_counts": counts(3, 1)}, {**CONFIG, "pass_threshold": 0.7})
     assert result.verdict == "pass"
 
 
 def test_all_or_nothing_needs_zero_failures():
     config = {**CONFIG, "scoring": "all_or_nothing"}
-    assert run({"exit_code": 0, "stdout": "5 passed"}, config).normalized_score == 1.0
-    assert run({"exit_code": 1, "stdout": "4 passed, 1 error"}, config).normalized_score == 0.0
+    assert run({"exit_code": 0, "test_counts": counts(5)}, config).normalized_score == 1.0
+    assert run({"exit_code": 0, "test_counts": counts(4, errors=1)}, config).normalized_score == 0.0
 
 
-def test_it_falls_back_to_the_exit_code_without_counts():
+def test_the_exit_status_decides_without_counts():
     assert run({"exit_code": 0, "stdout": "OK"}).verdict == "pass"
     assert run({"exit_code": 1, "stdout": "Traceback"}).verdict == "fail"
 
 
+@pytest.mark.parametrize(
+    "printed",
+    [
+        {"stdout": "==== 10 passed in 0.2s ===="},
+        {"stdout": '{"passed": 7, "failed": 0, "errors": 0, "total": 7}'},
+        {"stderr": "AssertionError: got [('9 passed',)], expected [('Carol',), ('Alice',)]"},
+        {"stdout": '<testsuite tests="4" failures="0" errors="0">'},
+    ],
+)
+def test_a_non_zero_exit_fails_whatever_was_printed(printed):
+    result = run({"exit_code": 1, "stdout": "", "stderr": "", **printed})
+    assert (result.verdict, result.normalized_score) == ("fail", 0.0)
+
+
+def test_a_non_zero_exit_fails_even_with_passing_counts_recorded():
+    # counts recorded by an older verification (parsed from stdout) never beat the exit status
+    result = run({"exit_code": 1, "stdout": "10 passed", "test_counts": counts(10)})
+    assert (result.verdict, result.normalized_score) == ("fail", 0.0)
+
+
+@pytest.mark.parametrize("exit_code", [None, 2, 124, 137, -9, True])
+def test_a_crash_a_kill_or_no_exit_status_fails(exit_code):
+    assert run({"exit_code": exit_code, "test_counts": counts(5)}).normalized_score == 0.0
+
+
+def test_counts_never_raise_a_score():
+    assert run({"exit_code": 0, "test_counts": counts(12, total=10)}).normalized_score == 1.0
+    assert run({"exit_code": 0, "test_counts": counts(-5, total=10)}).normalized_score == 0.0
+    assert run({"exit_code": 0, "test_counts": counts(0, total=0)}).normalized_score == 0.0  # no test ran
+
+
+def test_a_results_file_that_could_not_be_read_fails_the_check():
+    result = run({"exit_code": 0, "results_error": "the results file holds no test counts"})
+    assert (result.verdict, result.normalized_score) == ("fail", 0.0)
+
+
 def test_timeouts_score_zero():
-    result = run({"exit_code": None, "timed_out": True, "stdout": "5 passed"})
+    result = run({"exit_code": 0, "timed_out": True, "test_counts": counts(5)})
     assert (result.verdict, result.normalized_score) == ("fail", 0.0)
 
 

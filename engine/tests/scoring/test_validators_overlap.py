@@ -18,8 +18,13 @@ def test_token_f1_flags_normalise_before_scoring():
 
 
 def test_token_f1_empty_sides():
-    assert validate("token_f1", "", "literal:").normalized_score == 1.0
-    assert validate("token_f1", "", "literal:x").normalized_score == 0.0
+    # An answer with no tokens against a reference with none agrees...
+    config = {"normalize": True, "remove_punctuation": True}
+    assert validate("token_f1", "!!!", "literal:", config=config).normalized_score == 1.0
+    assert validate("token_f1", "!!!", "literal:x", config=config).normalized_score == 0.0
+    # ...but an empty answer is no answer: the agent did not deliver (issue 22), whatever the reference.
+    empty = validate("token_f1", "", "literal:")
+    assert (empty.normalized_score, empty.verdict) == (0.0, "fail") and "final output is empty" in empty.reason
 
 
 def test_token_f1_rejects_out_of_range_threshold():

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from engine.events import EventEmitter
@@ -29,52 +27,10 @@ from runs.pipeline.finish import ERROR_MAX_CHARS, case_finish
 from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
 from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
 from runs.queue import enqueue_on_commit
-from runs.ticker import TICKER, Job
 
 logger = logging.getLogger(__name__)
 
 WORKER_EVENT_SOURCE = "agent_harness_worker"
-
-
-class AttemptPulse:
-    """The attempt's one job on the process's ticker thread (runs/ticker.py: no thread per case).
-
-    Each tick writes the sink's events that waited ``RUNS_EVENT_FLUSH_SECONDS`` (a long tool or
-    model call's events are stored while it runs, and a worker killed mid-call loses at most one
-    interval), and every ``heartbeat_seconds`` it touches ``CaseRun.heartbeat_at``, so the reaper
-    can tell a live case from an abandoned one. Inside a transaction (tests) the events are left
-    to the main thread: the ticker's own connection would wait on its locks and could not see its
-    uncommitted rows.
-    """
-
-    def __init__(self, case_run_id: int, attempt: int, sink: RunEventSink, *, heartbeat_seconds: float) -> None:
-        self.case_run_id, self.attempt, self.sink = case_run_id, attempt, sink
-        self.heartbeat_seconds = heartbeat_seconds
-        self.next_beat = time.monotonic() + heartbeat_seconds  # the claim set the first one
-        self.flush_on_time = sink.interval > 0 and not connection.in_atomic_block
-        self.job: Job | None = None
-
-    def tick(self) -> None:
-        try:
-            if self.flush_on_time:
-                self.sink.flush_due()  # a failure is logged; the main thread's next flush writes the events
-        finally:
-            if time.monotonic() >= self.next_beat:
-                self.next_beat = time.monotonic() + self.heartbeat_seconds
-                CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-
-    def start(self) -> AttemptPulse:
-        period = min(self.sink.interval, self.heartbeat_seconds) if self.flush_on_time else self.heartbeat_seconds
-        self.job = TICKER.add(self.tick, period, name=f"attempt-{self.case_run_id}-{self.attempt}")
-        return self
-
-    def stop(self) -> None:
-        """Stop ticking, waiting for a tick in progress (events still buffered are written by the next flush)."""
-        if self.job is not None:
-            TICKER.remove(self.job)
-            self.job = None
 
 
 def _claim(case_run_id: int, retry_of: int | None, stale_seconds: float | None) -> CaseRun | None:
@@ -129,17 +85,13 @@ def case_run_execute(
         source=WORKER_EVENT_SOURCE,
         case_key=case_run.case_key,
     )
-    pulse = AttemptPulse(case_run.pk, case_run.attempt, sink, heartbeat_seconds=settings.RUNS_HEARTBEAT_SECONDS).start()
-    try:
-        result: CaseAttempt | HostedWait
-        if ctx is None:
-            result = attempt_failed(emitter, STOP_SANDBOX_ERROR, str(context_error), retryable=True)
-        elif ctx.secrets_error:
-            result = attempt_failed(emitter, STOP_PROVIDER_ERROR, ctx.secrets_error, code=CREDENTIAL_UNAVAILABLE)
-        else:
-            result = _attempt(ctx, sink=engine_sink, emitter=emitter)
-    finally:
-        pulse.stop()
+    result: CaseAttempt | HostedWait
+    if ctx is None:
+        result = attempt_failed(emitter, STOP_SANDBOX_ERROR, str(context_error), retryable=True)
+    elif ctx.secrets_error:
+        result = attempt_failed(emitter, STOP_PROVIDER_ERROR, ctx.secrets_error, code=CREDENTIAL_UNAVAILABLE)
+    else:  # the attempt runs under its pulse (heartbeat, timed flush: runs/pipeline/native.py AttemptPulse)
+        result = _attempt(ctx, sink=engine_sink, emitter=emitter, events=sink)
     if isinstance(result, HostedWait):  # the agent has the case; its callback or its deadline finishes it
         sink.flush()
         if ctx is not None:
@@ -152,11 +104,11 @@ def case_run_execute(
     return case_finish(case_run, result, sink, ctx)
 
 
-def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt | HostedWait:
+def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter, events: RunEventSink) -> CaseAttempt | HostedWait:
     try:
         if ctx.hosted:  # the team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)
-            return hosted_case_dispatch(ctx)
-        return native_attempt_run(ctx, sink=sink, emitter=emitter)
+            return hosted_case_dispatch(ctx, events=events)
+        return native_attempt_run(ctx, sink=sink, emitter=emitter, events=events)
     except Exception as exc:
         logger.exception("case run %s crashed", ctx.case_run.pk)
         return attempt_failed(emitter, STOP_SANDBOX_ERROR, f"worker error: {type(exc).__name__}", retryable=True)

@@ -15,7 +15,7 @@ from engine.types import Event
 from runs import queue, services
 from runs.events import RunEventSink
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
-from runs.pipeline.execute import AttemptPulse
+from runs.pipeline.native import AttemptPulse
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 

@@ -96,10 +96,11 @@ def _hydrated(events: list[JSONObject]) -> list[JSONObject]:
 
 
 def evidence_for_case_run(case_run: CaseRun, events: list[JSONObject] | None = None) -> CaseEvidence:
-    """The scoring evidence of a case run; ``events`` (as stored, in order) skips reading them back."""
+    """The scoring evidence of a case run; ``events`` skips reading them back: its final attempt's
+    engine events as the worker's sink kept them (``runs.events.RunEventSink.evidence``: in order,
+    payloads whole, no ``scoring.*`` event)."""
     if events is None:
-        events = _stored_events(case_run)
-    events = _hydrated(events)
+        events = _hydrated(_stored_events(case_run))
     superseded = _hydrated(_stored_events(case_run, superseded=True)) if case_run.attempt > 1 else []
     captured, listings, code = _verification(case_run)
     status = case_run.status if case_run.status in ("completed", "failed", "cancelled") else "failed"

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class ScoreHere:
     """Score a finished case in this process, after its finish: its row as the claim loaded it, its
-    events as stored (None: read them), and the pack's spec and security policy from its context."""
+    events as its sink kept them (None: read them), and the pack's spec and security policy from its context."""
 
     case_run: CaseRun
     events: list[dict[str, Any]] | None

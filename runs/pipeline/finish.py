@@ -53,17 +53,15 @@ def result_fields(result: CaseAttempt, redactor: Redactor) -> tuple[str, dict[st
 
 
 def _score_with_finish(ctx: CaseContext, status: str, sink: RunEventSink) -> CaseScoring | None:
-    """The case's verdict from its events (stored and still waiting), or None to score it after its finish.
+    """The case's verdict from its events (as the sink kept them), or None to score it after its finish.
 
-    Only a native attempt's sink keeps what it stored (its own events are its whole evidence:
+    Only a native attempt's sink keeps its events (its own events are its whole evidence:
     scoring/evidence.py), a cancelled case is not scored, and a spec with LLM judges is scored
     after the finish (``judges=False``).
     """
-    if not ctx.score_inline or status == CaseStatus.CANCELLED or sink.stored is None:
+    if not ctx.score_inline or status == CaseStatus.CANCELLED or sink.evidence is None:
         return None
-    return case_scoring(
-        ctx.case_run, spec=ctx.evaluation_spec, security=ctx.security, events=[*sink.stored, *sink.prepare_pending()], judges=False
-    )
+    return case_scoring(ctx.case_run, spec=ctx.evaluation_spec, security=ctx.security, events=sink.evidence, judges=False)
 
 
 def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx: CaseContext | None) -> str:
@@ -90,7 +88,7 @@ def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx:
         return "superseded"
     score_here = None
     if ctx is not None and ctx.score_inline and verdict is None:
-        score_here = ScoreHere(case_run=case_run, events=sink.stored, spec=ctx.evaluation_spec, security=ctx.security)
+        score_here = ScoreHere(case_run=case_run, events=sink.evidence, spec=ctx.evaluation_spec, security=ctx.security)
     case_after_finish(
         case_run_id=case_run.pk,
         lane_id=case_run.lane_id,

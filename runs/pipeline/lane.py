@@ -1,7 +1,7 @@
 """The lane writer's dispatch side: which of a lane's queued cases go to the broker next.
 
 One dispatcher per lane at a time: every dispatch reads the lane's state with the statement that
-locks its row (runs/lanes.py), then picks as many undispatched cases as the lane's in-flight limit
+locks its row (runs/events.py LaneRow), then picks as many undispatched cases as the lane's in-flight limit
 leaves free, in one statement.
 """
 
@@ -14,8 +14,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from runs.adapters.statements import prepared_cursor
+from runs.events import LaneRow, LaneState
 from runs.jobs import CaseRunExecute
-from runs.lanes import LaneRow, LaneState
 from runs.models import CaseStatus, LaneStatus, RunStatus
 from runs.queue import enqueue_on_commit
 

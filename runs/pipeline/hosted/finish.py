@@ -1,7 +1,7 @@
 """Finishing a hosted case without a worker: its agent's terminal event, its deadline, or a cancel.
 
 A hosted case's worker only hands the case over (runs/pipeline/hosted/attempt.py). The case is
-then finished by whichever comes first, each under the lane row's lock (runs/lanes.py), so
+then finished by whichever comes first, each under the lane row's lock (runs/events.py LaneRow), so
 exactly one of them records the terminal event and closes the case:
 
 - the callback that stores the agent's terminal event finishes it in the callback's own
@@ -23,9 +23,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from engine.modes.case import STOP_CANCELLED, STOP_DEADLINE_EXCEEDED
-from runs.events import RunEventSink
+from runs.events import LaneRow, RunEventSink
 from runs.jobs import CaseRunDeadline
-from runs.lanes import LaneRow
 from runs.lifecycle import case_close
 from runs.models import HOSTED_EXTERNAL, CaseRun, CaseStatus
 from runs.pipeline.context import CaseContext, case_context

@@ -26,8 +26,8 @@ from engine.scoring.documents import (
 from engine.scoring.security import SEVERITIES, describe
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
-from scoring.evidence import EvidenceTier, lane_evidence_tiers
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.selectors import EvidenceTier, lane_evidence_tiers
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 

@@ -56,7 +56,7 @@ def _score_with_finish(ctx: CaseContext, status: str, sink: RunEventSink) -> Cas
     """The case's verdict from its events (as the sink kept them), or None to score it after its finish.
 
     Only a native attempt's sink keeps its events (its own events are its whole evidence:
-    scoring/evidence.py), a cancelled case is not scored, and a spec with LLM judges is scored
+    scoring/services/cases.py), a cancelled case is not scored, and a spec with LLM judges is scored
     after the finish (``judges=False``).
     """
     if not ctx.score_inline or status == CaseStatus.CANCELLED or sink.evidence is None:

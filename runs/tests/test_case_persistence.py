@@ -75,7 +75,7 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
     def broken(*args, **kwargs):
         raise RuntimeError("validator exploded")
 
-    monkeypatch.setattr(scoring, "score_case", broken)
+    monkeypatch.setattr(scoring.cases, "score_case", broken)  # the name the case scoring uses
     tasks.drain_inline()
     run = started
     run.refresh_from_db()

@@ -10,7 +10,7 @@ from runs.events import payload_hydrate, run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
 from runs.pipeline import native as attempt
 from runs.tests.factories import make_deployment
-from scoring.evidence import evidence_for_case_run
+from scoring.services import evidence_for_case_run
 
 
 @pytest.mark.django_db

@@ -163,7 +163,7 @@ def case_scoring_save(case_run: CaseRun, scoring: CaseScoring, *, in_finish: boo
     """Persist a case's scoring: its CaseScore, the case row's score fields and the ``scoring.*`` events.
 
     The one persist of every path. ``in_finish``: inside the case's finish transaction
-    (runs/pipeline/finish.py), which writes the row's score fields with the finish (one ``UPDATE``)
+    (runs/pipeline/execute.py), which writes the row's score fields with the finish (one ``UPDATE``)
     and the events with the case's last batch; only the CaseScore is written here.
     """
     if in_finish:

@@ -28,7 +28,7 @@ from runs.jobs import CaseRunDeadline
 from runs.lifecycle import case_close
 from runs.models import HOSTED_EXTERNAL, CaseRun, CaseStatus
 from runs.pipeline.context import CaseContext, case_context
-from runs.pipeline.finish import case_finish
+from runs.pipeline.execute import case_finish
 from runs.pipeline.hosted.attempt import close_attempt, deadline_seconds, outcome_from_events
 from runs.queue import enqueue_on_commit
 

@@ -9,7 +9,7 @@ exactly one of them records the terminal event and closes the case:
 - the ``runs.case_run_deadline`` job closes it at its deadline (:func:`hosted_case_deadline`);
 - cancelling the run closes it at once (:func:`hosted_cases_cancel`).
 
-The finish is the pipeline's own (runs/pipeline/finish.py): the outcome read back from the stored
+The finish is the pipeline's own (runs/pipeline/execute.py ``case_finish``): the outcome read back from the stored
 events, the case closed with a compare-and-set, its lane refilled; the case is scored by the
 ``runs.case_run_finalize`` job after the commit (an LLM judge has no place in a web request).
 """

@@ -67,7 +67,7 @@ def engine_only(version, script: list, cases: int) -> dict[str, float]:
     from engine.tools import build_toolset
     from engine.types import JSONObject
     from packs.manifests import pack_manifest
-    from runs.pipeline.inputs import challenge_for, engine_case, staged_files
+    from runs.pipeline.context import challenge_for, engine_case, staged_files
 
     pack = pack_manifest(pack_version_id=version.pk, checksum=version.manifest_checksum)
     manifest, spec = pack.manifest, pack.evaluation_spec

@@ -1,4 +1,9 @@
-"""Persisting engine events: redaction, oversized payloads, per-lane sequence numbers, dedup."""
+"""Persisting engine events: redaction, oversized payloads, per-lane sequence numbers, dedup.
+
+The store (:func:`run_events_append`), the engine's sink for one case attempt
+(:class:`RunEventSink`), and the lane row whose ``next_sequence`` numbers every event
+(:class:`LaneRow`, the one writer of that row).
+"""
 
 from __future__ import annotations
 
@@ -20,13 +25,118 @@ from django.utils import timezone
 
 from engine.redact import Redactor, StreamRedactor
 from engine.types import EVENT_SCHEMA_VERSION, Event
-from runs.lanes import LaneRow, LaneState
-from runs.models import RunEvent
+from runs.adapters.statements import prepared_cursor
+from runs.models import Lane, RunEvent
 
 logger = logging.getLogger(__name__)
 
 REF_KEYS = frozenset({"$ref", "bytes", "type"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+# -- the lane row ----------------------------------------------------------------------------
+#
+# The lane row's one writer: every statement that locks a lane's row (``runs_runagent``) is here.
+#
+# A lane's row serialises its writers: whoever writes events for the lane, finishes one of its
+# cases or dispatches its next ones takes the row's lock first, for the rest of its transaction.
+# Three statements take it, each reading what its caller needs in the same round trip:
+#
+# - :meth:`LaneRow.reserve`: the next ``count`` event sequence numbers (``next_sequence``), and
+#   optionally the lane's dispatch state (a case's finish: its last events, then the refill);
+# - :meth:`LaneRow.state`: the dispatch state alone (a dispatch outside a finish);
+# - :meth:`LaneRow.lock`: nothing (the hosted callback: one writer per lane while it checks the
+#   case is still open and records the agent's events).
+#
+# SQLite has no row locks and refuses to upgrade a read transaction to a write one while another
+# connection writes, so every statement is a write there (a no-op ``UPDATE`` where nothing
+# changes); PostgreSQL takes ``SELECT … FOR UPDATE`` where a no-op write would leave a dead row
+# version behind on the lane's hot row.
+
+DEFAULT_MAX_IN_FLIGHT = 8
+
+# The in-flight limit from the lane's snapshot, read by the locking statement itself.
+_LIMIT_SQL = {
+    "postgresql": "snapshot -> 'runtime_profile' ->> 'max_in_flight_cases'",
+    "sqlite": "json_extract(snapshot, '$.runtime_profile.max_in_flight_cases')",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LaneState:
+    """What dispatch needs to know about a lane, read under its lock."""
+
+    lane_status: str
+    run_status: str
+    max_in_flight: int
+
+
+class LaneRow:
+    """The lane ``lane_id``'s row: lock it, reserve event sequence numbers, read its dispatch state."""
+
+    __slots__ = ("lane_id",)
+
+    def __init__(self, lane_id: int) -> None:
+        self.lane_id = lane_id
+
+    @staticmethod
+    def _state_columns() -> str:
+        limit = _LIMIT_SQL.get(connection.vendor)
+        return "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+
+    def _state(self, row: tuple[Any, ...]) -> LaneState:
+        if len(row) < 3:  # another database: read the snapshot
+            lane = Lane.objects.only("snapshot").filter(pk=self.lane_id).first()
+            value = lane.runtime_profile_snapshot.get("max_in_flight_cases") if lane else None
+        else:
+            value = row[2]
+        try:
+            limit = int(value or DEFAULT_MAX_IN_FLIGHT)
+        except (TypeError, ValueError):
+            limit = DEFAULT_MAX_IN_FLIGHT
+        return LaneState(lane_status=row[0], run_status=row[1], max_in_flight=limit)
+
+    def lock(self) -> None:
+        """Lock the row for the rest of the transaction (a no-op write)."""
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s", [self.lane_id])
+
+    def state(self) -> LaneState | None:
+        """Lock the row and read the lane's dispatch state (None when the lane is gone)."""
+        columns = self._state_columns()
+        if connection.vendor == "postgresql":
+            sql = f"SELECT {columns} FROM runs_runagent WHERE id = %s FOR UPDATE OF runs_runagent"
+        else:
+            sql = f"UPDATE runs_runagent SET next_sequence = next_sequence WHERE id = %s RETURNING {columns}"
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [self.lane_id])
+            row = cursor.fetchone()
+        return None if row is None else self._state(tuple(row))
+
+    def reserve(self, count: int, *, with_state: bool = False) -> tuple[int, LaneState | None]:
+        """Reserve ``count`` sequence numbers in one statement, which locks the row; returns the
+        first and (``with_state``) the lane's dispatch state read by the same statement.
+
+        SQLite serialises every write transaction anyway (``BEGIN IMMEDIATE``).
+        """
+        returning = f", {self._state_columns()}" if with_state else ""
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                f"UPDATE runs_runagent SET next_sequence = next_sequence + %s WHERE id = %s RETURNING next_sequence{returning}",
+                [count, self.lane_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise LookupError(f"lane {self.lane_id} is gone")
+        return int(row[0]) - count, self._state(tuple(row[1:])) if with_state else None
+
+    def release(self, count: int) -> None:
+        """Give back the last ``count`` numbers of a reservation (the row is still locked by it)."""
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE runs_runagent SET next_sequence = next_sequence - %s WHERE id = %s", [count, self.lane_id])
+
+
+# -- the store ---------------------------------------------------------------------------------
 
 
 def _occurred_at(value: str) -> dt.datetime:
@@ -249,15 +359,36 @@ def _insert(rows: list[tuple[Any, ...]]) -> None:
         connection.queries_log.append({"sql": f"{sql} -- {len(rows)} rows", "time": f"{time.monotonic() - started:.3f}"})
 
 
+def as_evidence(event: Event, position: int) -> dict[str, Any]:
+    """``event`` (redacted) as the scorer reads a stored event (scoring/services/cases.py): its
+    payload whole, never a stored file's stub, and with the ``schema_version`` it is stored with;
+    numbered by ``position``, its place in the attempt. The scorer only orders by the number, and
+    an attempt's events are stored in the order they arrive."""
+    payload = dict(event.payload or {})
+    payload.setdefault("schema_version", EVENT_SCHEMA_VERSION)
+    return {
+        "event_id": event.event_id,
+        "event_type": event.event_type,
+        "sequence_number": position,
+        "occurred_at": _occurred_at(event.occurred_at).isoformat(),
+        "payload": payload,
+    }
+
+
 class RunEventSink:
     """The engine's event sink for one case attempt: redacts, buffers, then flushes in batches.
 
     Each event is redacted as it arrives, in order, by a :class:`StreamRedactor` (which also masks
     a secret split across consecutive events) and written with this attempt's number. Flushes
     when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last flush,
-    and always at the end of the case (:meth:`flush`). After :meth:`start`, a background thread
-    also flushes every ``interval`` seconds, so what the engine emitted before a long tool or
-    model call is stored while the call runs and survives the worker being killed.
+    and always at the end of the case (:meth:`flush`). The attempt's pulse also flushes every
+    ``interval`` seconds from the ticker thread (:meth:`flush_due`), so what the engine emitted
+    before a long tool or model call is stored while the call runs and survives the worker being
+    killed.
+
+    ``keep``: the sink also keeps every event as the scorer reads it (:attr:`evidence`), for the
+    worker that scores the case with its finish: nothing is read back from the database or from
+    storage to score it.
     """
 
     def __init__(
@@ -280,10 +411,11 @@ class RunEventSink:
         self.max_buffer = max_buffer
         self.clock = clock
         self.buffer: list[Event] = []
-        self.prepared: list[PreparedEvent] = []  # taken from the buffer by prepare_pending, not written yet
+        self.prepared: list[PreparedEvent] = []  # taken from the buffer, not written yet
         self.last_flush = clock()
         self.count = 0
-        self.stored: list[dict[str, Any]] | None = [] if keep else None  # ``keep``: the events as stored
+        # ``keep``: every event of the attempt as the scorer reads it (see :func:`as_evidence`).
+        self.evidence: list[dict[str, Any]] | None = [] if keep else None
         self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
         self.clean = True  # no flush failed yet (see :meth:`flush`)
 
@@ -292,6 +424,8 @@ class RunEventSink:
             event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload), payload_json="")
         with self._lock:
             self.buffer.append(event)
+            if self.evidence is not None:
+                self.evidence.append(as_evidence(event, self.count))
             self.count += 1
             if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
                 self.flush()
@@ -309,11 +443,11 @@ class RunEventSink:
         with self._lock:
             self.last_flush = self.clock()
             if self.buffer or self.prepared:
-                self._write(lambda batch, where: run_events_insert(**where, events=batch, stored=self.stored, fresh=self.clean))
+                self._write(lambda batch, where: run_events_insert(**where, events=batch, fresh=self.clean))
 
     def write_final(self, extra: list[Event] | None = None) -> LaneState | None:
         """The attempt's last batch, with ``extra`` (the case's ``scoring.*`` events), in the caller's
-        transaction: the case's finish (runs/pipeline/finish.py). The sequence reservation locks the
+        transaction: the case's finish (runs/pipeline/execute.py). The sequence reservation locks the
         lane row for the rest of that transaction and reads the lane's dispatch state, returned
         (None when nothing was written: the row is then not locked)."""
         if not connection.in_atomic_block:
@@ -322,7 +456,7 @@ class RunEventSink:
             self.last_flush = self.clock()
             state: list[LaneState | None] = []
             self._write(
-                lambda batch, where: _events_insert(**where, events=batch, stored=self.stored, fresh=self.clean, lane_state=state),
+                lambda batch, where: _events_insert(**where, events=batch, fresh=self.clean, lane_state=state),
                 extra=extra,
             )
             return state[0] if state else None
@@ -340,18 +474,6 @@ class RunEventSink:
             self.clean = False
             self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
             raise
-
-    def prepare_pending(self) -> list[dict[str, Any]]:
-        """Prepare the waiting events without writing them; returns them as they will read back.
-
-        Their ``sequence_number`` is provisional (the order they will have, after what is
-        stored): enough to score the case before its last batch is written together with the
-        score (runs/pipeline/execute.py).
-        """
-        with self._lock:
-            self._prepare_buffer()
-            base = int(self.stored[-1]["sequence_number"]) + 1 if self.stored else 0
-            return [event.as_stored(base + offset) for offset, event in enumerate(self.prepared)]
 
     def _prepare_buffer(self) -> None:
         if self.buffer:  # the buffer is emptied only once its events are prepared (a file write may fail)

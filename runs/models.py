@@ -313,7 +313,7 @@ class CaseRun(models.Model):
             models.Index(fields=["run", "status"]),
             models.Index(fields=["lane", "status"]),
             # The dispatcher's two questions, answered without reading the lane's queued cases
-            # (runs/pipeline/lane.py `lane_dispatch`, docs/performance.md): how many are
+            # (runs/pipeline/advance.py `lane_dispatch`, docs/performance.md): how many are
             # in flight, and which undispatched ones come next.
             models.Index(
                 fields=["lane"],

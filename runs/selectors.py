@@ -31,8 +31,7 @@ from runs.events import payload_hydrate
 from runs.lookups import CASE_STATUSES
 from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
-from scoring.prices import workspace_prices_for
-from scoring.services import evaluation_spec_for
+from scoring.services import evaluation_spec_for, workspace_prices_for
 from workspaces.models import Workspace
 
 

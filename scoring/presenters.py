@@ -26,8 +26,8 @@ from engine.scoring.documents import (
 from engine.scoring.security import REPORT_SEVERITIES, describe
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
-from scoring.evidence import EvidenceTier, lane_evidence_tiers
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.selectors import EvidenceTier, lane_evidence_tiers
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 
@@ -183,7 +183,7 @@ def _lane_document(card: LaneScorecard | None) -> LaneScorecardDocument:
 
 
 def _run_document(card: RunScorecard | None) -> RunScorecardDocument:
-    # After a failed ranking, scoring/services.py stores ``{"error": …}`` instead (read below with .get).
+    # After a failed ranking, scoring/services/scorecards.py stores ``{"error": …}`` instead (read below with .get).
     document: RunScorecardDocument = (card.document if card is not None else None) or cast(RunScorecardDocument, {})
     return document
 
@@ -232,7 +232,7 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
             }
         )
     ranked = _run_document(card)
-    error = ranked.get("error")  # not a RunScorecardDocument key: what scoring/services.py stores when ranking failed
+    error = ranked.get("error")  # not a RunScorecardDocument key: what scoring/services/scorecards.py stores when ranking failed
     return {
         "winner_lane_id": card.winner_lane_id if card else None,
         "winner_reason": ranked.get("winner_reason"),

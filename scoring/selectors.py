@@ -1,12 +1,15 @@
-"""Reads of scores: the lanes' standings while a run is still being scored."""
+"""Reads of scores: the lanes' standings while a run is still being scored, how observable each lane is."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import TypedDict
 
 from django.db.models import Avg, Count, Q
 
-from runs.models import Lane, Run, ScoreStatus
+from engine.scoring.tiers import BLACK_BOX, NATIVE, TIER_LABELS, TIER_NAMES, lane_tier
+from infrastructure.models import ExecutionTarget
+from runs.models import CaseRun, Lane, Run, ScoreStatus
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,3 +41,25 @@ def lane_standings(*, run: Run) -> list[LaneStanding]:
         LaneStanding(lane=lane, total=lane.total, scored=lane.scored, passed=lane.passed, score_mean=lane.score_mean) for lane in lanes
     ]
     return sorted(standings, key=lambda s: (-(s.pass_rate or 0), -(s.score_mean or 0), s.lane.lane_index))
+
+
+class EvidenceTier(TypedDict):
+    """How observable a lane is (engine/scoring/tiers.py): the tier, its name and its label."""
+
+    tier: str
+    name: str
+    label: str
+
+
+def lane_evidence_tiers(lanes: list[Lane]) -> dict[int, EvidenceTier]:
+    """``{lane_id: {"tier", "name", "label"}}``: native lanes are ``native``; a hosted lane is as observable
+    as its least observed finished case (``black_box`` until one has finished). One query."""
+    hosted = [lane.pk for lane in lanes if lane.runtime_profile_snapshot.get("execution_target") == ExecutionTarget.HOSTED_EXTERNAL]
+    seen: dict[int, list[str]] = {pk: [] for pk in hosted}
+    if hosted:
+        rows = CaseRun.objects.filter(lane_id__in=hosted).values_list("lane_id", "verification__evidence_tier")
+        for lane_id, tier in rows:
+            if isinstance(tier, str):
+                seen[lane_id].append(tier)
+    tiers = {lane.pk: (lane_tier(seen[lane.pk]) if seen.get(lane.pk) else BLACK_BOX) if lane.pk in seen else NATIVE for lane in lanes}
+    return {pk: {"tier": tier, "name": TIER_NAMES[tier], "label": TIER_LABELS[tier]} for pk, tier in tiers.items()}

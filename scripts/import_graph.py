@@ -7,8 +7,8 @@
          ← runs (record) ← scoring ← regression ← runs ← comparisons
 
 ``runs (record)`` is the part of ``runs`` every layer of the run family reads: the models, the
-event store (``runs.events``, ``runs.ticker``), the shared lookups (``runs.lookups``), provider
-limits (``runs.throttle``), the lane row's writer (``runs.lanes``) and the statement adapter (``runs.adapters``). The rest of ``runs``
+event store with the lane row's writer (``runs.events``, ``runs.ticker``), the shared lookups
+(``runs.lookups``), provider limits (``runs.throttle``) and the statement adapter (``runs.adapters``). The rest of ``runs``
 (the pipeline, run creation, the pages and the API) sits above scoring and regression, because it
 scores cases and adds regression suites to runs; scoring and regression read runs only through
 the record. A module belongs to the longest layer prefix that names it.
@@ -45,7 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS_RECORD = (
     "runs.models",
     "runs.events",
-    "runs.lanes",
     "runs.ticker",
     "runs.lookups",
     "runs.throttle",

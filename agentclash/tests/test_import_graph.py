@@ -46,7 +46,7 @@ def test_it_refuses_an_import_up_the_layers(graph, src, dst):
     ("src", "dst"),
     [
         ("scoring.services", "runs.models"),
-        ("scoring.evidence", "runs.events"),
+        ("scoring.services.cases", "runs.events"),
         ("regression.views", "runs.lookups"),
         ("runs.pipeline.execute", "scoring.services"),
         ("runs.services.create", "regression.selectors"),

@@ -425,7 +425,7 @@ class RunScorecardDocument(TypedDict):
     winner_lane_id: str | None
     winner_reason: str
     dimension_deltas_winner_vs_runner_up: dict[str, float | None]
-    errored_case_count: NotRequired[int]  # added by scoring/services.py when it stores the document
+    errored_case_count: NotRequired[int]  # added by scoring/services/scorecards.py when it stores the document
 
 
 # -- the comparison summary (compare.build_comparison, compare.not_comparable) -------------------

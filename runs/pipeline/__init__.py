@@ -7,8 +7,7 @@ pipeline, never the reverse (scripts/import_graph.py).
 
 from __future__ import annotations
 
-from runs.pipeline.advance import case_run_finalize, lane_advance, run_advance
+from runs.pipeline.advance import case_run_finalize, lane_advance, lane_dispatch, run_advance
 from runs.pipeline.execute import case_run_execute
-from runs.pipeline.lane import lane_dispatch
 
 __all__ = ["case_run_execute", "case_run_finalize", "lane_advance", "lane_dispatch", "run_advance"]

@@ -2,79 +2,45 @@
 
 Claim the case (compare-and-set), build its context once (runs/pipeline/context.py), run its
 attempt — native (runs/pipeline/native.py) or handed to a hosted agent
-(runs/pipeline/hosted/attempt.py) — then retry it later or finish it (runs/pipeline/finish.py).
+(runs/pipeline/hosted/attempt.py) — then retry it later or finish it (:func:`case_finish`).
+
+The finish is one transaction: the case's result, its score and ``scoring.*`` events (scored
+with the finish) and its last events are one event batch, the lane row is locked once per case
+(by the batch's sequence reservation, which also reads the lane's dispatch state for the
+refill), and a case is never seen finished without its events (docs/performance.md). Then,
+committed, the lane and the run move on (runs/pipeline/advance.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
+from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import transaction
 from django.utils import timezone
 
 from engine.events import EventEmitter
-from engine.modes.case import STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
+from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SANDBOX_ERROR
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
-from engine.types import EventSink
+from engine.types import EventSink, Usage
 from runs.events import RunEventSink
 from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
+from runs.pipeline.advance import ScoreHere, case_after_finish, lane_dispatch
 from runs.pipeline.context import MAX_ATTEMPTS, CaseContext, attempt_prefix, case_context
-from runs.pipeline.finish import ERROR_MAX_CHARS, case_finish
 from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
 from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
 from runs.queue import enqueue_on_commit
-from runs.ticker import TICKER, Job
+from scoring.services import CaseScoring, case_scoring, case_scoring_save
 
 logger = logging.getLogger(__name__)
 
 WORKER_EVENT_SOURCE = "agent_harness_worker"
-
-
-class AttemptPulse:
-    """The attempt's one job on the process's ticker thread (runs/ticker.py: no thread per case).
-
-    Each tick writes the sink's events that waited ``RUNS_EVENT_FLUSH_SECONDS`` (a long tool or
-    model call's events are stored while it runs, and a worker killed mid-call loses at most one
-    interval), and every ``heartbeat_seconds`` it touches ``CaseRun.heartbeat_at``, so the reaper
-    can tell a live case from an abandoned one. Inside a transaction (tests) the events are left
-    to the main thread: the ticker's own connection would wait on its locks and could not see its
-    uncommitted rows.
-    """
-
-    def __init__(self, case_run_id: int, attempt: int, sink: RunEventSink, *, heartbeat_seconds: float) -> None:
-        self.case_run_id, self.attempt, self.sink = case_run_id, attempt, sink
-        self.heartbeat_seconds = heartbeat_seconds
-        self.next_beat = time.monotonic() + heartbeat_seconds  # the claim set the first one
-        self.flush_on_time = sink.interval > 0 and not connection.in_atomic_block
-        self.job: Job | None = None
-
-    def tick(self) -> None:
-        try:
-            if self.flush_on_time:
-                self.sink.flush_due()  # a failure is logged; the main thread's next flush writes the events
-        finally:
-            if time.monotonic() >= self.next_beat:
-                self.next_beat = time.monotonic() + self.heartbeat_seconds
-                CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-
-    def start(self) -> AttemptPulse:
-        period = min(self.sink.interval, self.heartbeat_seconds) if self.flush_on_time else self.heartbeat_seconds
-        self.job = TICKER.add(self.tick, period, name=f"attempt-{self.case_run_id}-{self.attempt}")
-        return self
-
-    def stop(self) -> None:
-        """Stop ticking, waiting for a tick in progress (events still buffered are written by the next flush)."""
-        if self.job is not None:
-            TICKER.remove(self.job)
-            self.job = None
+ERROR_MAX_CHARS = 5000
 
 
 def _claim(case_run_id: int, retry_of: int | None, stale_seconds: float | None) -> CaseRun | None:
@@ -129,17 +95,13 @@ def case_run_execute(
         source=WORKER_EVENT_SOURCE,
         case_key=case_run.case_key,
     )
-    pulse = AttemptPulse(case_run.pk, case_run.attempt, sink, heartbeat_seconds=settings.RUNS_HEARTBEAT_SECONDS).start()
-    try:
-        result: CaseAttempt | HostedWait
-        if ctx is None:
-            result = attempt_failed(emitter, STOP_SANDBOX_ERROR, str(context_error), retryable=True)
-        elif ctx.secrets_error:
-            result = attempt_failed(emitter, STOP_PROVIDER_ERROR, ctx.secrets_error, code=CREDENTIAL_UNAVAILABLE)
-        else:
-            result = _attempt(ctx, sink=engine_sink, emitter=emitter)
-    finally:
-        pulse.stop()
+    result: CaseAttempt | HostedWait
+    if ctx is None:
+        result = attempt_failed(emitter, STOP_SANDBOX_ERROR, str(context_error), retryable=True)
+    elif ctx.secrets_error:
+        result = attempt_failed(emitter, STOP_PROVIDER_ERROR, ctx.secrets_error, code=CREDENTIAL_UNAVAILABLE)
+    else:  # the attempt runs under its pulse (heartbeat, timed flush: runs/pipeline/native.py AttemptPulse)
+        result = _attempt(ctx, sink=engine_sink, emitter=emitter, events=sink)
     if isinstance(result, HostedWait):  # the agent has the case; its callback or its deadline finishes it
         sink.flush()
         if ctx is not None:
@@ -152,11 +114,11 @@ def case_run_execute(
     return case_finish(case_run, result, sink, ctx)
 
 
-def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt | HostedWait:
+def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter, events: RunEventSink) -> CaseAttempt | HostedWait:
     try:
         if ctx.hosted:  # the team's own server runs the agent (runs/pipeline/hosted/, docs/hosted-agents.md)
-            return hosted_case_dispatch(ctx)
-        return native_attempt_run(ctx, sink=sink, emitter=emitter)
+            return hosted_case_dispatch(ctx, events=events)
+        return native_attempt_run(ctx, sink=sink, emitter=emitter, events=events)
     except Exception as exc:
         logger.exception("case run %s crashed", ctx.case_run.pk)
         return attempt_failed(emitter, STOP_SANDBOX_ERROR, f"worker error: {type(exc).__name__}", retryable=True)
@@ -171,3 +133,75 @@ def _retry_later(case_run: CaseRun, result: CaseAttempt, redactor: Redactor) -> 
     )
     enqueue_on_commit(CaseRunExecute(case_run_id=case_run.pk, retry_of=attempt), countdown=min(delay, 120.0))
     logger.info("case run %s attempt %s failed (%s); retrying in %.0f s", case_run.pk, attempt, result.outcome.stop_reason, delay)
+
+
+# -- the finish ---------------------------------------------------------------------------------
+
+
+def result_fields(result: CaseAttempt, redactor: Redactor) -> tuple[str, dict[str, Any]]:
+    """The case's final status and the fields that record it, redacted."""
+    outcome, verification = result.outcome, result.verification
+    usage = outcome.usage or Usage()
+    status = {COMPLETED: CaseStatus.COMPLETED, CANCELLED: CaseStatus.CANCELLED}.get(outcome.status, CaseStatus.FAILED)
+    fields = {
+        "stop_reason": outcome.stop_reason or "",
+        "final_output": redactor.text(outcome.final_output) if outcome.final_output is not None else None,
+        "error": redactor.text(outcome.error or "")[:ERROR_MAX_CHARS],
+        "step_count": outcome.step_count,
+        "tool_call_count": outcome.tool_call_count,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "duration_ms": outcome.duration_ms,
+        "verification": redactor.json(verification) if verification else {},
+        "provider_failure": redactor.json(outcome.provider_failure) if outcome.provider_failure else None,
+    }
+    return status, fields
+
+
+def _score_with_finish(ctx: CaseContext, status: str, sink: RunEventSink) -> CaseScoring | None:
+    """The case's verdict from its events (as the sink kept them), or None to score it after its finish.
+
+    Only a native attempt's sink keeps its events (its own events are its whole evidence:
+    scoring/services/cases.py), a cancelled case is not scored, and a spec with LLM judges is scored
+    after the finish (``judges=False``).
+    """
+    if not ctx.score_inline or status == CaseStatus.CANCELLED or sink.evidence is None:
+        return None
+    return case_scoring(ctx.case_run, spec=ctx.evaluation_spec, security=ctx.security, events=sink.evidence, judges=False)
+
+
+def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx: CaseContext | None) -> str:
+    """Finish the case with its result (if this attempt still holds the claim), then move the lane on.
+
+    ``ctx`` is None when the case's context could not be built (the failure is the result).
+    """
+    status, fields = result_fields(result, ctx.redactor if ctx else Redactor([]))
+    for name, value in fields.items():  # the row as it is about to be, for scoring
+        setattr(case_run, name, value)
+    case_run.status = status
+    verdict = _score_with_finish(ctx, status, sink) if ctx is not None else None
+    with transaction.atomic():
+        finished = case_close(
+            case_run_id=case_run.pk, attempt=case_run.attempt, status=status, fields={**fields, **(verdict.fields if verdict else {})}
+        )
+        if finished and verdict is not None:
+            case_scoring_save(case_run, verdict, in_finish=True)
+        # A lost claim's events are kept; a finished case's batch locks the lane row for the refill below.
+        state = sink.write_final(extra=verdict.events if finished and verdict is not None else None)
+        maybe_done = lane_dispatch(case_run.lane_id, state=state, locked=state is not None).maybe_done if finished else None
+    if not finished:
+        logger.info("case run %s attempt %s lost its claim; result dropped", case_run.pk, case_run.attempt)
+        return "superseded"
+    score_here = None
+    if ctx is not None and ctx.score_inline and verdict is None:
+        score_here = ScoreHere(case_run=case_run, events=sink.evidence, spec=ctx.evaluation_spec, security=ctx.security)
+    case_after_finish(
+        case_run_id=case_run.pk,
+        lane_id=case_run.lane_id,
+        status=status,
+        maybe_done=maybe_done,
+        scored=verdict is not None,
+        score_here=score_here,
+    )
+    return str(status)

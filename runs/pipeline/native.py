@@ -1,22 +1,33 @@
-"""One attempt at a case: what the engine call needs, the call, and what it produced.
+"""One attempt at a case: what the engine call needs, the call, what watches it, and what it produced.
 
 One function per concern: the case and its challenge (from the cached manifest), the provider
 (with its resolved credential), the sandbox (with its staged files), the toolset, the engine
 request, the post-execution verification. A step that cannot go on raises :class:`_AttemptFailed`;
-:func:`case_attempt_run` turns it into a failed :class:`CaseAttempt` and reports it the way the
+:func:`native_attempt_run` turns it into a failed :class:`CaseAttempt` and reports it the way the
 engine reports its own failures (a ``system.run.failed`` event), since the engine never ran.
+
+What the attempt runs under is here too, each the attempt's own: its pulse on the process's
+ticker (:class:`AttemptPulse`: heartbeat and timed event flush, for a hosted attempt as well),
+its wall-clock deadline and cancel watch (:class:`CaseDeadline`), and the peer standings a
+race-context run tells its agent (:func:`race_standings_source`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Q
+from django.utils import timezone
 
 from artifacts.selectors import AssetUnavailable
 from engine.events import SYSTEM_RUN_FAILED, EventEmitter
@@ -33,20 +44,23 @@ from engine.modes.case import (
     STOP_SIMULATOR_ERROR,
 )
 from engine.modes.case import Limits as CaseLimits  # the engine's limits, not a provider account's
+from engine.modes.race import StandingsSource
 from engine.providers import create_provider
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.providers.registry import API_CHAT, API_RESPONSES
 from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, SandboxSettings, create_sandbox
 from engine.scoring.security import SecurityPolicy
 from engine.scoring.security_monitor import SecurityMonitor
+from engine.scoring.spec import EvaluationSpec
 from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import JSON, CancelCheck, EventSink, JSONObject, Provider, Sandbox
+from runs.events import RunEventSink
+from runs.models import CASE_TERMINAL, LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, RunStatus
 from runs.pipeline.context import CaseContext
-from runs.pipeline.deadline import NO_DEADLINE_SECONDS, CaseDeadline, CaseDeadlineExceeded
-from runs.pipeline.race import race_standings_source
 from runs.throttle import throttled
+from runs.ticker import TICKER, Job
 from secrets_app.selectors import secret_allowed_hosts
 from secrets_app.services import CredentialUnavailable, credential_resolve
 from workspaces.models import Workspace
@@ -234,8 +248,14 @@ def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[s
     return result
 
 
-def native_attempt_run(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
-    """Run the claimed case through the engine once. Raises only for a bug (the caller's worker error)."""
+def native_attempt_run(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter, events: RunEventSink) -> CaseAttempt:
+    """Run the claimed case through the engine once, under its pulse (``events``: the attempt's
+    event store, flushed on time). Raises only for a bug (the caller's worker error)."""
+    with AttemptPulse.of(ctx, events):
+        return _native_attempt(ctx, sink=sink, emitter=emitter)
+
+
+def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
     case_run = ctx.case_run
     guard: CaseDeadline | None = None
     try:
@@ -243,7 +263,7 @@ def native_attempt_run(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitt
         simulator, simulator_model = _simulator(ctx)
         request = ctx.request(simulator_model=simulator_model)
         with _sandbox(ctx) as sandbox:
-            # The per-case wall-clock deadline and the cancel watch (runs/pipeline/deadline.py):
+            # The per-case wall-clock deadline and the cancel watch (:class:`CaseDeadline`):
             # `check` is the engine's cancel check.
             abort = getattr(sandbox, "abort", None)
             guard = CaseDeadline.for_attempt(request, ctx.evaluation_spec, case_run_id=case_run.pk, attempt=ctx.attempt, abort=abort)
@@ -283,3 +303,300 @@ def _deadline_after_engine(outcome: CaseOutcome, check: CaseDeadline, emitter: E
     error = check.stop_message + " during post-execution verification"
     emitter.emit(SYSTEM_RUN_FAILED, {"error": error, "stop_reason": STOP_DEADLINE_EXCEEDED, "step_index": outcome.step_count})
     return dataclasses.replace(outcome, status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=error, final_output=None)
+
+
+# -- the attempt's pulse ----------------------------------------------------------------------
+
+
+class AttemptPulse:
+    """The attempt's pulse: one job on the process's ticker thread (runs/ticker.py: no thread per
+    case), from the attempt's start to its end, native or hosted (:meth:`of`, a context manager).
+
+    Each tick writes the sink's events that waited ``RUNS_EVENT_FLUSH_SECONDS`` (a long tool or
+    model call's events are stored while it runs, and a worker killed mid-call loses at most one
+    interval), and every ``heartbeat_seconds`` it touches ``CaseRun.heartbeat_at``, so the reaper
+    can tell a live case from an abandoned one. Inside a transaction (tests) the events are left
+    to the main thread: the ticker's own connection would wait on its locks and could not see its
+    uncommitted rows.
+    """
+
+    def __init__(self, case_run_id: int, attempt: int, sink: RunEventSink, *, heartbeat_seconds: float) -> None:
+        self.case_run_id, self.attempt, self.sink = case_run_id, attempt, sink
+        self.heartbeat_seconds = heartbeat_seconds
+        self.next_beat = time.monotonic() + heartbeat_seconds  # the claim set the first one
+        self.flush_on_time = sink.interval > 0 and not connection.in_atomic_block
+        self.job: Job | None = None
+
+    @classmethod
+    def of(cls, ctx: CaseContext, events: RunEventSink) -> AttemptPulse:
+        """The pulse of the context's attempt, writing ``events`` on time (started by ``with``)."""
+        return cls(ctx.case_run.pk, ctx.attempt, events, heartbeat_seconds=settings.RUNS_HEARTBEAT_SECONDS)
+
+    def __enter__(self) -> AttemptPulse:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def tick(self) -> None:
+        try:
+            if self.flush_on_time:
+                self.sink.flush_due()  # a failure is logged; the main thread's next flush writes the events
+        finally:
+            if time.monotonic() >= self.next_beat:
+                self.next_beat = time.monotonic() + self.heartbeat_seconds
+                CaseRun.objects.filter(pk=self.case_run_id, attempt=self.attempt, status=CaseStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+
+    def start(self) -> AttemptPulse:
+        period = min(self.sink.interval, self.heartbeat_seconds) if self.flush_on_time else self.heartbeat_seconds
+        self.job = TICKER.add(self.tick, period, name=f"attempt-{self.case_run_id}-{self.attempt}")
+        return self
+
+    def stop(self) -> None:
+        """Stop ticking, waiting for a tick in progress (events still buffered are written by the next flush)."""
+        if self.job is not None:
+            TICKER.remove(self.job)
+            self.job = None
+
+
+# -- the deadline ----------------------------------------------------------------------------
+#
+# When an attempt stops: the cancel check the engine reads, and the per-case wall-clock deadline
+# enforced from outside the engine (docs/runs.md, Limits). One job on the ticker per attempt, next
+# to its pulse's.
+#
+# The engine stops itself at its run deadline, but it looks at the clock only between steps and
+# tool calls. A case that hangs inside one — a provider that ignores its timeout, a tool process
+# the sandbox did not stop, a verification command — would run on until Celery's time limit
+# kills the whole worker process. :class:`CaseDeadline` bounds it from the process's ticker thread:
+#
+# 1. when the deadline passes, the cancel check it hands the engine says stop, with the stop
+#    reason ``deadline_exceeded`` (the engine's cancel path, so the case ends the normal way),
+#    and the sandbox's running process is aborted;
+# 2. if the case has still not come back ``hard_grace`` seconds later, the watchdog raises
+#    :class:`CaseDeadlineExceeded` in the thread running the case. It arrives at that thread's
+#    next Python instruction (a thread blocked inside one C call gets it when the call returns),
+#    so only a hang inside native code is left to Celery's time limit.
+
+# The engine's own run deadline comes first; the watchdog allows this much more (provider
+# retries, sandbox teardown of the last tool call) before it steps in.
+DEADLINE_GRACE_SECONDS = 30.0
+# A case with no run deadline at all still ends: below Celery's soft time limit (25 min).
+NO_DEADLINE_SECONDS = 20 * 60.0
+# How long the cooperative stop may take before the watchdog interrupts the case's thread.
+HARD_STOP_GRACE_SECONDS = 10.0
+# How often a running case is checked for a cancel or a re-claim (to abort its sandbox's process).
+WATCH_SECONDS = 0.5
+CODE_EXECUTION_TIMEOUT_MS = 30_000  # the validator's default (runtime.md §5.4)
+
+
+class CaseCancelCheck:
+    """True once the run stopped running or another worker re-claimed this case (≤ 1 query / 0.5 s)."""
+
+    def __init__(self, case_run_id: int, attempt: int, every: float = 0.5) -> None:
+        self.case_run_id, self.attempt, self.every = case_run_id, attempt, every
+        self.checked_at = time.monotonic()
+        self.cancelled = False
+
+    def __call__(self) -> bool:
+        if self.cancelled or time.monotonic() - self.checked_at < self.every:
+            return self.cancelled
+        self.checked_at = time.monotonic()
+        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+        self.cancelled = row is None or row[0] != self.attempt or row[1] != RunStatus.RUNNING
+        return self.cancelled
+
+    def watch(self) -> bool:
+        """From the ticker thread: whether the case was visibly cancelled or re-claimed (a row this
+        thread's connection cannot see yet is not a cancel)."""
+        row = CaseRun.objects.filter(pk=self.case_run_id).values_list("attempt", "run__status").first()
+        return row is not None and (row[0] != self.attempt or row[1] != RunStatus.RUNNING)
+
+
+class CaseDeadlineExceeded(BaseException):
+    """Raised in the case's thread when it ignored the cooperative stop. A BaseException, so the
+    engine's "never raise" handlers (which catch Exception) do not swallow it."""
+
+
+def _timeout_ms(config: object) -> float | None:
+    value = config.get("timeout_ms") if isinstance(config, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def case_deadline_seconds(request: CaseRequest, evaluation_spec: EvaluationSpec) -> float:
+    """The engine's run deadline plus the post-execution verification's timeouts plus a grace."""
+    run_timeout = CaseLimits.from_request(request).run_timeout_seconds or NO_DEADLINE_SECONDS
+    verification_ms = sum(
+        float(_timeout_ms(v.get("config")) or CODE_EXECUTION_TIMEOUT_MS)
+        for v in evaluation_spec.get("validators") or []
+        if isinstance(v, dict) and v.get("type") == "code_execution"
+    )
+    return run_timeout + verification_ms / 1000 + DEADLINE_GRACE_SECONDS
+
+
+class CaseDeadline:
+    """A cancel check for the engine that also says stop once ``seconds`` have passed.
+
+    Use as a context manager around the engine call, in the thread that makes it::
+
+        with CaseDeadline(seconds, cancel=cancel, abort=sandbox.abort) as check:
+            run_case(..., cancel_check=check)
+    """
+
+    def __init__(
+        self,
+        seconds: float,
+        *,
+        cancel: CancelCheck,
+        abort: Callable[[], None] | None = None,
+        hard_grace: float | None = None,
+        watch: Callable[[], bool] | None = None,
+    ) -> None:
+        self.seconds, self.cancel, self.abort, self.watch = seconds, cancel, abort, watch
+        self.hard_grace = HARD_STOP_GRACE_SECONDS if hard_grace is None else hard_grace
+        self.fired = threading.Event()
+        self._lock = threading.Lock()
+        self._exited = False
+        self._interrupted = False
+        self._aborted = False
+        self._target: int | None = None
+        self._started = 0.0
+        self._fired_at = 0.0
+        self._job: Job | None = None
+
+    @classmethod
+    def for_attempt(
+        cls, request: CaseRequest, spec: EvaluationSpec, *, case_run_id: int, attempt: int, abort: Callable[[], None] | None
+    ) -> CaseDeadline:
+        """A native attempt's deadline (:func:`case_deadline_seconds`), with its cancel check and,
+        when there is a sandbox to abort, the watch that aborts its running process within ~0.5 s
+        of a cancel or a re-claim (the engine checks ``cancel`` only between steps and tool calls)."""
+        cancel = CaseCancelCheck(case_run_id, attempt)
+        return cls(case_deadline_seconds(request, spec), cancel=cancel, abort=abort, watch=cancel.watch if abort else None)
+
+    # -- the cancel check the engine reads (engine.modes.case.cancel_stop) -----------------------
+
+    def __call__(self) -> bool:
+        return self.fired.is_set() or self.cancel()
+
+    @property
+    def stop_reason(self) -> str:
+        return STOP_DEADLINE_EXCEEDED if self.fired.is_set() else ""
+
+    @property
+    def stop_message(self) -> str:
+        return f"the case exceeded its wall-clock deadline of {self.seconds:g}s (stopped by the worker)"
+
+    # -- the watchdog ------------------------------------------------------------------------
+
+    def __enter__(self) -> CaseDeadline:
+        self._target = threading.get_ident()
+        self._started = time.monotonic()
+        # One job on the process's ticker for the deadline, the hard stop and the cancel watch.
+        period = min(WATCH_SECONDS, self.seconds, self.hard_grace)
+        self._job = TICKER.add(self._tick, period, name=f"case-deadline-{self._target}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._exited = True
+        if self._job is not None:  # waits for a tick in progress, as joining the watchdog did
+            TICKER.remove(self._job)
+            self._job = None
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if not self.fired.is_set() and now - self._started >= self.seconds:
+            self._fire(now)
+        elif self.fired.is_set() and now - self._fired_at >= self.hard_grace:
+            self._interrupt()
+        elif self.watch is not None and not self._aborted and not self.fired.is_set() and self.watch():
+            self._aborted = True
+            self._abort()
+
+    def _fire(self, now: float) -> None:
+        """The deadline passed: say stop, and abort the sandbox's running process."""
+        with self._lock:
+            if self._exited or self.fired.is_set():
+                return
+            self._fired_at = now
+            self.fired.set()
+        logger.warning("case deadline of %gs passed; stopping the case", self.seconds)
+        self._abort()
+
+    def _abort(self) -> None:
+        if self.abort is not None:
+            try:
+                self.abort()
+            except Exception:
+                logger.exception("aborting the sandbox of a case failed")
+
+    def _interrupt(self) -> None:
+        with self._lock:
+            # Under the lock: once __exit__ has marked the block left, nothing is raised any more.
+            if not self._exited and not self._interrupted and self._target is not None:
+                self._interrupted = True  # once (the ticker calls again every period)
+                logger.error("case did not stop %gs after its deadline; interrupting its thread", self.hard_grace)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(CaseDeadlineExceeded))
+
+
+# -- race context ----------------------------------------------------------------------------
+#
+# Race context, the runs side: the peer standings a lane's agent is told between steps.
+#
+# The engine only calls a function that returns text (``engine/modes/race.py`` decides when); the
+# attempt builds that function for a case run whose run has ``race_context`` on. The text comes from
+# the database at call time, one aggregate query: for every *other* lane, how many of its cases have
+# finished and how many of those passed (a case counts as passed once it is scored). Lanes are named
+# by letter (lane index 0 = A) and label, as on the run page.
+
+
+def lane_letter(lane_index: int) -> str:
+    letters = ""
+    index = lane_index
+    while True:
+        letters = chr(ord("A") + index % 26) + letters
+        index = index // 26 - 1
+        if index < 0:
+            return letters
+
+
+def _lane_line(row: Mapping[str, Any]) -> str:
+    name = f"lane {lane_letter(row['lane_index'])} ({row['label']})"
+    if row["done"] == 0 and row["status"] not in LANE_TERMINAL:
+        return f"{name} has not finished a case yet (0/{row['total']})"
+    line = f"{name} has finished {row['done']}/{row['total']} cases, {row['passed']} passed"
+    if row["status"] in (LaneStatus.FAILED, LaneStatus.CANCELLED):
+        line += f" (lane {row['status']})"
+    return line
+
+
+def standings_text(*, run_id: int, lane_id: int) -> str:
+    """How the run's other lanes stand, in one line; "" when the run has no other lane."""
+    rows = (
+        Lane.objects.filter(run_id=run_id)
+        .exclude(pk=lane_id)
+        .annotate(
+            total=Count("case_runs"),
+            done=Count("case_runs", filter=Q(case_runs__status__in=CASE_TERMINAL)),
+            passed=Count("case_runs", filter=Q(case_runs__passed=True)),
+        )
+        .order_by("lane_index")
+        .values("lane_index", "label", "status", "total", "done", "passed")
+    )
+    lines = [_lane_line(row) for row in rows]
+    return "; ".join(lines) + "." if lines else ""
+
+
+def race_standings_source(case_run: CaseRun) -> StandingsSource | None:
+    """The engine's standings source for this case run, or None when the run has race context off."""
+    if not case_run.run.race_context:
+        return None
+    run_id, lane_id = case_run.run_id, case_run.lane_id
+
+    def standings() -> str:
+        return standings_text(run_id=run_id, lane_id=lane_id)
+
+    return standings

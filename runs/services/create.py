@@ -16,7 +16,7 @@ from packs.models import Case, InputSet, PackVersion
 from regression.selectors import run_regression_resolve
 from runs.jobs import RunStart
 from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneStatus, Run, RunStatus, RunStatusHistory
-from runs.pipeline.inputs import engine_case
+from runs.pipeline.context import engine_case
 from runs.queue import enqueue_on_commit
 from runs.services.naming import run_default_name
 from runs.services.resolve import (

@@ -23,10 +23,9 @@ from core.errors import Conflict
 from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize
 from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_transition
 from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
-from runs.pipeline.advance import case_after_finish, lane_advance, run_advance
+from runs.pipeline.advance import case_after_finish, lane_advance, lane_dispatch, lanes_dispatch_interleaved, run_advance
 from runs.pipeline.context import MAX_ATTEMPTS
 from runs.pipeline.hosted.finish import hosted_cases_cancel
-from runs.pipeline.lane import lane_dispatch, lanes_dispatch_interleaved
 from runs.queue import enqueue_now
 
 logger = logging.getLogger(__name__)

@@ -4,10 +4,10 @@ Each branch below has a PostgreSQL half and a SQLite half; a developer's run (SQ
 executes the first and CI's main run (PostgreSQL) never the second, so these are marked
 ``both_databases`` and CI runs them on both:
 
-- the lane row's dispatch state (``runs.lanes``): the in-flight limit read from the snapshot's
+- the lane row's dispatch state (``runs.events.LaneRow``): the in-flight limit read from the snapshot's
   JSON by the locking statement (``->>`` / ``json_extract``), ``SELECT … FOR UPDATE`` against a
   no-op ``UPDATE … RETURNING``;
-- the pick (``runs.pipeline.lane``): ``GREATEST`` / ``MAX`` around the free slots (a negative
+- the pick (``runs.pipeline.advance``): ``GREATEST`` / ``MAX`` around the free slots (a negative
   ``LIMIT`` is an error on PostgreSQL and *no limit* on SQLite);
 - the claim (``runs.lifecycle.case_claim``): the compare-and-set and its read in one statement on
   PostgreSQL, two elsewhere;
@@ -27,11 +27,10 @@ from django.utils import timezone
 
 from engine.types import Event
 from runs import services
-from runs.events import run_events_append
-from runs.lanes import LaneRow
+from runs.events import LaneRow, run_events_append
 from runs.lifecycle import case_claim
 from runs.models import CaseRun, CaseStatus, Lane, LaneStatus, RunEvent, RunStatus
-from runs.pipeline.lane import lane_dispatch
+from runs.pipeline.advance import lane_dispatch
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]

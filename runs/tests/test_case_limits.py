@@ -15,8 +15,8 @@ from engine.scoring.spec import EvaluationSpec
 from engine.types import ModelResponse, ToolCall, Usage
 from runs import services
 from runs.models import CaseRun, CaseStatus, RunEvent
-from runs.pipeline import deadline
-from runs.pipeline.deadline import CaseDeadline, CaseDeadlineExceeded
+from runs.pipeline import native
+from runs.pipeline.native import CaseDeadline, CaseDeadlineExceeded
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 
@@ -50,8 +50,8 @@ def slow_provider(monkeypatch):
 
 @pytest.fixture
 def short_deadline(monkeypatch):
-    monkeypatch.setattr(deadline, "case_deadline_seconds", lambda request, spec: 0.3)
-    monkeypatch.setattr(deadline, "HARD_STOP_GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(native, "case_deadline_seconds", lambda request, spec: 0.3)
+    monkeypatch.setattr(native, "HARD_STOP_GRACE_SECONDS", 0.3)
 
 
 def slow_deployment(workspace, delay):
@@ -129,4 +129,4 @@ def test_the_case_deadline_covers_the_run_timeout_verification_and_a_grace():
 
     request = make_request(runtime_profile={"run_timeout_seconds": 100}, runtime_limits={"max_duration_ms": 60_000})
     spec: EvaluationSpec = {"validators": [{"type": "code_execution", "config": {"timeout_ms": 20_000}}, {"type": "code_execution"}]}
-    assert deadline.case_deadline_seconds(request, spec) == 60 + 20 + 30 + deadline.DEADLINE_GRACE_SECONDS
+    assert native.case_deadline_seconds(request, spec) == 60 + 20 + 30 + native.DEADLINE_GRACE_SECONDS

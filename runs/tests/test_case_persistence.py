@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from runs import pipeline, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, RunEvent, RunStatus, ScoreStatus
-from runs.pipeline.lane import _IN_FLIGHT_SQL, _PICK_SQL
+from runs.pipeline.advance import _IN_FLIGHT_SQL, _PICK_SQL
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from scoring.models import CaseScore
 
@@ -75,7 +75,7 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
     def broken(*args, **kwargs):
         raise RuntimeError("validator exploded")
 
-    monkeypatch.setattr(scoring, "score_case", broken)
+    monkeypatch.setattr(scoring.cases, "score_case", broken)  # the name the case scoring uses
     tasks.drain_inline()
     run = started
     run.refresh_from_db()
@@ -89,16 +89,16 @@ def test_a_scoring_failure_inline_is_recorded_with_the_case_and_the_lane_still_f
 
 @pytest.mark.django_db
 def test_a_case_that_lost_its_claim_keeps_its_events_but_records_no_result(started, tasks, monkeypatch):
-    from runs.pipeline import finish
+    from runs.pipeline import execute
 
     case_run_id = _next_case(tasks)
-    original = finish.case_close  # type: ignore[attr-defined]  # the name the finish uses
+    original = execute.case_close  # type: ignore[attr-defined]  # the name the finish uses
 
     def lost(**kwargs):  # another worker re-claimed the case meanwhile
         CaseRun.objects.filter(pk=kwargs["case_run_id"]).update(attempt=kwargs["attempt"] + 1)
         return original(**kwargs)
 
-    monkeypatch.setattr(finish, "case_close", lost)
+    monkeypatch.setattr(execute, "case_close", lost)
     assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "superseded"
     types = set(RunEvent.objects.filter(case_run_id=case_run_id).values_list("event_type", flat=True))
     assert "system.run.completed" in types and not any(t.startswith("scoring.") for t in types)

@@ -15,7 +15,7 @@ from engine.types import Event
 from runs import queue, services
 from runs.events import RunEventSink
 from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunStatus
-from runs.pipeline.execute import AttemptPulse
+from runs.pipeline.native import AttemptPulse
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from runs.tests.worker import Worker, wait_for
 
@@ -96,6 +96,46 @@ def test_inside_a_transaction_the_sink_does_not_flush_from_another_thread(worksp
     sink(_event(1))
     sink.flush()
     assert RunEvent.objects.filter(case_run=case).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_sink_keeps_each_event_as_a_read_of_the_stored_event_gives_it(workspace, admin, settings):
+    """What the worker scores a case from (``RunEventSink.evidence``) is what scoring reads back from
+    the database: masked, oversized payloads whole (not their stored-file stub), in stored order."""
+    from django.db import transaction
+
+    from scoring.services import evidence_for_case_run
+
+    settings.RUN_EVENT_INLINE_MAX_BYTES = 200
+    case = _case(workspace, admin)
+    CaseRun.objects.filter(pk=case.pk).update(attempt=2, status=CaseStatus.COMPLETED)
+    case.refresh_from_db()
+    sink = RunEventSink(
+        run_id=case.run_id, lane_id=case.lane_id, case_run_id=case.pk, attempt=2, redactor=Redactor([SECRET]), interval=60, keep=True
+    )
+    sink(_event(1, f"the token is {SECRET}"))
+    sink(_event(2, "x" * 1000))  # stored in a file, its row holds a stub
+    sink.flush()  # written mid-attempt, like the pulse's timed flush
+    sink(_event(3, "the last one"))
+    with transaction.atomic():
+        sink.write_final()  # the finish's last batch
+    stored = evidence_for_case_run(case).events  # read back from the database and hydrated
+    kept = evidence_for_case_run(case, events=sink.evidence).events
+    assert RunEvent.objects.get(case_run=case, event_id="test:flush:2").payload_ref  # the big one really is a file
+    assert [e["event_id"] for e in kept] == [e["event_id"] for e in stored] == ["test:flush:1", "test:flush:2", "test:flush:3"]
+    assert [e["payload"] for e in kept] == [e["payload"] for e in stored]
+    assert [e["occurred_at"] for e in kept] == [e["occurred_at"] for e in stored]
+    evidence = sink.evidence or []
+    assert evidence[0]["payload"]["text_delta"] == f"the token is {REDACTED}" and evidence[1]["payload"]["text_delta"] == "x" * 1000
+    assert [e["sequence_number"] for e in evidence] == sorted(e["sequence_number"] for e in evidence)
+
+
+@pytest.mark.django_db
+def test_a_sink_that_keeps_nothing_has_no_evidence(workspace, admin):
+    case = _case(workspace, admin)
+    sink = _sink(case, interval=60)
+    sink(_event(1))
+    assert sink.evidence is None and sink.count == 1
 
 
 # -- a real worker killed during a long tool call --------------------------------------------

@@ -10,7 +10,7 @@ from runs.events import payload_hydrate, run_events_append
 from runs.models import CaseRun, CaseStatus, LaneStatus, Run, RunEvent, RunStatus
 from runs.pipeline import native as attempt
 from runs.tests.factories import make_deployment
-from scoring.evidence import evidence_for_case_run
+from scoring.services import evidence_for_case_run
 
 
 @pytest.mark.django_db
@@ -253,14 +253,13 @@ def test_cancelling_mid_run_stops_cases_and_queued_tasks_exit(run_of, deployment
 
 @pytest.mark.django_db
 def test_a_running_case_stops_at_its_next_cancel_check(workspace, run_of, tasks, member, monkeypatch):
-    from runs.pipeline import deadline as execute
 
     deployment = make_deployment(
         workspace, script=[{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 8 + [{"submit": "x"}]
     )
     run = run_of(deployment)
     tasks.drain(limit=1)
-    original = execute.CancelCheck.__call__
+    original = attempt.CaseCancelCheck.__call__
     calls = {"n": 0}
 
     def cancel_after_a_few(self):
@@ -270,7 +269,7 @@ def test_a_running_case_stops_at_its_next_cancel_check(workspace, run_of, tasks,
         self.checked_at = 0
         return original(self)
 
-    monkeypatch.setattr(execute.CancelCheck, "__call__", cancel_after_a_few)
+    monkeypatch.setattr(attempt.CaseCancelCheck, "__call__", cancel_after_a_few)
     tasks.drain()
     first = CaseRun.objects.filter(run=run).order_by("position").first()
     assert first.status == CaseStatus.CANCELLED and first.stop_reason == "cancelled"

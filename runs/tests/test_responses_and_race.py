@@ -9,7 +9,7 @@ from comparisons.services import comparison_create
 from infrastructure.models import ExecutionTarget, RuntimeProfile
 from runs.events import payload_hydrate
 from runs.models import CaseRun, Lane, Run, RunEvent, RunStatus
-from runs.pipeline.race import lane_letter, standings_text
+from runs.pipeline.native import lane_letter, standings_text
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from scoring.tests.factories import make_pack_version, make_run
 

@@ -20,7 +20,7 @@ from engine.types import Event, JSONObject
 from runs import services
 from runs.events import run_events_append
 from runs.models import CaseRun, CaseStatus, Lane, RunEvent
-from runs.pipeline.inputs import staged_files
+from runs.pipeline.context import staged_files
 from runs.tests.factories import make_deployment, publish
 from scoring.models import CaseScore, LaneScorecard
 from scoring.services import case_run_score

@@ -7,14 +7,17 @@ wraps a lane's provider so each model call takes a slot first.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 
 from engine.types import CancelCheck, Provider
 from infrastructure.models import PROVIDER_LIMIT_FIELDS, ProviderAccount
-from runs.throttle.base import Decision, Limiter, LimiterUnavailable, Limits
+from runs.throttle.base import LIMIT_NAMES, Decision, Limiter, LimiterUnavailable
 from runs.throttle.database_limiter import DatabaseLimiter
 from runs.throttle.provider import Emit, ThrottledProvider
 from runs.throttle.redis_limiter import RedisLimiter
@@ -33,6 +36,33 @@ __all__ = [
     "limits_cache_clear",
     "throttled",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """A provider account's limits; ``None`` is no limit."""
+
+    max_concurrent_calls: int | None = None
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Limits:
+        return cls(**{name: _positive(values.get(name)) for name in LIMIT_NAMES})
+
+    def __bool__(self) -> bool:
+        return any(self.value(name) for name in LIMIT_NAMES)
+
+    def value(self, name: str) -> int | None:
+        return getattr(self, name) if name in LIMIT_NAMES else None
+
+
+def _positive(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 1 else None
 
 
 @functools.cache

@@ -1,4 +1,8 @@
-"""What every limiter backend shares: the limits, one decision, the backend's shape.
+"""What every limiter backend shares: the limits' names, one decision, the backend's shape.
+
+The limits themselves (:class:`runs.throttle.Limits`) live with the reading of an account's
+limits and ``throttled``, which decides that an account without any needs no limiter; the
+backends only read them.
 
 A backend answers one question atomically across every worker: may this provider account start
 one more model call now? If yes it records the call (a concurrency lease that expires, and an
@@ -9,8 +13,10 @@ and adds the call's tokens to the tokens-per-minute window.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # a type only: the backends never build limits
+    from runs.throttle import Limits
 
 WINDOW_SECONDS = 60.0  # requests_per_minute and tokens_per_minute count the last 60 s (sliding)
 
@@ -18,33 +24,6 @@ MAX_CONCURRENT_CALLS = "max_concurrent_calls"
 REQUESTS_PER_MINUTE = "requests_per_minute"
 TOKENS_PER_MINUTE = "tokens_per_minute"
 LIMIT_NAMES = (MAX_CONCURRENT_CALLS, REQUESTS_PER_MINUTE, TOKENS_PER_MINUTE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """A provider account's limits; ``None`` is no limit."""
-
-    max_concurrent_calls: int | None = None
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> Limits:
-        return cls(**{name: _positive(values.get(name)) for name in LIMIT_NAMES})
-
-    def __bool__(self) -> bool:
-        return any(self.value(name) for name in LIMIT_NAMES)
-
-    def value(self, name: str) -> int | None:
-        return getattr(self, name) if name in LIMIT_NAMES else None
-
-
-def _positive(value: Any) -> int | None:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number >= 1 else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Count, F, Min, Q, Sum
 from django.utils import timezone
 
 from infrastructure.models import ProviderAccount, ProviderCallLease
-from runs.throttle.base import (
-    MAX_CONCURRENT_CALLS,
-    REQUESTS_PER_MINUTE,
-    TOKENS_PER_MINUTE,
-    WINDOW_SECONDS,
-    Decision,
-    LimiterUnavailable,
-    Limits,
-)
+from runs.throttle.base import MAX_CONCURRENT_CALLS, REQUESTS_PER_MINUTE, TOKENS_PER_MINUTE, WINDOW_SECONDS, Decision, LimiterUnavailable
+
+if TYPE_CHECKING:
+    from runs.throttle import Limits
 
 # A concurrency slot frees whenever a call ends; poll this often for one.
 SLOT_POLL_SECONDS = 0.1

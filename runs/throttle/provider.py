@@ -14,11 +14,15 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.events import PROVIDER_THROTTLE_WAITING, PROVIDER_THROTTLED
 from engine.providers.errors import RATE_LIMIT, UNAVAILABLE
 from engine.types import JSON, CancelCheck, ModelRequest, ModelResponse, Provider, ProviderError
-from runs.throttle.base import Decision, Limiter, LimiterUnavailable, Limits
+from runs.throttle.base import Decision, Limiter, LimiterUnavailable
+
+if TYPE_CHECKING:
+    from runs.throttle import Limits
 
 logger = logging.getLogger(__name__)
 

@@ -11,11 +11,14 @@ once idle.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
-from runs.throttle.base import WINDOW_SECONDS, Decision, LimiterUnavailable, Limits
+from runs.throttle.base import WINDOW_SECONDS, Decision, LimiterUnavailable
+
+if TYPE_CHECKING:
+    from runs.throttle import Limits
 
 SLOT_POLL_SECONDS = 0.1
 

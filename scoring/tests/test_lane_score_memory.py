@@ -8,7 +8,8 @@ from engine.scoring import aggregate_lane
 from engine.scoring.documents import LaneRefs
 from scoring import services as scoring
 from scoring.models import CaseScore, LaneScorecard
-from scoring.services import _share_strings, evaluation_spec_for
+from scoring.services import evaluation_spec_for
+from scoring.services.scorecards import _share_strings
 from scoring.tests.factories import make_run
 from scoring.tests.test_scoring_judges import judged, ranked_nwise_run  # noqa: F401  (a fixture)
 

@@ -64,7 +64,7 @@ def test_it_marks_a_case_errored_instead_of_raising(workspace, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("kernel exploded")
 
-    monkeypatch.setattr(scoring, "score_case", boom)
+    monkeypatch.setattr(scoring.cases, "score_case", boom)  # the name the case scoring uses
     scoring.case_run_score(case_run_id=case_run.pk)
     case_run.refresh_from_db()
     assert case_run.score_status == ScoreStatus.ERRORED

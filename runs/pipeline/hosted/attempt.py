@@ -31,15 +31,15 @@ from engine.modes.prompt_eval import instructions_for
 from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
+from runs.events import RunEventSink
 from runs.jobs import CaseRunDeadline
 from runs.models import CaseRun, CaseStatus, RunEvent
 from runs.pipeline.context import CaseContext
-from runs.pipeline.deadline import NO_DEADLINE_SECONDS
 from runs.pipeline.hosted import schemas
 from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, hosted_case_close
 from runs.pipeline.hosted.tokens import TokenScope, token_issue
-from runs.pipeline.native import CaseAttempt
+from runs.pipeline.native import NO_DEADLINE_SECONDS, AttemptPulse, CaseAttempt
 from runs.queue import enqueue_on_commit
 
 JSON = Any
@@ -149,12 +149,18 @@ class HostedWait:
     seconds: float
 
 
-def hosted_case_dispatch(ctx: CaseContext) -> CaseAttempt | HostedWait:
+def hosted_case_dispatch(ctx: CaseContext, *, events: RunEventSink) -> CaseAttempt | HostedWait:
     """Hand the claimed case to the lane's agent: a failed attempt when it cannot be reached, else what to wait for.
 
     Nothing waits in the worker (docs/hosted-agents.md): no pool process is held while a hosted
-    agent works, so slow agents never stall native lanes.
+    agent works, so slow agents never stall native lanes. The hand-over runs under the attempt's
+    pulse (``events``: the attempt's event store, flushed on time).
     """
+    with AttemptPulse.of(ctx, events):
+        return _dispatch(ctx)
+
+
+def _dispatch(ctx: CaseContext) -> CaseAttempt | HostedWait:
     case_run = ctx.case_run
     seconds = deadline_seconds(ctx)
     deadline = timezone.now() + dt.timedelta(seconds=seconds)

@@ -1,7 +1,7 @@
 """Recording what a hosted agent posts back (docs/hosted-agents.md): validate, check the case is
 still open to this token, map the message to its canonical event and store it like a native one.
 
-Every write for one case goes through the lane lock (``runs.lanes.LaneRow``) that native event writes and
+Every write for one case goes through the lane lock (``runs.events.LaneRow``) that native event writes and
 the worker's own deadline failure take too, so "is the case still open?" and "store the event" are
 one step: an event can't land after the worker closed the case.
 """
@@ -27,8 +27,7 @@ from engine.events import (
     iso_now,
 )
 from engine.types import Event
-from runs.events import run_events_append
-from runs.lanes import LaneRow
+from runs.events import LaneRow, run_events_append
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
 from runs.pipeline.hosted import schemas
 from runs.pipeline.hosted.events import SOURCE_HOSTED, STOP_AGENT_ERROR, TERMINAL_EVENT_TYPES, terminal_recorded

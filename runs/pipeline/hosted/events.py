@@ -11,8 +11,7 @@ from django.db import transaction
 from engine.events import SYSTEM_RUN_COMPLETED, SYSTEM_RUN_FAILED
 from engine.modes.case import STOP_AGENT_ERROR
 from engine.types import Event
-from runs.events import run_events_append
-from runs.lanes import LaneRow
+from runs.events import LaneRow, run_events_append
 from runs.models import CaseRun, RunEvent
 
 SOURCE_HOSTED = "hosted_agent"

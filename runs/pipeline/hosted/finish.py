@@ -1,7 +1,7 @@
 """Finishing a hosted case without a worker: its agent's terminal event, its deadline, or a cancel.
 
 A hosted case's worker only hands the case over (runs/pipeline/hosted/attempt.py). The case is
-then finished by whichever comes first, each under the lane row's lock (runs/lanes.py), so
+then finished by whichever comes first, each under the lane row's lock (runs/events.py LaneRow), so
 exactly one of them records the terminal event and closes the case:
 
 - the callback that stores the agent's terminal event finishes it in the callback's own
@@ -9,7 +9,7 @@ exactly one of them records the terminal event and closes the case:
 - the ``runs.case_run_deadline`` job closes it at its deadline (:func:`hosted_case_deadline`);
 - cancelling the run closes it at once (:func:`hosted_cases_cancel`).
 
-The finish is the pipeline's own (runs/pipeline/finish.py): the outcome read back from the stored
+The finish is the pipeline's own (runs/pipeline/execute.py ``case_finish``): the outcome read back from the stored
 events, the case closed with a compare-and-set, its lane refilled; the case is scored by the
 ``runs.case_run_finalize`` job after the commit (an LLM judge has no place in a web request).
 """
@@ -23,13 +23,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from engine.modes.case import STOP_CANCELLED, STOP_DEADLINE_EXCEEDED
-from runs.events import RunEventSink
+from runs.events import LaneRow, RunEventSink
 from runs.jobs import CaseRunDeadline
-from runs.lanes import LaneRow
 from runs.lifecycle import case_close
 from runs.models import HOSTED_EXTERNAL, CaseRun, CaseStatus
 from runs.pipeline.context import CaseContext, case_context
-from runs.pipeline.finish import case_finish
+from runs.pipeline.execute import case_finish
 from runs.pipeline.hosted.attempt import close_attempt, deadline_seconds, outcome_from_events
 from runs.queue import enqueue_on_commit
 

@@ -8,9 +8,14 @@ with its launcher and namespaces, its workspace is dropped, and the checks run u
 
 - the files the evaluation spec captures, copied out of the agent's workspace beforehand as
   regular files;
-- the pack's own files, staged from the manifest (never from the agent's workspace) into a host
-  directory no sandbox can reach and bound **read-only** at the paths they were staged at: a whole
-  directory when no captured file lies below it, else file by file.
+- the pack's own files, staged from the manifest (never from the agent's workspace), **read-only**
+  at the paths they were staged at. When the sandbox runs as its own unprivileged uid (a root
+  worker) they are the host root's: mode 0444 files in 0755 directories where no captured file
+  lies, in sticky world-writable (1777) directories, the workspace's root included, where one
+  does — the checker can create files but not change, remove or rename what is not its own.
+  Otherwise (a non-root worker: the sandbox's uid owns every file) they are written to a host
+  directory no sandbox can reach and bound read-only: a whole directory when no captured file
+  lies below it, else file by file.
 
 Restarting in place instead of making a second sandbox keeps the host uid, the cgroup and the
 sandbox's directory (no process of the agent's is left to use them) and saves what a sandbox costs
@@ -78,12 +83,41 @@ class VerificationSandbox:
         sandbox.restart(config)
         self.sandbox = sandbox
         self.id = sandbox.id
+        if not sandbox.isolated:  # development only (SANDBOX_ALLOW_UNISOLATED): nothing is read-only
+            sandbox.stage_files(dict(read_only))
+        elif sandbox.uid is not None:
+            self._stage_owned(read_only, files)
+        else:
+            sandbox.binds = tuple(self._checker_binds(read_only, files))
         fs.make_dirs(sandbox._root_fd, fs.agent_components(RESULTS_DIR), RESULTS_DIR, sandbox.uid)
         sandbox.stage_files(dict(files))
-        if sandbox.isolated:
-            sandbox.binds = tuple(self._checker_binds(read_only, files))
-        else:  # development only (SANDBOX_ALLOW_UNISOLATED): no mounts, so no read-only files either
-            sandbox.stage_files(dict(read_only))
+
+    def _stage_owned(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> None:
+        """The pack's files owned by the host's root in the new workspace (nothing runs there yet)."""
+        root = self.sandbox.root
+        checker = {tuple(fs.agent_components(path)): data for path, data in read_only.items()}
+        agent = [tuple(fs.agent_components(path)) for path in files]
+        units = read_only_mounts(checker, agent)
+        sealed = {parts for parts, is_dir in units if is_dir}  # directories of checker files only
+        covered = {parts for parts, _ in units}
+
+        def directory(parts: Parts) -> None:
+            path = os.path.join(root, *parts)
+            if not os.path.isdir(path):
+                os.mkdir(path)
+            os.chown(path, 0, 0, follow_symlinks=False)
+            os.chmod(path, 0o755 if any(parts[: len(d)] == d for d in sealed) else 0o1777)
+
+        directory(())
+        for parts, data in checker.items():
+            if not parts or not any(parts[: len(c)] == c for c in covered):
+                continue  # the workspace itself, or a captured path: the agent's
+            for depth in range(1, len(parts)):
+                directory(parts[:depth])
+            fd = os.open(os.path.join(root, *parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chown(os.path.join(root, *parts), 0, 0, follow_symlinks=False)
 
     def _checker_binds(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> list[Bind]:
         if not read_only:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.sandbox import SandboxConfig, create_sandbox, mounts
+from engine.sandbox import SandboxConfig, create_sandbox, local, mounts
 from engine.sandbox.local import LocalSandbox
 from engine.sandbox.verification import RESULTS_DIR, VerificationSandbox, read_only_mounts, verification_sandbox
 from engine.tests.tools.support import HAVE_BWRAP
@@ -29,9 +29,14 @@ PACK_FILES = {
 CAPTURED = {"/workspace/solution.py": b"def answer():\n    return 42\n", "/workspace/src/app.py": b"print('app')\n"}
 
 
-@pytest.fixture
-def agent() -> Iterator[LocalSandbox]:
+@pytest.fixture(params=["owned", "bound"])
+def agent(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalSandbox]:
+    """``owned``: a root worker, the sandbox has its own uid (the pack's files are root's);
+    ``bound``: the sandbox's uid owns every file (a non-root worker): read-only binds instead."""
+    if request.param == "bound":
+        monkeypatch.setattr(local, "_sandbox_uid", lambda: None)
     sandbox = create_sandbox(SandboxConfig(allow_shell=True))
+    assert (sandbox.uid is None) == (request.param == "bound") or os.geteuid() != 0
     yield sandbox
     sandbox.destroy()
 
@@ -51,6 +56,10 @@ def test_read_only_mounts_bind_whole_directories_unless_an_agent_file_lies_below
         (("tests",), True),
         # ("x",) is the agent's (a captured path): never bound over
     ]
+
+
+def test_the_pack_files_are_bound_only_when_the_sandbox_owns_every_file(agent: LocalSandbox, fresh: VerificationSandbox):
+    assert bool(agent.binds) == (agent.uid is None)
 
 
 def test_the_checker_sees_the_captured_files_and_the_pack_files(fresh: VerificationSandbox):

@@ -203,6 +203,19 @@ def _listing(check: PostExecutionCheck, sandbox: Sandbox) -> dict[str, JSON]:
     return result
 
 
+def _runnable(spec: EvaluationSpec, checks: dict[str, PostExecutionCheck]) -> list[tuple[ValidatorDeclaration, PostExecutionCheck]]:
+    """The ``code_execution`` validators whose ``file:`` target names a ``file_capture`` check."""
+    runnable: list[tuple[ValidatorDeclaration, PostExecutionCheck]] = []
+    for validator in spec.get("validators") or []:
+        if not isinstance(validator, dict) or validator.get("type") != "code_execution":
+            continue
+        target = str(validator.get("target") or "")
+        found = checks.get(target[5:].strip()) if target.startswith("file:") else None
+        if found is not None and found.get("type") == "file_capture":
+            runnable.append((validator, found))
+    return runnable
+
+
 def run_post_execution(
     evaluation_spec: EvaluationSpec,
     sandbox: Sandbox,
@@ -235,14 +248,7 @@ def run_post_execution(
             result = _listing(check, sandbox)
             listings[key] = result["entries"]
             events.append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
-    runnable: list[tuple[ValidatorDeclaration, PostExecutionCheck]] = []
-    for validator in spec.get("validators") or []:
-        if not isinstance(validator, dict) or validator.get("type") != "code_execution":
-            continue
-        target = str(validator.get("target") or "")
-        check = checks.get(target[5:].strip()) if target.startswith("file:") else None
-        if check is not None and check.get("type") == "file_capture":
-            runnable.append((validator, check))
+    runnable = _runnable(spec, checks)
     if runnable:
         checker = _checker_sandbox(sandbox, checks.values(), checker_files or {}, fresh)
         try:

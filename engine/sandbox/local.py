@@ -86,7 +86,7 @@ class LocalSandbox:
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
         self.binds: tuple[Bind, ...] = ()  # more mounts, set before the first command (verification.py)
-        self.linked: list[LocalSandbox] = []  # aborted with this one: the case's verification sandbox
+        self._ran = False  # a command or data tool ran before a restart()
         self.cgroup: SandboxCgroup | None = None
         self._aborted = threading.Event()
         self._usage_before = 0
@@ -236,9 +236,13 @@ class LocalSandbox:
 
     def _launcher_for_run(self) -> Launcher:
         if self._launcher is None:
-            self.cgroup = open_cgroup(
-                self.id, memory_bytes=self.config.memory_bytes, max_processes=self.config.max_processes, parent=self.settings.cgroup_parent
-            )
+            if self.cgroup is None:  # after a restart() the sandbox keeps its cgroup
+                self.cgroup = open_cgroup(
+                    self.id,
+                    memory_bytes=self.config.memory_bytes,
+                    max_processes=self.config.max_processes,
+                    parent=self.settings.cgroup_parent,
+                )
             launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits(), settings=self.settings, cgroup=self.cgroup)
             launcher.egress_dir = self._start_egress()
             launcher.binds = self.binds
@@ -345,17 +349,35 @@ class LocalSandbox:
         return _tool_value(outcome)
 
     def abort(self) -> None:
-        """Stop the running command or tool within ~2 s and refuse new ones (thread-safe: cancel);
-        the same for the sandboxes ``linked`` to this one."""
+        """Stop the running command or tool within ~2 s and refuse new ones (thread-safe: cancel)."""
         self._aborted.set()
         launcher = self._launcher
         if launcher is not None:
             launcher.abort()
-        for other in list(self.linked):
-            other.abort()
 
-    def aborted(self) -> bool:
-        return self._aborted.is_set()
+    def restart(self, config: SandboxConfig) -> None:
+        """Start over, empty, for the case's checkers (verification.py): whatever runs here ends now
+        with its launcher and namespaces, the workspace is dropped (its tmpfs unmounted), and the
+        next command starts a new bwrap (new namespaces, PID 1, ``/tmp``) with ``config`` on a new,
+        empty workspace. Only the host uid, the cgroup and the sandbox's directory stay: no process
+        of the old sandbox is left to use them. An abort stays in force."""
+        self._check_live()
+        self._stop_egress()
+        launcher, self._launcher = self._launcher, None
+        if launcher is not None:
+            self._ran = self._ran or launcher.commands > 0
+            launcher.dispose()
+        os.close(self._root_fd)
+        if self.capped_fs:
+            mounts.unmount(self.root)
+        self.root = os.path.join(self.dir, "workspace-" + uuid.uuid4().hex[:8])
+        os.mkdir(self.root, 0o700)
+        self.capped_fs = self.settings.workspace_tmpfs and mounts.mount_workspace(self.root, self.workspace_cap, self.uid)
+        if self.uid is not None:
+            os.chown(self.root, self.uid, self.uid)
+        self._root_fd = fs.open_root(self.root)
+        self.config, self.allow_network = config, config.allow_network
+        self.egress_enabled = config.allow_network and config.network_mode != "off"
 
     # ------------------------------------------------------------------ egress
     def _start_egress(self) -> str | None:
@@ -382,10 +404,7 @@ class LocalSandbox:
             for attempt in attempts:
                 listener(attempt)
 
-    def destroy(self) -> None:
-        if self.destroyed:
-            return
-        self.destroyed = True
+    def _stop_egress(self) -> None:
         if self._proxy is not None:
             self._proxy.close()
             try:
@@ -393,9 +412,15 @@ class LocalSandbox:
             except Exception:
                 log.exception("delivering the last egress attempts of sandbox %s failed", self.id)
             self._proxy = None
+
+    def destroy(self) -> None:
+        if self.destroyed:
+            return
+        self.destroyed = True
+        self._stop_egress()
         with contextlib.suppress(OSError):
             os.close(self._root_fd)
-        ran = self._launcher is not None and self._launcher.commands > 0
+        ran = self._ran or (self._launcher is not None and self._launcher.commands > 0)
         if self._launcher is not None:
             self._launcher.dispose()
             self._launcher = None

@@ -1,41 +1,49 @@
 """The verification sandbox: where a case's checkers run, out of the agent's reach.
 
 docs/scoring.md ("Verification") states the rule; docs/engine-safety.md the threat (the agent
-rewrites its grading). A :class:`VerificationSandbox` is a new, cold sandbox for the checks of one
-completed case, never from the warm pool and never reused. Its workspace holds:
+rewrites its grading). :func:`verification_sandbox` turns the sandbox the agent left behind into a
+fresh one for the checks of its case (``LocalSandbox.restart``): everything the agent started ends
+with its launcher and namespaces, its workspace is dropped, and the checks run under a new bwrap
+(new namespaces, PID 1 and ``/tmp``) on a new, empty workspace that holds only:
 
-- the files the evaluation spec captures, copied out of the agent's workspace as regular files;
-- the pack's own files, staged from the manifest (never from the agent's workspace) into a host
-  directory the sandbox cannot reach and bound **read-only** at the paths they were staged at: a
-  whole directory when no captured file lies below it, else file by file.
+- the files the evaluation spec captures, copied out of the agent's workspace beforehand as
+  regular files;
+- the pack's own files, staged from the manifest (never from the agent's workspace), **read-only**
+  at the paths they were staged at. When the sandbox runs as its own unprivileged uid (a root
+  worker) they are the host root's: mode 0444 files in 0755 directories where no captured file
+  lies, in sticky world-writable (1777) directories, the workspace's root included, where one
+  does — the checker can create files but not change, remove or rename what is not its own.
+  Otherwise (a non-root worker: the sandbox's uid owns every file) they are written to a host
+  directory no sandbox can reach and bound read-only: a whole directory when no captured file
+  lies below it, else file by file.
 
-Each check is ``sh -c`` (no login shell) with ``HOME=/tmp`` (the sandbox's own, empty ``/tmp``),
-``ENV`` and ``BASH_ENV`` empty and Python's user site off, so no start-up file the agent could
-have written runs. The checker may write its test counts (JSON, JUnit XML or a summary line) to
-the file named by ``$AGENTCLASH_RESULTS``, in a directory mounted outside the workspace and read
-from the host; each check gets a new, unpredictable name. The sandbox has no network, whatever
-the pack allows the agent, and is aborted with the agent's sandbox (the case deadline).
+Restarting in place instead of making a second sandbox keeps the host uid, the cgroup and the
+sandbox's directory (no process of the agent's is left to use them) and saves what a sandbox costs
+besides its bwrap (docs/performance.md, "Verification sandbox").
+
+Each check is ``sh -c`` (no login shell) with ``HOME=/tmp`` (the new, empty ``/tmp``), ``ENV`` and
+``BASH_ENV`` empty and Python's user site off, so no start-up file runs. The checker may write its
+test counts (JSON, JUnit XML or a summary line) to the file named by ``$AGENTCLASH_RESULTS``: in a
+directory of the new workspace that holds none of the agent's files, with a new, unpredictable
+name for every check, read from the host without leaving the workspace. The restarted sandbox has
+no network, whatever the pack allows the agent, and an abort of the case still stops it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
 import os
 import secrets
 from collections.abc import Iterable, Mapping
 
-from engine.sandbox import fs, mounts
-from engine.sandbox.base import SandboxConfig, SandboxSettings
-from engine.sandbox.bwrap import Bind, Launcher
+from engine.sandbox import fs
+from engine.sandbox.bwrap import Bind
 from engine.sandbox.local import LocalSandbox
 from engine.types import CheckRun
 
-RESULTS_DIR = "/run/agentclash"
+RESULTS_DIR = "/workspace/.agentclash-results"
 RESULTS_LIMIT = 1024 * 1024  # the most of a results file the host reads
-RESULTS_DIR_BYTES = 4 * 1024 * 1024  # the results directory's cap (a tmpfs of this size, else measured)
-CHECK_HOME = "/tmp"  # noqa: S108 - the verification sandbox's own tmpfs, empty at its start
+CHECK_HOME = "/tmp"  # noqa: S108 - the restarted sandbox's own tmpfs, empty at its start
 
 Parts = tuple[str, ...]
 
@@ -43,8 +51,7 @@ Parts = tuple[str, ...]
 def read_only_mounts(checker: Iterable[Parts], agent: Iterable[Parts]) -> list[tuple[Parts, bool]]:
     """What to bind read-only so every checker file is covered and no agent file is: ``(workspace
     components, is a directory)``, the shallowest directory that holds no agent file, else the file."""
-    agent_paths = set(agent)
-    below_agent = {path[:depth] for path in agent_paths for depth in range(1, len(path) + 1)}
+    below_agent = {path[:depth] for path in set(agent) for depth in range(1, len(path) + 1)}
     mounts: list[tuple[Parts, bool]] = []
 
     def visit(prefix: Parts, paths: list[Parts]) -> None:
@@ -65,42 +72,57 @@ def read_only_mounts(checker: Iterable[Parts], agent: Iterable[Parts]) -> list[t
     return mounts
 
 
-class VerificationSandbox(LocalSandbox):
-    """A fresh sandbox holding ``files`` (the captured files, agent path → bytes) and ``read_only``
-    (the pack's files, bound read-only)."""
+class VerificationSandbox:
+    """The checkers' sandbox: ``sandbox`` restarted with ``files`` (the captured files, agent path
+    → bytes) and ``read_only`` (the pack's files). The sandbox stays its owner's to destroy."""
 
-    def __init__(
-        self,
-        config: SandboxConfig,
-        *,
-        base_dir: str | None = None,
-        settings: SandboxSettings | None = None,
-        files: Mapping[str, bytes],
-        read_only: Mapping[str, bytes],
-    ) -> None:
-        super().__init__(config, base_dir=base_dir, settings=settings)
-        self.parent: LocalSandbox | None = None
-        self._results_fd = -1
-        self.results_capped = False
-        try:
-            self.results_dir = os.path.join(self.dir, "results")
-            os.mkdir(self.results_dir, 0o700)
-            # Host disk the checker can write: capped like the workspace (a sized tmpfs, else measured).
-            self.results_capped = self.settings.workspace_tmpfs and mounts.mount_workspace(self.results_dir, RESULTS_DIR_BYTES, self.uid)
-            if self.uid is not None:
-                os.chown(self.results_dir, self.uid, self.uid)
-            self._results_fd = os.open(self.results_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            self.stage_files(dict(files))
-            if self.isolated:
-                self.binds = (*self._checker_binds(read_only, files), Bind(self.results_dir, RESULTS_DIR, writable=True))
-            else:  # development only (SANDBOX_ALLOW_UNISOLATED): no mounts, so no read-only files either
-                self.stage_files(dict(read_only))
-        except BaseException:
-            self.destroy()
-            raise
+    def __init__(self, sandbox: LocalSandbox, *, files: Mapping[str, bytes], read_only: Mapping[str, bytes]) -> None:
+        config = dataclasses.replace(
+            sandbox.config, allow_shell=True, allow_network=False, network_mode="off", allowed_tool_kinds=frozenset(), max_tool_calls=None
+        )
+        sandbox.restart(config)
+        self.sandbox = sandbox
+        self.id = sandbox.id
+        if not sandbox.isolated:  # development only (SANDBOX_ALLOW_UNISOLATED): nothing is read-only
+            sandbox.stage_files(dict(read_only))
+        elif sandbox.uid is not None:
+            self._stage_owned(read_only, files)
+        else:
+            sandbox.binds = tuple(self._checker_binds(read_only, files))
+        fs.make_dirs(sandbox._root_fd, fs.agent_components(RESULTS_DIR), RESULTS_DIR, sandbox.uid)
+        sandbox.stage_files(dict(files))
+
+    def _stage_owned(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> None:
+        """The pack's files owned by the host's root in the new workspace (nothing runs there yet)."""
+        root = self.sandbox.root
+        checker = {tuple(fs.agent_components(path)): data for path, data in read_only.items()}
+        agent = [tuple(fs.agent_components(path)) for path in files]
+        units = read_only_mounts(checker, agent)
+        sealed = {parts for parts, is_dir in units if is_dir}  # directories of checker files only
+        covered = {parts for parts, _ in units}
+
+        def directory(parts: Parts) -> None:
+            path = os.path.join(root, *parts)
+            if not os.path.isdir(path):
+                os.mkdir(path)
+            os.chown(path, 0, 0, follow_symlinks=False)
+            os.chmod(path, 0o755 if any(parts[: len(d)] == d for d in sealed) else 0o1777)
+
+        directory(())
+        for parts, data in checker.items():
+            if not parts or not any(parts[: len(c)] == c for c in covered):
+                continue  # the workspace itself, or a captured path: the agent's
+            for depth in range(1, len(parts)):
+                directory(parts[:depth])
+            fd = os.open(os.path.join(root, *parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chown(os.path.join(root, *parts), 0, 0, follow_symlinks=False)
 
     def _checker_binds(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> list[Bind]:
-        root = os.path.join(self.dir, "checker")  # the host's copy; only the binds reach it
+        if not read_only:
+            return []
+        root = os.path.join(self.sandbox.dir, "checker")  # the host's copy; only the binds reach it
         os.mkdir(root, 0o755)
         checker: list[Parts] = []
         for path, data in read_only.items():
@@ -116,69 +138,27 @@ class VerificationSandbox(LocalSandbox):
         agent = [tuple(fs.agent_components(path)) for path in files]
         return [Bind(os.path.join(root, *parts), fs.agent_path(list(parts))) for parts, _ in read_only_mounts(checker, agent)]
 
-    def _launcher_for_run(self) -> Launcher:
-        launcher = super()._launcher_for_run()
-        if not self.results_capped:
-            launcher.watch = self._overflowing
-        return launcher
-
-    def _overflowing(self) -> bool:
-        """The fallback cap without sized filesystems: the workspace's, and the results directory's."""
-        if not self.capped_fs and self._workspace_overflowing():
-            return True
-        return fs.tree_bytes(self._results_fd) > RESULTS_DIR_BYTES
-
     def run_check(self, command: str, *, cwd: str, timeout: float) -> CheckRun:
         """Run one checker command; its exit, and the results file it wrote (if any)."""
-        name = "results-" + secrets.token_hex(8)
-        inside = (RESULTS_DIR if self.isolated else self.results_dir) + "/" + name
+        results = f"{RESULTS_DIR}/results-{secrets.token_hex(8)}"
+        inside = results if self.sandbox.isolated else self.sandbox.host_path(results)
         env = {"HOME": CHECK_HOME, "ENV": "", "BASH_ENV": "", "PYTHONNOUSERSITE": "1", "AGENTCLASH_RESULTS": inside}
-        result = self.exec(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout)
-        if not self.results_capped and fs.tree_bytes(self._results_fd) > RESULTS_DIR_BYTES:
-            return CheckRun(result=result, results_error="the results directory grew past its cap")
+        result = self.sandbox.exec(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout)
         try:
-            return CheckRun(result=result, results=self._read_results(name))
-        except OSError as exc:
-            return CheckRun(result=result, results_error=f"the results file could not be read: {exc.strerror or exc}")
-
-    def _read_results(self, name: str) -> bytes | None:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self._results_fd)
+            return CheckRun(result=result, results=self.sandbox.read_file(results, RESULTS_LIMIT))
         except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise OSError(errno.ELOOP, "it is a symbolic link") from None
-            raise
-        try:
-            return fs.read_regular(fd, name, RESULTS_LIMIT)
-        finally:
-            os.close(fd)
+            return CheckRun(result=result)
+        except (OSError, ValueError) as exc:  # not a regular file, too large, a link out of the workspace
+            return CheckRun(result=result, results_error=f"the results file could not be read: {exc}")
 
     def destroy(self) -> None:
-        if self._results_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._results_fd)
-            self._results_fd = -1
-        parent = self.parent
-        if parent is not None:
-            with contextlib.suppress(ValueError):
-                parent.linked.remove(self)
-        super().destroy()
+        """Nothing to do: the sandbox is destroyed by its owner (the case's attempt)."""
 
 
 def verification_sandbox(like: object, *, files: Mapping[str, bytes], read_only: Mapping[str, bytes]) -> VerificationSandbox:
-    """A verification sandbox beside the agent's sandbox ``like``: its limits, the pack's ``env_vars``
-    and operator settings, but a shell for the checker, no network and no tool policy; aborted
-    when ``like`` is (the case's deadline and cancel watch abort the agent's sandbox)."""
+    """The sandbox ``like`` the agent left behind, restarted for its case's checkers (see the module
+    docstring): its limits, the pack's ``env_vars`` and the operator settings, but a shell for the
+    checker, no network and no tool policy. Read what you need of the agent's workspace first."""
     if not isinstance(like, LocalSandbox):
-        raise TypeError(f"a verification sandbox is made beside a LocalSandbox, not a {type(like).__name__}")
-    config = dataclasses.replace(
-        like.config, allow_shell=True, allow_network=False, network_mode="off", allowed_tool_kinds=frozenset(), max_tool_calls=None
-    )
-    fresh = VerificationSandbox(config, base_dir=os.path.dirname(like.dir), settings=like.settings, files=files, read_only=read_only)
-    fresh.parent = like
-    like.linked.append(fresh)
-    if like.aborted():  # after linking: an abort from now on reaches it anyway
-        fresh.abort()
-    return fresh
+        raise TypeError(f"a verification sandbox is made of a LocalSandbox, not a {type(like).__name__}")
+    return VerificationSandbox(like, files=files, read_only=read_only)

@@ -1,12 +1,11 @@
 """Post-execution verification (runtime.md §3.4; docs/scoring.md, "Verification").
 
 Runs before the agent's sandbox is destroyed and only for completed cases: first every
-``code_execution`` validator's test command, then every ``post_execution_checks`` entry.
-Captures and listings read the agent's sandbox from the host. Test commands never run there: they
-run in one fresh sandbox per case (``engine.sandbox.verification``) that holds only the captured
-files, copied out of the agent's workspace, and the pack's own files, read-only; counts come only
-from the checker's results file. Nothing here raises for a broken sandbox or pack; failures are
-recorded in the results.
+``post_execution_checks`` entry, read from the host, then every ``code_execution`` validator's test
+command. Test commands never run in the sandbox as the agent left it: it is restarted fresh for
+them (``engine.sandbox.verification``), holding only the captured files, copied out of the agent's
+workspace, and the pack's own files, read-only; counts come only from the checker's results file.
+Nothing here raises for a broken sandbox or pack; failures are recorded in the results.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from engine.scoring.spec import EvaluationSpec, PostExecutionCheck, ValidatorDec
 from engine.scoring.validators.code import DEFAULT_TIMEOUT_MS, parse_test_counts
 from engine.types import JSON, CheckerSandbox, Sandbox
 
-# Makes the checkers' sandbox: (the agent's sandbox, files=captured, read_only=the pack's files)
-# -> a fresh CheckerSandbox. Tests pass a fake.
+# Makes the checkers' sandbox of the agent's: (the agent's sandbox, files=captured, read_only=the
+# pack's files) -> a fresh CheckerSandbox. Tests pass a fake.
 FreshSandbox = Callable[..., CheckerSandbox]
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -204,6 +203,19 @@ def _listing(check: PostExecutionCheck, sandbox: Sandbox) -> dict[str, JSON]:
     return result
 
 
+def _runnable(spec: EvaluationSpec, checks: dict[str, PostExecutionCheck]) -> list[tuple[ValidatorDeclaration, PostExecutionCheck]]:
+    """The ``code_execution`` validators whose ``file:`` target names a ``file_capture`` check."""
+    runnable: list[tuple[ValidatorDeclaration, PostExecutionCheck]] = []
+    for validator in spec.get("validators") or []:
+        if not isinstance(validator, dict) or validator.get("type") != "code_execution":
+            continue
+        target = str(validator.get("target") or "")
+        found = checks.get(target[5:].strip()) if target.startswith("file:") else None
+        if found is not None and found.get("type") == "file_capture":
+            runnable.append((validator, found))
+    return runnable
+
+
 def run_post_execution(
     evaluation_spec: EvaluationSpec,
     sandbox: Sandbox,
@@ -212,11 +224,12 @@ def run_post_execution(
     checker_files: Mapping[str, bytes] | None = None,
     fresh: FreshSandbox = verification_sandbox,
 ) -> dict[str, JSON]:
-    """Run code-execution validators and post-execution checks; return results plus events.
+    """Run post-execution checks, then code-execution validators; return results plus events.
 
-    ``checker_files``: the files the pack staged (path → bytes, from the manifest, never from the
-    agent's workspace), given to the checkers read-only. A fresh sandbox is made only when the spec
-    has a runnable ``code_execution`` validator."""
+    Captures and listings read the agent's workspace first. Then, only when the spec has a
+    runnable ``code_execution`` validator, ``fresh`` turns the sandbox into the checkers' fresh one
+    (the agent's workspace is gone after that): the captured files, and ``checker_files`` (what the
+    pack staged, path → bytes, from the manifest, never from the agent's workspace) read-only."""
     spec = evaluation_spec if isinstance(evaluation_spec, dict) else {}
     checks = {str(c.get("key")): c for c in spec.get("post_execution_checks") or [] if isinstance(c, dict)}
     context = template_context(case)
@@ -225,14 +238,17 @@ def run_post_execution(
     executions: dict[str, JSON] = {}
     events: list[JSON] = []
     out: dict[str, JSON] = {"captured_files": captured, "directory_listings": listings, "code_executions": executions, "events": events}
-    runnable: list[tuple[ValidatorDeclaration, PostExecutionCheck]] = []
-    for validator in spec.get("validators") or []:
-        if not isinstance(validator, dict) or validator.get("type") != "code_execution":
-            continue
-        target = str(validator.get("target") or "")
-        check = checks.get(target[5:].strip()) if target.startswith("file:") else None
-        if check is not None and check.get("type") == "file_capture":
-            runnable.append((validator, check))
+    budget = [MAX_TOTAL_BYTES]
+    for key, check in checks.items():  # first: the code checks restart the sandbox on an empty workspace
+        if check.get("type") == "file_capture":
+            result = _capture(check, sandbox, budget)
+            captured[key] = result
+            events.append({"event_type": GRADER_FILE_CAPTURED, "payload": result})
+        elif check.get("type") == "directory_listing":
+            result = _listing(check, sandbox)
+            listings[key] = result["entries"]
+            events.append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
+    runnable = _runnable(spec, checks)
     if runnable:
         checker = _checker_sandbox(sandbox, checks.values(), checker_files or {}, fresh)
         try:
@@ -243,14 +259,4 @@ def run_post_execution(
         finally:
             if not isinstance(checker, str):
                 checker.destroy()
-    budget = [MAX_TOTAL_BYTES]
-    for key, check in checks.items():
-        if check.get("type") == "file_capture":
-            result = _capture(check, sandbox, budget)
-            captured[key] = result
-            events.append({"event_type": GRADER_FILE_CAPTURED, "payload": result})
-        elif check.get("type") == "directory_listing":
-            result = _listing(check, sandbox)
-            listings[key] = result["entries"]
-            events.append({"event_type": GRADER_DIRECTORY_LISTED, "payload": result})
     return out

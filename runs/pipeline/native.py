@@ -229,8 +229,9 @@ def _toolset(ctx: CaseContext, sandbox: Sandbox, *, sink: EventSink, cancel: Can
 
 
 def _verify(ctx: CaseContext, sandbox: Sandbox, emitter: EventEmitter) -> dict[str, JSON]:
-    """The evaluation spec's post-execution captures of the sandbox the agent left behind; its test
-    commands run in a fresh sandbox with the pack's staged files read-only (docs/scoring.md, "Verification")."""
+    """The evaluation spec's post-execution captures of the sandbox the agent left behind, then its
+    test commands in that sandbox restarted fresh, with the pack's staged files read-only
+    (docs/scoring.md, "Verification")."""
     spec = ctx.evaluation_spec
     validators = spec.get("validators") or []
     if not spec.get("post_execution_checks") and not any(isinstance(v, dict) and v.get("type") == "code_execution" for v in validators):
@@ -279,10 +280,11 @@ def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter)
                     simulator=simulator,
                     standings=race_standings_source(case_run),  # None unless the run has race context on
                 )
-                verification = _verify(ctx, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
                 if isinstance(sink, SecurityMonitor) and sandbox is not None:
                     # Leaks in files the agent left behind (staged files it did not change are skipped).
                     sink.scan_workspace(sandbox, staged=ctx.staged_files)
+                # Last: code checks restart the sandbox fresh, without the agent's workspace.
+                verification = _verify(ctx, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
             outcome = _deadline_after_engine(outcome, check, emitter)
     except _AttemptFailed as failure:
         return attempt_failed(

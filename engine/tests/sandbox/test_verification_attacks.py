@@ -188,7 +188,7 @@ def test_writing_counts_to_the_results_file_cannot_raise_a_failing_check(agent: 
     assert_all_fail(code_verdicts(_spec("swe-bug-fix"), agent, {path: module}))
 
 
-CHECKER_SPEC = {
+CHECKER_SPEC: Any = {
     "post_execution_checks": [{"key": "solution", "type": "file_capture", "path": "/workspace/solution.py"}],
     "validators": [
         {

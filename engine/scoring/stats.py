@@ -132,12 +132,12 @@ class AdaptivePlan(TypedDict):
 # --- checks -----------------------------------------------------------------------------------
 
 
-def _fraction(value: object, field: str, low: float, high: float, *, closed_high: bool = False) -> float:
+def _fraction(value: object, field: str, low: float, high: float) -> float:
+    """``value`` as a float from ``low`` (included) to ``high`` (excluded), or an error naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{field} must be a number")
-    if value < low or value > high or (value == high and not closed_high):
-        upper = f"{high:g}" if closed_high else f"below {high:g}"
-        raise ValueError(f"{field} must be from {low:g} to {upper}")
+    if not low <= value < high:
+        raise ValueError(f"{field} must be from {low:g} to below {high:g}")
     return float(value)
 
 

@@ -18,12 +18,18 @@ Every trial is a Bernoulli draw. For 20, 50, 100 and 200 cases and many seeds, t
   design needs to decide 90 % of the time when the truth is 0.05 from the tolerance (the
   ``equal`` and ``regression`` scenarios), from the simulated per-trial variance, at most 50;
 - ``adaptive``: rounds of one trial of every case, :func:`sequential_comparison` and
-  :func:`adaptive_plan` after each, at most ``N`` trials (the same budget).
+  :func:`adaptive_plan` after each, at most ``2N`` trials (at most 50), stopping when decided;
+- ``peeking`` (calibration only): the fixed interval looked at after every round, stopping when
+  it decides, which is what the sequential test exists to avoid.
+
+A fourth scenario, ``boundary`` (a drop of exactly the tolerance, where any verdict is wrong and
+each side's error may reach 2.5 %), checks the error rates where they are tightest.
 
 It prints, per case count and scenario, the share of seeds that decided right, decided wrong and
 did not decide, and the mean trials per case; then the false-fail rate on equal agents, the
-false-pass rate on the regressions (with the Wilson interval of each measured rate) and the
-trials adaptive mode spent over fixed-N. Exit status 1 unless: false fail ≤ 5 % and false pass ≤
+false-pass rate on the regressions and the error at the tolerance (with the Wilson interval of
+each measured rate), how often each mode decided right, and the trials adaptive mode spent over
+fixed-N on the three main scenarios. Exit status 1 unless: false fail ≤ 5 % and false pass ≤
 5 % in both modes, and adaptive spends at least 40 % fewer trials. It also prints how many trials
 the alternative anytime-valid choice, a normal-mixture (Robbins) confidence sequence, would need
 to resolve a drop of the tolerance, relative to the sequential tests used.

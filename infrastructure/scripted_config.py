@@ -1,7 +1,8 @@
 """Shape of ``deployment_config`` for the ``scripted`` provider (see engine/providers/scripted.py).
 
 ``{"script": {"default": [STEP…], "cases": {"<case_key>": [STEP…]}}, "judge_responses"?: str | [str],
-"replies"?: [RULE…], "latency_ms"?: number}`` where STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
+"replies"?: [RULE…], "latency_ms"?: number}``, or a stochastic agent with ``"script_mix": [{"weight":
+number > 0, "script": {…}}, …]`` (one drawn per trial) and ``"seed"?: int`` in place of ``script``; STEP is ``{"tool": NAME, "args": {…}}``, ``{"tools": [{"tool", "args"}…]}``,
 ``{"submit": "answer"}`` or ``{"text": "…"}``, and RULE is ``{"about"?, "when"?, "unless"?: str | [str],
 "purpose"?: str, "reply": str | object}``. A deployment that only judges or plays a user simulator
 may have ``replies`` or ``judge_responses`` and no script. Errors name the offending path.
@@ -9,6 +10,7 @@ may have ``replies`` or ``judge_responses`` and no script. Errors name the offen
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 STEP_KINDS = ("tool", "tools", "submit", "text")
@@ -61,29 +63,69 @@ def _steps_errors(steps: Any, path: str) -> list[str]:
 def scripted_config_errors(config: Any, *, prefix: str = "deployment_config") -> list[str]:
     if not isinstance(config, dict):
         return [f"{prefix}: must be a JSON object"]
-    script = config.get("script")
-    if script is None:
+    script, mix = config.get("script"), config.get("script_mix")
+    if script is not None and mix is not None:
+        return [f"{prefix}.script_mix: use script or script_mix, not both"]
+    if mix is not None:
+        errors = _mix_errors(mix, f"{prefix}.script_mix")
+    elif script is None:
         if "replies" in config or "judge_responses" in config:
             return _answers_errors(config, prefix)
         return [f'{prefix}.script: a scripted deployment needs a script, e.g. {{"script": {{"default": [{{"submit": "answer"}}]}}}}']
+    else:
+        errors = _script_errors(script, f"{prefix}.script")
+    return errors + _seed_errors(config, prefix) + _answers_errors(config, prefix) + _latency_errors(config, prefix)
+
+
+def _script_errors(script: Any, path: str) -> list[str]:
     if not isinstance(script, dict):
-        return [f"{prefix}.script: must be an object with default and/or cases"]
+        return [f"{path}: must be an object with default and/or cases"]
     errors: list[str] = []
     extra = sorted(set(script) - {"default", "cases"})
     if extra:
-        errors.append(f"{prefix}.script: unknown field(s) {', '.join(extra)}; use default and cases")
+        errors.append(f"{path}: unknown field(s) {', '.join(extra)}; use default and cases")
     if "default" not in script and "cases" not in script:
-        errors.append(f"{prefix}.script: needs default and/or cases")
+        errors.append(f"{path}: needs default and/or cases")
     if "default" in script:
-        errors += _steps_errors(script["default"], f"{prefix}.script.default")
+        errors += _steps_errors(script["default"], f"{path}.default")
     if "cases" in script:
         cases = script["cases"]
         if not isinstance(cases, dict):
-            errors.append(f"{prefix}.script.cases: must be an object mapping case keys to step lists")
+            errors.append(f"{path}.cases: must be an object mapping case keys to step lists")
         else:
             for case_key, steps in cases.items():
-                errors += _steps_errors(steps, f"{prefix}.script.cases.{case_key}")
-    return errors + _answers_errors(config, prefix) + _latency_errors(config, prefix)
+                errors += _steps_errors(steps, f"{path}.cases.{case_key}")
+    return errors
+
+
+def _mix_errors(mix: Any, path: str) -> list[str]:
+    """``script_mix``: weighted scripts, one drawn per trial (engine/providers/scripted.py)."""
+    if not isinstance(mix, list) or not mix:
+        return [f'{path}: must be a non-empty list like [{{"weight": 0.7, "script": {{…}}}}, {{"weight": 0.3, "script": {{…}}}}]']
+    errors: list[str] = []
+    for i, entry in enumerate(mix):
+        at = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            errors.append(f'{at}: must be an object like {{"weight": 0.5, "script": {{"default": [STEP…]}}}}')
+            continue
+        extra = sorted(set(entry) - {"weight", "script"})
+        if extra:
+            errors.append(f"{at}: unknown field(s) {', '.join(extra)}; an entry has only weight and script")
+        weight = entry.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+            errors.append(f"{at}.weight: must be a number greater than 0")
+        if "script" not in entry:
+            errors.append(f"{at}.script: is required")
+        else:
+            errors += _script_errors(entry["script"], f"{at}.script")
+    return errors
+
+
+def _seed_errors(config: dict[str, Any], prefix: str) -> list[str]:
+    seed = config.get("seed")
+    if seed is None or (isinstance(seed, int) and not isinstance(seed, bool)):
+        return []
+    return [f"{prefix}.seed: must be an integer"]
 
 
 def _latency_errors(config: dict[str, Any], prefix: str) -> list[str]:

@@ -28,6 +28,9 @@ class ProviderSettings:
     deployment_config: dict[str, JSON] = dataclasses.field(default_factory=dict)
     case_key: str = ""
     case_inputs: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    # Which trial of the case this is (0, 1, …: repeats of one case, not retry attempts); the
+    # scripted provider's ``script_mix`` draws its script by it.
+    trial: int = 0
     http_timeout: float = 60.0
     # The operator's ALLOW_PRIVATE_PROVIDER_URLS: may the base URL resolve to a private address?
     allow_private_urls: bool = False

@@ -69,6 +69,7 @@ def create_provider(
     deployment_config: dict[str, JSON],
     case_key: str = "",
     case_inputs: dict[str, JSON] | list[JSON] | None = None,
+    trial: int = 0,
     http_timeout: float = 60.0,
     allow_private_urls: bool = False,
     resolver: Resolver | None = None,
@@ -84,7 +85,8 @@ def create_provider(
     every address must pass (public, or private when ``allow_private_urls``), and the client
     then connects only to those addresses. ``api="responses"`` picks the provider's OpenAI
     Responses adapter (``responses`` packs); a key without one yields an
-    ``unsupported_capability`` :class:`BrokenProvider`.
+    ``unsupported_capability`` :class:`BrokenProvider`. ``trial`` is the trial index of the case
+    (repeats of one case; 0 for the first or only one).
     """
     key = (provider_key or "").strip().lower()
     entry = _ADAPTERS.get(key)
@@ -106,6 +108,7 @@ def create_provider(
         deployment_config=dict(deployment_config or {}),
         case_key=case_key,
         case_inputs=normalise_case_inputs(case_inputs),
+        trial=trial,
         http_timeout=http_timeout,
         allow_private_urls=allow_private_urls,
         resolver=resolver,

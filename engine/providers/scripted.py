@@ -8,6 +8,16 @@
     {"submit": "the answer"}                                         # a `submit` call
     {"text": "thinking out loud"}                                    # a turn with no tool call
 
+**Stochastic agents** (tests, benches and demos of trials, engine/scoring/stats.py): in place of
+``script``, ``deployment_config["script_mix"]`` = ``[{"weight": 0.7, "script": {…}}, {"weight":
+0.3, "script": {…}}]`` and an optional ``"seed": <int>`` (default 0). Each trial of a case plays one
+of the scripts, drawn with probability weight / total weight by a generator seeded by ``(seed,
+case key, trial index)``: the same trial always plays the same script (a redelivered case replays
+it), and an agent whose scripts pass or fail has a known true pass rate. The trial index comes
+with the provider's settings (``create_provider(…, trial=N)``, ``ProviderSettings.trial``, 0 by
+default: a run without trials always plays the draw of trial 0); the drawn entry's index is in
+``raw_response["scripted_mix_entry"]``.
+
 Any step may also carry ``"reasoning": "summary text"``: the response then holds one reasoning
 item with that summary (as the OpenAI Responses adapter reports them), so ``responses`` runs
 record ``model.reasoning`` events offline.
@@ -59,7 +69,9 @@ the step timeout ends in a retryable ``timeout``, as a slow provider would.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 import time
 
@@ -121,11 +133,35 @@ def matching_reply(replies: JSON, request: ModelRequest) -> tuple[bool, JSON]:
     return False, None
 
 
+def drawn_script(config: dict[str, JSON], case_key: str, trial: int) -> tuple[dict[str, JSON], int | None]:
+    """The script a trial plays, and its index in ``script_mix`` (None: ``script``, no mix)."""
+    mix = config.get("script_mix")
+    entries = [
+        (index, float(weight), _object(entry.get("script")))
+        for index, entry in enumerate(mix if isinstance(mix, list) else [])
+        if isinstance(entry, dict)
+        and isinstance(weight := entry.get("weight"), (int, float))
+        and not isinstance(weight, bool)
+        and 0 < weight < float("inf")
+    ]
+    if not entries:
+        return _object(config.get("script")), None
+    seed = config.get("seed")
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+    digest = hashlib.sha256(json.dumps([seed, case_key, trial]).encode()).digest()
+    point = random.Random(int.from_bytes(digest[:8], "big")).random() * sum(weight for _, weight, _ in entries)
+    for index, weight, script in entries:
+        if point < weight:
+            return script, index
+        point -= weight
+    return entries[-1][2], entries[-1][0]  # rounding left the point at the very top
+
+
 class ScriptedProvider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.provider_key = settings.provider_key or "scripted"
         config = settings.deployment_config
-        script = _object(config.get("script"))
+        script, self._mix_entry = drawn_script(config, settings.case_key, settings.trial)
         cases = _object(script.get("cases"))
         steps = cases.get(settings.case_key) if settings.case_key in cases else script.get("default")
         self._steps: list[dict[str, JSON]] = [_object(step) for step in steps] if isinstance(steps, list) else []
@@ -274,5 +310,7 @@ class ScriptedProvider:
             output_text=text,
             tool_calls=tool_calls,
             usage=usage,
-            raw_response={"scripted_step": index},
+            raw_response={"scripted_step": index}
+            if self._mix_entry is None
+            else {"scripted_step": index, "scripted_mix_entry": self._mix_entry},
         )

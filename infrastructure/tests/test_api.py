@@ -271,6 +271,8 @@ class TestDeploymentApi:
             ({"script": {"cases": {"port-typo": [{"submit": "a"}, {"bogus": 1}]}}}, "deployment_config.script.cases.port-typo[1]"),
             ({"script": {"default": [{"tools": [{"tool": ""}]}]}}, "deployment_config.script.default[0].tools[0].tool"),
             ({"script": {"default": [{"submit": "a", "text": "b"}]}}, "exactly one of"),
+            ({"script_mix": [{"weight": -1, "script": {"default": []}}]}, "deployment_config.script_mix[0].weight"),
+            ({"script_mix": [{"weight": 1, "script": {"default": []}}], "seed": "x"}, "deployment_config.seed"),
         ],
     )
     def test_a_scripted_deployment_config_is_validated_with_field_paths(self, infra, admin, api_client_for, config, path):

@@ -1,7 +1,8 @@
 """``agentclash packs validate|publish``: the server validates, the output matches ``validate_pack``.
 
-Exit codes follow ``manage.py validate_pack``: 0 valid, 1 invalid, 2 usage error (unreadable
-file, no access, server unreachable).
+Exit codes: 0 valid (published), 1 invalid (or a conflicting publish), 4 usage error (unreadable
+file, no access, server unreachable) — 4 like every other command's usage error (``manage.py
+validate_pack`` says 2, which the gate commands use for ``warn``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentclash_cli.client import ApiError, Client, CliError
+from agentclash_cli.client import USAGE, ApiError, Client, CliError
 
-USAGE = 2
 MAX_BUNDLE_BYTES = 1024 * 1024  # the server's limit (spec pack-format.md §1.1)
 YAML_HEADERS = {"Content-Type": "text/yaml; charset=utf-8"}
 

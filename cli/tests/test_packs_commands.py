@@ -55,9 +55,9 @@ def test_validate_exits_zero_when_every_bundle_is_valid_and_reads_like_the_comma
     assert result.out == f"{DEMO_PROMPT_PACK}: valid\n"
 
 
-def test_validate_refuses_an_unreadable_file_with_exit_2(cli, tmp_path):
+def test_validate_refuses_an_unreadable_file_with_exit_4(cli, tmp_path):
     result = cli("packs", "validate", str(DEMO_PROMPT_PACK), str(tmp_path / "missing.yaml"))
-    assert result.code == 2
+    assert result.code == 4
     assert "missing.yaml: cannot read file" in result.err
     assert result.out == ""
 
@@ -65,13 +65,13 @@ def test_validate_refuses_an_unreadable_file_with_exit_2(cli, tmp_path):
 def test_validate_needs_a_token_that_works(cli, monkeypatch):
     monkeypatch.setenv("AGENTCLASH_TOKEN", "act_wrong")
     result = cli("packs", "validate", str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 401" in result.err
 
 
 def test_validate_with_a_workspace_the_token_cannot_see_is_a_usage_error(cli, other_workspace):
     result = cli("packs", "validate", "--workspace", other_workspace.slug, str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 404" in result.err
 
 
@@ -102,6 +102,6 @@ def test_a_viewer_token_cannot_publish(cli, viewer, monkeypatch):
     _, raw = api_token_create(user=viewer, name="read-only")
     monkeypatch.setenv("AGENTCLASH_TOKEN", raw)
     result = cli("packs", "publish", str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 403" in result.err
     assert not PackVersion.objects.exists()

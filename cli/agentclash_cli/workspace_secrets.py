@@ -43,11 +43,14 @@ def _refused(exc: ApiError, what: str, workspace: str) -> CliError:
     return exc
 
 
-def read_value(key: str, *, stdin: TextIO | None = None, prompt: Callable[[str], str] = getpass.getpass) -> str:
-    """The value from standard input (not a terminal) or a hidden prompt."""
+def read_value(key: str, *, stdin: TextIO | None = None, prompt: Callable[[str], str] | None = None) -> str:
+    """The value from standard input (not a terminal) or a hidden prompt (``getpass``)."""
     stdin = stdin or sys.stdin
     if stdin.isatty():
-        value = prompt(f"Value for {key} (hidden): ")
+        try:
+            value = (prompt or getpass.getpass)(f"Value for {key} (hidden): ")
+        except EOFError:
+            value = ""
     else:
         value = stdin.read()
         value = value[:-2] if value.endswith("\r\n") else value[:-1] if value.endswith("\n") else value

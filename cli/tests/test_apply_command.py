@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -18,8 +19,8 @@ from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SCRIPT = {"script": {"default": [{"submit": "ok"}]}}
-DECLARED = {
+SCRIPT: dict[str, Any] = {"script": {"default": [{"submit": "ok"}]}}
+DECLARED: dict[str, Any] = {
     "version": 1,
     "provider_accounts": [
         {"name": "OpenAI", "provider_key": "openai", "credential_reference": "workspace-secret://OPENAI_API_KEY", "requests_per_minute": 60},
@@ -50,12 +51,18 @@ def write(tmp_path: Path, doc: dict, name: str = "infra.yaml") -> str:
 def test_apply_creates_everything_then_changes_nothing(cli, as_admin, workspace, tmp_path):
     first = cli("apply", write(tmp_path, DECLARED))
     assert first.code == 0, first
-    assert [line.split("  ")[0] for line in first.out.splitlines()[1:]] == ["provider account"] * 2 + ["runtime profile"] + ["deployment"] * 2
+    assert [line.split("  ")[0] for line in first.out.splitlines()[1:]] == ["provider account"] * 2 + ["runtime profile"] + [
+        "deployment"
+    ] * 2
     assert all(" created " in line for line in first.out.splitlines()[1:])
     account = ProviderAccount.objects.get(workspace=workspace, name="OpenAI")
     assert (account.credential_reference, account.requests_per_minute) == ("workspace-secret://OPENAI_API_KEY", 60)
     candidate = AgentDeployment.objects.get(workspace=workspace, name="Candidate")
-    assert (candidate.provider_account.name, candidate.runtime_profile.name, candidate.system_prompt) == ("Offline", "Native", "Be careful.\n")
+    assert (candidate.provider_account.name, candidate.runtime_profile.name, candidate.system_prompt) == (
+        "Offline",
+        "Native",
+        "Be careful.\n",
+    )
     assert candidate.deployment_config == SCRIPT
     assert AgentDeployment.objects.get(name="House judge").is_default_judge
     assert RuntimeProfile.objects.get(workspace=workspace, name="Native").max_iterations == 6

@@ -35,7 +35,12 @@ class FakeGitHub:
             return 200, {}, self.comments[(page - 1) * 100 : page * 100]
         if method == "POST" and path == f"/repos/{REPO}/issues/7/comments":
             self.next_id += 1
-            comment = {"id": self.next_id, "body": body["body"], "user": {"login": "github-actions[bot]"}, "html_url": f"https://gh/c/{self.next_id}"}
+            comment = {
+                "id": self.next_id,
+                "body": body["body"],
+                "user": {"login": "github-actions[bot]"},
+                "html_url": f"https://gh/c/{self.next_id}",
+            }
             self.comments.append(comment)
             return 201, {}, comment
         edit = re.fullmatch(rf"/repos/{REPO}/issues/comments/(\d+)", path)
@@ -82,7 +87,7 @@ def test_the_first_comment_is_created_and_later_ones_update_it():
 
 
 def test_a_marker_planted_by_someone_else_is_never_edited():
-    planted = {"id": 5, "body": f"{github.MARKER}\n## ✅ pass (fake)", "user": {"login": "mallory"}}
+    planted: dict[str, Any] = {"id": 5, "body": f"{github.MARKER}\n## ✅ pass (fake)", "user": {"login": "mallory"}}
     fake = FakeGitHub([planted])
     with fake_server(fake.route) as (url, _):
         pr, _ = github.pull_request(env(url), 7)
@@ -94,7 +99,7 @@ def test_a_marker_planted_by_someone_else_is_never_edited():
 
 def test_the_sticky_comment_is_found_on_a_later_page():
     others = [{"id": i, "body": f"comment {i}", "user": {"login": "amy"}} for i in range(1, 151)]
-    ours = {"id": 999, "body": f"{github.MARKER}\nold", "user": {"login": "github-actions[bot]"}}
+    ours: dict[str, Any] = {"id": 999, "body": f"{github.MARKER}\nold", "user": {"login": "github-actions[bot]"}}
     fake = FakeGitHub([*others, ours])
     with fake_server(fake.route) as (url, seen):
         pr, _ = github.pull_request(env(url), 7)

@@ -8,7 +8,13 @@ from agentclash_cli import junit
 from agentclash_cli.gate import GateOutcome
 from agentclash_cli.summary import markdown_summary
 
-RUN = {"id": 42, "pack_name": "Demo", "pack_version_number": 1, "status": "completed", "lanes": [{"id": 7, "label": "Good"}, {"id": 8, "label": "Bad"}]}
+RUN = {
+    "id": 42,
+    "pack_name": "Demo",
+    "pack_version_number": 1,
+    "status": "completed",
+    "lanes": [{"id": 7, "label": "Good"}, {"id": 8, "label": "Bad"}],
+}
 CASES = [
     {"id": 1, "lane_id": 7, "case_key": "small", "passed": True, "score": 1.0, "status": "completed", "duration_ms": 1500},
     {"id": 2, "lane_id": 8, "case_key": "small", "passed": False, "score": 0.25, "status": "completed", "duration_ms": 20},
@@ -22,7 +28,9 @@ def test_junit_has_one_test_case_per_case_and_lane():
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("4", "1", "1", "1")
     good, bad = root.findall("testsuite")
     assert good.get("name") == "Demo v1 · Good" and good.get("tests") == "1" and good.get("time") == "1.500"
-    assert [(c.get("classname"), c.get("name")) for c in bad.findall("testcase")] == [("Demo v1.Bad", k) for k in ("small", "large", "other")]
+    assert [(c.get("classname"), c.get("name")) for c in bad.findall("testcase")] == [
+        ("Demo v1.Bad", k) for k in ("small", "large", "other")
+    ]
     small, large, other = bad.findall("testcase")
     assert small.find("failure").get("message") == "failed (score 0.250)"
     assert large.find("error").get("message") == "the case run failed before it was scored: timeout"
@@ -55,13 +63,18 @@ def test_the_report_links_the_comparison_and_each_regressed_case():
     markdown = markdown_summary(outcome(), web_url=lambda path: f"https://ac.example/w/acme/{path}")
     assert "## AgentClash release gate: ❌ fail" in markdown
     assert "[comparison #5](https://ac.example/w/acme/comparisons/5/) (comparable)" in markdown
-    assert "Baseline run [#41](https://ac.example/w/acme/runs/41/) (Prod) · candidate run [#42](https://ac.example/w/acme/runs/42/) (Bad)" in markdown
+    assert (
+        "Baseline run [#41](https://ac.example/w/acme/runs/41/) (Prod) · candidate run [#42](https://ac.example/w/acme/runs/42/) (Bad)"
+        in markdown
+    )
     assert "Regressed cases (2):" in markdown
     assert (
         "| `small` | [passed · 1.000](https://ac.example/w/acme/runs/41/cases/11/) | [failed · 0.250](https://ac.example/w/acme/runs/42/cases/2/) "
         "| [side by side](https://ac.example/w/acme/runs/42/cases/2/vs/11/) |"
     ) in markdown
-    assert "| `a/b'c` | — | [failed · 0.000](https://ac.example/w/acme/runs/42/cases/12/) |  |" in markdown, "no pipe or backtick breaks the table"
+    assert "| `a/b'c` | — | [failed · 0.000](https://ac.example/w/acme/runs/42/cases/12/) |  |" in markdown, (
+        "no pipe or backtick breaks the table"
+    )
     assert "evil" not in markdown, "case errors (which an agent can shape) stay out of the report"
     assert "- `max_case_regressions`: fail — cases: `small`" in markdown
 

@@ -10,9 +10,9 @@ import pytest
 from agentclash_cli.client import ApiError, Client, Config
 from agentclash_cli.retry import RetryPolicy, retry_after
 
-from .fake_http import fake_server, scripted
+from .fake_http import Reply, fake_server, scripted
 
-OK = (200, {}, {"results": [], "next": None})
+OK: Reply = (200, {}, {"results": [], "next": None})
 NOW = dt.datetime(2025, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 
 
@@ -43,7 +43,10 @@ def test_retry_after_reads_seconds_and_http_dates(header, seconds):
 
 def test_a_429_then_a_503_are_waited_out_as_retry_after_says():
     at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
-    replies = [(429, {"Retry-After": "2"}, {"error": {"code": "throttled", "message": "slow down"}}), (503, {"Retry-After": http_date(at)}, None)]
+    replies = [
+        (429, {"Retry-After": "2"}, {"error": {"code": "throttled", "message": "slow down"}}),
+        (503, {"Retry-After": http_date(at)}, None),
+    ]
     sleeps: list[float] = []
     notes: list[str] = []
     with fake_server(scripted(replies, then=OK)) as (url, seen):
@@ -64,7 +67,10 @@ def test_without_retry_after_the_wait_doubles():
 
 def test_the_attempts_are_bounded():
     sleeps: list[float] = []
-    with fake_server(scripted([], then=(429, {"Retry-After": "1"}, {"error": {"code": "throttled", "message": "slow down"}}))) as (url, seen):
+    with fake_server(scripted([], then=(429, {"Retry-After": "1"}, {"error": {"code": "throttled", "message": "slow down"}}))) as (
+        url,
+        seen,
+    ):
         with pytest.raises(ApiError) as raised:
             client(url, sleeps, []).get("/x")
     assert len(seen) == 5

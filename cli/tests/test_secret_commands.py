@@ -51,8 +51,13 @@ def test_set_reads_the_value_from_standard_input_and_never_prints_it(cli, as_adm
 
 def test_set_asks_with_a_hidden_prompt_on_a_terminal(cli, as_admin, workspace, monkeypatch):
     prompts: list[str] = []
+
+    def hidden(prompt: str) -> str:
+        prompts.append(prompt)
+        return "typed-value"
+
     monkeypatch.setattr("sys.stdin", Terminal())
-    monkeypatch.setattr("getpass.getpass", lambda prompt: prompts.append(prompt) or "typed-value")
+    monkeypatch.setattr("getpass.getpass", hidden)
     result = cli("secret", "set", "VAULT_TOKEN")
     assert result.code == 0, result
     assert prompts == ["Value for VAULT_TOKEN (hidden): "]
@@ -98,7 +103,10 @@ def test_list_shows_keys_and_hosts_never_values(cli, as_admin, workspace, admin)
     assert lines[1].startswith("OPENAI_API_KEY  api.openai.com") and lines[1].endswith(admin.username)
     assert lines[2].startswith("VAULT_TOKEN     —")
     as_json = cli("secret", "list", "--format", "json")
-    assert [(s["key"], s["allowed_hosts"]) for s in json.loads(as_json.out)] == [("OPENAI_API_KEY", ["api.openai.com"]), ("VAULT_TOKEN", [])]
+    assert [(s["key"], s["allowed_hosts"]) for s in json.loads(as_json.out)] == [
+        ("OPENAI_API_KEY", ["api.openai.com"]),
+        ("VAULT_TOKEN", []),
+    ]
     for result in (text, as_json):
         assert VALUE not in result.out and "hvs.other" not in result.out
 

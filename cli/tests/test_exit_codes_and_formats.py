@@ -43,7 +43,10 @@ def test_an_unknown_argument_is_named_except_after_secret(offline_cli):
 
 def test_ci_validate_speaks_json_before_or_after_the_command(offline_cli, tmp_path):
     manifest = str(write_manifest(tmp_path))
-    for args in (["--format", "json", "ci", "validate", "--config", manifest], ["ci", "validate", "--config", manifest, "--format", "json"]):
+    for args in (
+        ["--format", "json", "ci", "validate", "--config", manifest],
+        ["ci", "validate", "--config", manifest, "--format", "json"],
+    ):
         result = offline_cli(*args)
         assert result.code == 0, result
         assert json.loads(result.out) == {"file": manifest, "valid": True}
@@ -83,7 +86,18 @@ def exit_rows(text: str) -> dict[str, str]:
 def test_the_documented_exit_codes_agree():
     docs = exit_rows((REPO / "docs" / "ci.md").read_text())
     readme = exit_rows((REPO / "cli" / "README.md").read_text())
-    commands = {"packs validate", "packs publish", "run", "gate", "ci run", "ci validate", "secret list", "secret set", "secret delete", "apply"}
+    commands = {
+        "packs validate",
+        "packs publish",
+        "run",
+        "gate",
+        "ci run",
+        "ci validate",
+        "secret list",
+        "secret set",
+        "secret delete",
+        "apply",
+    }
     assert set(docs) == set(readme) == commands
     assert docs == readme
     for command, codes in docs.items():

@@ -69,6 +69,10 @@ def test_the_pull_request_comes_from_the_flag_the_event_or_the_ref(tmp_path):
     assert why.startswith("no GITHUB_TOKEN, the pull request number")
     bad, why = github.pull_request({**base, "GITHUB_REPOSITORY": "acme/agent/../x"}, 1)
     assert bad is None and "OWNER/NAME" in why
+    clear, why = github.pull_request({**base, "GITHUB_API_URL": "http://github.example.com"}, 1)
+    assert clear is None and "plain http only to this machine" in why
+    assert github.pull_request({**base, "GITHUB_API_URL": "http://127.0.0.1:8080/"}, 1)[0].api_url == "http://127.0.0.1:8080"
+    assert github.pull_request({**base, "GITHUB_API_URL": "http://127.0.0.1.evil.example/"}, 1)[0] is None
 
 
 def test_the_first_comment_is_created_and_later_ones_update_it():

@@ -85,6 +85,9 @@ def test_publish_publishes_once_and_keeps_the_yaml_as_an_artifact(cli, workspace
     again = cli("packs", "publish", str(DEMO_PROMPT_PACK))
     assert again.code == 1
     assert "challenge_pack_version_exists" in again.err
+    conflict = cli("packs", "publish", str(DEMO_PROMPT_PACK), "--format", "json")
+    assert conflict.code == 1
+    assert json.loads(conflict.out)["code"] == "challenge_pack_version_exists"
     assert PackVersion.objects.count() == 1
 
 
@@ -93,6 +96,12 @@ def test_publish_reports_an_invalid_bundle_with_exit_1(cli, bundles):
     assert result.code == 1
     assert result.err.startswith(f"{bundles[2]}: invalid\n")
     assert "challenges[0].difficulty" in result.err
+    assert result.out == ""
+    as_json = cli("packs", "publish", bundles[2], "--format", "json")
+    assert as_json.code == 1
+    body = json.loads(as_json.out)
+    assert (body["file"], body["published"]) == (bundles[2], False)
+    assert any(e["field"] == "challenges[0].difficulty" for e in body["errors"])
     assert not PackVersion.objects.exists()
 
 

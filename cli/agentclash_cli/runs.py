@@ -235,6 +235,8 @@ def lane_results(client: Client, run: dict[str, Any], cases: list[dict[str, Any]
         card = wait_for_scorecard(client, run["id"], timeout=scorecard_timeout)
         if card is None:
             scoring = "failed"
+        elif not card.get("lanes"):
+            scoring = "skipped"  # a run that failed or was cancelled before every lane finished gets no scorecard
     except CliError:
         scoring = "pending"
     ranked = {int(row["lane_id"]): row for row in (card or {}).get("lanes") or []}
@@ -272,11 +274,7 @@ def lanes_table(results: dict[str, Any]) -> str:
         for lane in results["lanes"]
     ]
     text = table(["lane", "passed", "score", "rank", ""], rows, right=(1, 2, 3))
-    if results["winner"]:
-        reason = f" ({results['winner_reason']})" if results.get("winner_reason") else ""
-        text += f"winner: {results['winner']}{reason}\n"
-    elif results["scoring"] != "scored":
-        text += f"no scores: scoring {results['scoring']}\n"
-    else:
-        text += "winner: none\n"
-    return text
+    reason = f" ({results['winner_reason']})" if results.get("winner_reason") else ""
+    if results["scoring"] != "scored":
+        return text + f"no scores: scoring {results['scoring']}\n"
+    return text + f"winner: {results['winner'] or 'none'}{reason}\n"

@@ -5,8 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from agentclash_cli import junit
+from agentclash_cli.client import Client, Config
 from agentclash_cli.gate import GateOutcome
+from agentclash_cli.runs import lane_results, lanes_table
 from agentclash_cli.summary import markdown_summary
+
+from .fake_http import fake_server
 
 RUN = {
     "id": 42,
@@ -93,3 +97,36 @@ def test_gate_junit_marks_the_candidates_regressions():
     small = candidate.find("testcase[@name='small']/failure")
     assert small.get("message") == "regressed: passed in the baseline, failed (score 0.250) in the candidate"
     assert {p.get("name"): p.get("value") for p in candidate.find("properties")}["verdict"] == "fail"
+
+
+def test_the_lane_table_says_when_there_are_no_scores():
+    def route(method, path, body, headers):
+        return (
+            (409, {}, {"error": {"code": "scoring_failed", "message": "Scoring this run failed"}})
+            if path.endswith("/scorecard")
+            else (404, {}, None)
+        )
+
+    with fake_server(route) as (url, _):
+        results = lane_results(Client(Config(url=url, token="t", workspace="acme")), RUN, CASES)
+    assert results["scoring"] == "failed" and results["winner"] is None
+    assert [(lane["label"], lane["passed"], lane["total"], lane["score"]) for lane in results["lanes"]] == [
+        ("Good", 1, 1, None),
+        ("Bad", 0, 3, None),
+    ]
+    assert (
+        lanes_table(results)
+        == "lane  passed  score  rank\nGood     1/1      —     —\nBad      0/3      —     —\nno scores: scoring failed\n"
+    )
+
+
+def test_the_lane_table_names_the_winner_or_why_there_is_none():
+    lanes = [
+        {"label": "Good", "passed": 3, "total": 3, "score": 0.9, "rank": 1, "winner": False},
+        {"label": "Twin", "passed": 3, "total": 3, "score": 0.9, "rank": 1, "winner": False},
+    ]
+    tie = lanes_table({"scoring": "scored", "winner": None, "winner_reason": "tie for first place", "lanes": lanes})
+    assert tie.endswith("Twin     3/3  0.900     1\nwinner: none (tie for first place)\n")
+    lanes[0]["winner"] = True
+    won = lanes_table({"scoring": "scored", "winner": "Good", "winner_reason": "highest overall score", "lanes": lanes})
+    assert "Good     3/3  0.900     1  winner\n" in won and won.endswith("winner: Good (highest overall score)\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from agentclash_cli.ci_config import load_config
 
 from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from infrastructure.services import deployment_create
@@ -135,3 +136,22 @@ def test_ci_run_passes_the_judges_to_both_runs(cli, judged, tmp_path, worker_que
     assert result.code == 0, result
     expected = {"gpt-judge-a": ("House judge", "chosen"), "gpt-judge-b": ("Judge B", "chosen"), "gpt-judge-c": ("House judge", "chosen")}
     assert [judges_of(run) for run in Run.objects.order_by("pk")] == [expected, expected], "the flags replace the manifest's choices"
+
+
+def test_ci_yaml_judge_keys_are_read(tmp_path):
+    evaluation = {"pack": "judged", "judge_deployments": {"gpt-judge-a": "House judge"}, "allow_missing_judges": True}
+    config = load_config(write_manifest(tmp_path, evaluation=evaluation))
+    assert (config.judge_deployments, config.allow_missing_judges) == (["gpt-judge-a=House judge"], True)
+    listed = load_config(
+        write_manifest(tmp_path, evaluation={"pack": "judged", "judge_deployments": ["House judge", "gpt-judge-b=Judge B"]})
+    )
+    assert (listed.judge_deployments, listed.allow_missing_judges) == (["House judge", "gpt-judge-b=Judge B"], False)
+
+
+def test_ci_run_allow_missing_judges_flag_starts_both_runs_without_them(cli, judged, tmp_path, worker_queue):
+    evaluation = {"pack": "judged", "judge_deployments": {"gpt-judge-a": "House judge"}}
+    manifest = write_manifest(tmp_path, evaluation=evaluation, candidate={"deployment": AGENT}, baseline={"deployment": AGENT}, gate={})
+    result = cli("ci", "run", "--config", str(manifest), "--allow-missing-judges", "--poll", "0.2")
+    assert result.code == json.loads((tmp_path / "out" / "result.json").read_text())["exit_code"], result
+    expected = {"gpt-judge-a": ("House judge", "chosen"), "gpt-judge-b": (None, None), "gpt-judge-c": (None, None)}
+    assert [judges_of(run) for run in Run.objects.order_by("pk")] == [expected, expected]

@@ -163,7 +163,9 @@ def test_ci_run_posts_one_sticky_pr_comment_and_writes_junit(cli, demo, worker_q
         assert f"comparisons/{result['comparison_id']}/)" in comment["body"] and "Regressed cases (2):" in comment["body"]
         assert ET.parse(junit_file).getroot().get("failures") == "2"
 
-        good = cli("ci", "run", "--config", str(write_manifest(tmp_path, candidate={"deployment": GOOD})), "--pr-comment", "--poll", "0.2")
+        monkeypatch.delenv("GITHUB_EVENT_PATH")  # the flag names the pull request instead
+        good = cli("ci", "run", "--config", str(write_manifest(tmp_path, candidate={"deployment": GOOD})), "--pr-comment", "--pr-number", "7",
+                   "--poll", "0.2")  # fmt: skip
         assert good.code == 0, good
         assert "pr comment: updated https://gh/c/1001" in good.err
     (comment,) = fake.comments

@@ -1,8 +1,10 @@
-"""``agentclash ci validate|run``: the CI manifest ``.agentclash/ci.yaml`` (docs/ci.md).
+"""``agentclash ci run``: the CI manifest ``.agentclash/ci.yaml`` (docs/ci.md; ``ci_config.py`` reads it).
 
 ``ci run`` runs the candidate deployment on the pack, finds (or runs) the baseline, compares,
 gates, writes result/run/scorecard/comparison/gate JSON into the output folder and exits with
 the gate's code (0 pass, 1 fail, 2 warn, 3 insufficient evidence; 4 a usage or setup error).
+With ``--junit FILE`` it writes the two lanes' cases as JUnit XML, with ``--pr-comment`` it posts
+(or updates) one sticky pull-request comment with the report (``github.py``).
 """
 
 from __future__ import annotations
@@ -14,127 +16,23 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
-from agentclash_cli import suites
+from agentclash_cli import github, judges, junit, suites
+from agentclash_cli.ci_config import CiConfig
 from agentclash_cli.client import ApiError, Client, CliError
-from agentclash_cli.gate import append_step_summary, evaluate, markdown_summary, read_policy, write_json
-from agentclash_cli.runs import PackRef, follow, resolve_deployments, resolve_input_set, resolve_pack_version, wait_for_scorecard
-
-DEFAULT_PATH = ".agentclash/ci.yaml"
-DEFAULT_OUTPUT = "agentclash-results"
-PROMOTION_POLICIES = ("disabled", "proposed")
-REFRESH_MODES = ("if_stale", "never")
-_TOP_KEYS = {"version", "workspace", "candidate", "evaluation", "baseline", "gate", "promotion", "output"}
-
-
-@dataclasses.dataclass(frozen=True)
-class CiConfig:
-    candidate_deployment: str
-    pack: str
-    input_set: str | None
-    suites: list[str]
-    baseline_run: int | None
-    baseline_deployment: str | None
-    max_age_days: float
-    refresh: str
-    policy: str | dict[str, Any] | None
-    policy_file: str | None
-    promotion: str
-    promotion_suite: str | None
-    output: str
-    workspace: str | None
-
-
-def _section(doc: dict[str, Any], key: str, allowed: set[str], *, required: bool = False) -> dict[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        if required:
-            raise CliError(f"ci.yaml: {key} is required")
-        return {}
-    if not isinstance(value, dict):
-        raise CliError(f"ci.yaml: {key} must be a mapping")
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        raise CliError(f"ci.yaml: {key}.{unknown[0]} is not a known field (known: {', '.join(sorted(allowed))})")
-    return value
-
-
-def _text(section: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
-    value = section.get(key)
-    if value is None or value == "":
-        if required:
-            raise CliError(f"ci.yaml: {where}.{key} is required")
-        return None
-    if not isinstance(value, str | int) or isinstance(value, bool):
-        raise CliError(f"ci.yaml: {where}.{key} must be a string")
-    return str(value)
-
-
-def load_config(path: str | Path) -> CiConfig:
-    """Read and check the manifest; every problem names its field (exit 4)."""
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path} is not valid YAML: {exc}") from None
-    if not isinstance(doc, dict):
-        raise CliError(f"{path} must be a mapping")
-    unknown = sorted(set(doc) - _TOP_KEYS)
-    if unknown:
-        raise CliError(f"ci.yaml: {unknown[0]} is not a known field (known: {', '.join(sorted(_TOP_KEYS))})")
-    if doc.get("version", 1) != 1:
-        raise CliError("ci.yaml: version must be 1")
-    candidate = _section(doc, "candidate", {"deployment"}, required=True)
-    evaluation = _section(doc, "evaluation", {"pack", "input_set", "suites"}, required=True)
-    baseline = _section(doc, "baseline", {"run", "deployment", "max_age_days", "refresh"}, required=True)
-    gate = _section(doc, "gate", {"policy"})
-    promotion = _section(doc, "promotion", {"policy", "suite"})
-
-    suite_names = evaluation.get("suites") or []
-    if not isinstance(suite_names, list) or not all(isinstance(s, str | int) and not isinstance(s, bool) for s in suite_names):
-        raise CliError("ci.yaml: evaluation.suites must be a list of suite names")
-    run = baseline.get("run")
-    if run is not None and (isinstance(run, bool) or not isinstance(run, int) or run <= 0):
-        raise CliError("ci.yaml: baseline.run must be a run id (a positive number)")
-    baseline_deployment = _text(baseline, "deployment", "baseline")
-    if (run is None) == (baseline_deployment is None):
-        raise CliError("ci.yaml: baseline needs exactly one of run or deployment")
-    max_age = baseline.get("max_age_days", 7)
-    if isinstance(max_age, bool) or not isinstance(max_age, int | float) or max_age <= 0:
-        raise CliError("ci.yaml: baseline.max_age_days must be a positive number")
-    refresh = baseline.get("refresh", "if_stale")
-    if refresh not in REFRESH_MODES:
-        raise CliError(f"ci.yaml: baseline.refresh must be one of {', '.join(REFRESH_MODES)}")
-    policy = gate.get("policy")
-    if policy is not None and not isinstance(policy, str | dict):
-        raise CliError("ci.yaml: gate.policy must be a file path or a policy mapping")
-    promotion_policy = promotion.get("policy", "disabled")
-    if promotion_policy not in PROMOTION_POLICIES:
-        raise CliError(f"ci.yaml: promotion.policy must be one of {', '.join(PROMOTION_POLICIES)}")
-    promotion_suite = _text(promotion, "suite", "promotion") or (str(suite_names[0]) if suite_names else None)
-    if promotion_policy == "proposed" and not promotion_suite:
-        raise CliError("ci.yaml: promotion.policy proposed needs promotion.suite (or evaluation.suites)")
-    output = doc.get("output") or DEFAULT_OUTPUT
-    if not isinstance(output, str):
-        raise CliError("ci.yaml: output must be a folder path")
-    return CiConfig(
-        candidate_deployment=str(_text(candidate, "deployment", "candidate", required=True)),
-        pack=str(_text(evaluation, "pack", "evaluation", required=True)),
-        input_set=_text(evaluation, "input_set", "evaluation"),
-        suites=[str(s) for s in suite_names],
-        baseline_run=run,
-        baseline_deployment=baseline_deployment,
-        max_age_days=float(max_age),
-        refresh=refresh,
-        policy=policy if isinstance(policy, dict) else None,
-        policy_file=policy if isinstance(policy, str) else None,
-        promotion=promotion_policy,
-        promotion_suite=promotion_suite,
-        output=output,
-        workspace=_text(doc, "workspace", "ci.yaml") if doc.get("workspace") else None,
-    )
+from agentclash_cli.gate import evaluate, read_policy, write_json
+from agentclash_cli.runs import (
+    PackRef,
+    active_deployments,
+    check_fit,
+    create_run,
+    follow,
+    judge_request,
+    resolve_deployments,
+    resolve_input_set,
+    resolve_pack_version,
+    wait_for_scorecard,
+)
+from agentclash_cli.summary import append_step_summary, markdown_summary
 
 
 def run_name(deployment: str, role: str) -> str:
@@ -203,8 +101,23 @@ def _store_exports(client: Client, run_id: int) -> list[dict[str, Any]]:
     return [{"id": a["artifact"]["id"], "name": a["artifact"]["name"], "download_url": a["artifact"]["download_url"]} for a in attached]
 
 
-def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_interval: float = 1.0, timeout: float = 6 * 3600) -> int:
-    err = err or sys.stderr
+@dataclasses.dataclass
+class _Plan:
+    """Everything ``ci run`` resolved before it starts a run."""
+
+    policy: str | dict[str, Any] | None
+    version: dict[str, Any]
+    input_set_id: int | None
+    candidate_id: int
+    baseline_deployment_id: int | None
+    baseline: dict[str, Any] | None
+    judge_fields: dict[str, Any]
+    suite_ids: list[int]
+    promotion_suite_id: int | None
+
+
+def _plan(client: Client, config: CiConfig) -> _Plan:
+    """Resolve and check every name of the manifest (a problem here is exit 4, and nothing has run)."""
     if config.suites:
         suites.require(client, "evaluation.suites in ci.yaml")
     if config.promotion == "proposed":
@@ -213,10 +126,23 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
     suite_ids = suites.resolve(client, config.suites)
     # Resolved before anything runs: an unknown promotion suite is a setup error, not a late surprise.
     promotion_suite_id = suites.resolve(client, [str(config.promotion_suite)])[0] if config.promotion == "proposed" else None
-    version = resolve_pack_version(client, PackRef.parse(config.pack))
+    ref = PackRef.parse(config.pack)
+    version = resolve_pack_version(client, ref)
     input_set_id = resolve_input_set(client, version, config.input_set)
-    (candidate_id,) = resolve_deployments(client, [config.candidate_deployment])
-    baseline_deployment_id = resolve_deployments(client, [config.baseline_deployment])[0] if config.baseline_deployment else None
+    known = active_deployments(client)
+    names = [config.candidate_deployment, *([config.baseline_deployment] if config.baseline_deployment else [])]
+    ids = resolve_deployments(client, names, known)
+    where = f"{ref.slug} v{version['number']}"
+    check_fit(version, names, known, pack=where)
+    judge_fields = judge_request(
+        client,
+        version,
+        config.judge_deployments,
+        allow_missing=config.allow_missing_judges,
+        deployments=known,
+        words=judges.CI_WORDS,
+        pack=where,
+    )
     baseline: dict[str, Any] | None = None
     if config.baseline_run is not None:
         try:
@@ -225,55 +151,105 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
             if exc.status == 404:
                 raise CliError(f"ci.yaml: baseline.run {config.baseline_run} is not a run of {client.config.workspace!r}") from None
             raise
+    return _Plan(
+        policy=policy,
+        version=version,
+        input_set_id=input_set_id,
+        candidate_id=ids[0],
+        baseline_deployment_id=ids[1] if len(ids) > 1 else None,
+        baseline=baseline,
+        judge_fields=judge_fields,
+        suite_ids=suite_ids,
+        promotion_suite_id=promotion_suite_id,
+    )
 
-    def create(deployment_id: int, role: str, deployment_name: str) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "pack_version_id": version["id"],
-            "input_set_id": input_set_id,
-            "deployment_ids": [deployment_id],
-            "name": run_name(deployment_name, role),
-        }
-        if suite_ids:
-            body.update(suites.run_fields(suite_ids))
-        return client.post(client.ws("runs"), body)
 
-    candidate = create(candidate_id, "candidate", config.candidate_deployment)
-    _log(err, f"candidate run {candidate['id']}: " + client.web_url(f"runs/{candidate['id']}/"))
-    if baseline is None:
-        assert baseline_deployment_id is not None and config.baseline_deployment is not None
-        baseline = find_recent_baseline(
-            client,
-            pack_id=version["pack_id"],
-            version_id=version["id"],
-            input_set_id=candidate["input_set_id"],
-            deployment_id=baseline_deployment_id,
-            max_age_days=config.max_age_days,
-            exclude_run_id=candidate["id"],
+def _create(client: Client, plan: _Plan, deployment_id: int, role: str, deployment_name: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "pack_version_id": plan.version["id"],
+        "input_set_id": plan.input_set_id,
+        "deployment_ids": [deployment_id],
+        "name": run_name(deployment_name, role),
+        **plan.judge_fields,
+    }
+    if plan.suite_ids:
+        body.update(suites.run_fields(plan.suite_ids))
+    return create_run(client, body, judges.CI_WORDS)
+
+
+def _baseline(client: Client, config: CiConfig, plan: _Plan, candidate: dict[str, Any], err: TextIO) -> dict[str, Any]:
+    """The pinned baseline run, else a recent one of the baseline deployment, else (if_stale) a new one."""
+    if plan.baseline is not None:
+        return plan.baseline
+    assert plan.baseline_deployment_id is not None and config.baseline_deployment is not None
+    baseline = find_recent_baseline(
+        client,
+        pack_id=plan.version["pack_id"],
+        version_id=plan.version["id"],
+        input_set_id=candidate["input_set_id"],
+        deployment_id=plan.baseline_deployment_id,
+        max_age_days=config.max_age_days,
+        exclude_run_id=candidate["id"],
+    )
+    if baseline is not None:
+        _log(err, f"baseline run {baseline['id']} (finished {baseline.get('finished_at')})")
+        return baseline
+    if config.refresh == "never":
+        raise CliError(
+            f"no completed run of {config.baseline_deployment!r} on this pack version in the last {config.max_age_days:g} days "
+            "(baseline.refresh is never)"
         )
-        if baseline is None:
-            if config.refresh == "never":
-                raise CliError(
-                    f"no completed run of {config.baseline_deployment!r} on this pack version in the last {config.max_age_days:g} days "
-                    "(baseline.refresh is never)"
-                )
-            baseline = create(baseline_deployment_id, "baseline", config.baseline_deployment)
-            _log(err, f"baseline run {baseline['id']} (none in the last {config.max_age_days:g} days): started")
-        else:
-            _log(err, f"baseline run {baseline['id']} (finished {baseline.get('finished_at')})")
+    baseline = _create(client, plan, plan.baseline_deployment_id, "baseline", config.baseline_deployment)
+    _log(err, f"baseline run {baseline['id']} (none in the last {config.max_age_days:g} days): started")
+    return baseline
+
+
+def _comment(markdown: str, *, pr_number: int | None, err: TextIO) -> dict[str, Any]:
+    """Post or update the sticky PR comment; a problem is a warning, never the job's exit code."""
+    pr, missing = github.pull_request(os.environ, pr_number)
+    if pr is None:
+        _log(err, f"pr comment: skipped ({missing})")
+        return {"status": "skipped", "reason": missing}
+    try:
+        action, url = github.post_sticky_comment(pr, markdown, note=lambda message: _log(err, message))
+    except github.GitHubError as exc:
+        _log(err, f"pr comment: warning: {exc}")
+        return {"status": "error", "reason": str(exc)}
+    _log(err, f"pr comment: {action} {url}")
+    return {"status": action, "url": url}
+
+
+def ci_run(
+    client: Client,
+    config: CiConfig,
+    *,
+    err: TextIO | None = None,
+    poll_interval: float = 1.0,
+    timeout: float = 6 * 3600,
+    junit_path: str | None = None,
+    pr_comment: bool = False,
+    pr_number: int | None = None,
+) -> dict[str, Any]:
+    """Run, compare, gate and report; the result (``result.json``), whose ``exit_code`` the command exits with."""
+    err = err or sys.stderr
+    plan = _plan(client, config)
+    candidate = _create(client, plan, plan.candidate_id, "candidate", config.candidate_deployment)
+    _log(err, f"candidate run {candidate['id']}: " + client.web_url(f"runs/{candidate['id']}/"))
+    baseline = _baseline(client, config, plan, candidate, err)
     candidate = follow(client, candidate["id"], out=err, interval=poll_interval, timeout=timeout)
     if baseline.get("status") not in ("completed", "failed", "cancelled"):
         baseline = follow(client, baseline["id"], out=err, interval=poll_interval, timeout=timeout)
 
-    outcome = evaluate(client, baseline=baseline["id"], candidate=candidate["id"], policy=policy)
+    outcome = evaluate(client, baseline=baseline["id"], candidate=candidate["id"], policy=plan.policy)
     scorecard = wait_for_scorecard(client, candidate["id"], timeout=60)
     exports = _store_exports(client, candidate["id"])
     promoted: list[dict[str, Any]] = []
-    if promotion_suite_id is not None and outcome.verdict in ("fail", "warn"):
+    if plan.promotion_suite_id is not None and outcome.verdict in ("fail", "warn"):
         for lane in candidate.get("lanes") or []:
-            promoted += suites.propose_failures(client, run_id=candidate["id"], lane_id=lane["id"], suite_id=promotion_suite_id)
+            promoted += suites.propose_failures(client, run_id=candidate["id"], lane_id=lane["id"], suite_id=plan.promotion_suite_id)
 
     output = Path(config.output)
-    markdown = markdown_summary(outcome, run_url=lambda run_id: client.web_url(f"runs/{run_id}/"))
+    markdown = markdown_summary(outcome, web_url=client.web_url)
     result = {
         "verdict": outcome.verdict,
         "exit_code": outcome.exit_code,
@@ -281,14 +257,20 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
         "summary": outcome.gate.get("summary"),
         "server": client.config.url,
         "workspace": client.config.workspace,
-        "pack": {"slug": PackRef.parse(config.pack).slug, "version_id": version["id"], "version_number": version["number"]},
+        "pack": {"slug": PackRef.parse(config.pack).slug, "version_id": plan.version["id"], "version_number": plan.version["number"]},
         "candidate": {"deployment": config.candidate_deployment, "run_id": candidate["id"], "status": candidate["status"]},
         "baseline": {"deployment": config.baseline_deployment, "run_id": baseline["id"], "status": baseline.get("status")},
         "comparison_id": outcome.comparison["id"],
+        "comparison_url": client.web_url(f"comparisons/{outcome.comparison['id']}/"),
         "gate_id": outcome.gate["id"],
+        "regressed_cases": outcome.regressed(),
         "artifacts": exports,
         "promotion": {"policy": config.promotion, "proposed": len(promoted)},
     }
+    if junit_path:
+        junit.write(junit_path, f"agentclash ci: {config.candidate_deployment}", junit.gate_suites(outcome))
+    if pr_comment:
+        result["pr_comment"] = _comment(markdown, pr_number=pr_number, err=err)
     write_json(output / "result.json", result)
     write_json(output / "run.json", candidate)
     write_json(output / "baseline-run.json", baseline)
@@ -298,5 +280,6 @@ def ci_run(client: Client, config: CiConfig, *, err: TextIO | None = None, poll_
     (output / "summary.md").write_text(markdown, encoding="utf-8")
     append_step_summary(markdown)
     _log(err, f"gate: {outcome.verdict} ({outcome.gate.get('reason_code')}) — {outcome.gate.get('summary')}")
+    _log(err, f"comparison: {result['comparison_url']}")
     _log(err, f"results in {output}/")
-    return outcome.exit_code
+    return result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,15 +12,16 @@ from urllib.parse import quote
 
 import httpx
 
-from agentclash_cli import __version__
+from agentclash_cli import __version__, retry
 
 DEFAULT_TIMEOUT = 60.0
+USAGE = 4  # every command's usage or setup error (docs/ci.md, "Commands and exit codes")
 
 
 class CliError(Exception):
     """Something the user must fix or know about; ``exit_code`` is what the command exits with."""
 
-    def __init__(self, message: str, exit_code: int = 4):
+    def __init__(self, message: str, exit_code: int = USAGE):
         self.message = message
         self.exit_code = exit_code
         super().__init__(message)
@@ -62,10 +64,25 @@ class Config:
             raise CliError(f"AGENTCLASH_URL must start with http:// or https:// (got {self.url!r})")
 
 
+def stderr_note(message: str) -> None:
+    sys.stderr.write(f"agentclash: {message}\n")
+    sys.stderr.flush()
+
+
 class Client:
-    def __init__(self, config: Config, *, transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        retry_policy: retry.RetryPolicy | None = None,
+        note: Callable[[str], None] = stderr_note,
+    ):
         self.config = config
         self.sleep = sleep
+        self.retry_policy = retry_policy or retry.RetryPolicy()
+        self.note = note
         self._http = httpx.Client(
             base_url=config.url,
             headers={
@@ -94,14 +111,22 @@ class Client:
 
     # -- requests ---------------------------------------------------------------------
     def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200, 201), **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException:
-            raise CliError(f"{self.config.url} did not answer within {self.config.timeout:.0f}s ({method} {path})") from None
-        except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach {self.config.url}: {exc}") from None
+        """One API call; 429 and 503 are retried as ``retry.py`` says, other statuses not in ``ok`` raise ApiError."""
+
+        def once() -> httpx.Response:
+            try:
+                return self._http.request(method, path, **kwargs)
+            except httpx.TimeoutException:
+                raise CliError(f"{self.config.url} did not answer within {self.config.timeout:.0f}s ({method} {path})") from None
+            except httpx.HTTPError as exc:
+                raise CliError(f"cannot reach {self.config.url}: {exc}") from None
+
+        response, gave_up = retry.send(once, policy=self.retry_policy, sleep=self.sleep, note=self.note, what=f"{method} {path}")
         if response.status_code not in ok:
-            raise api_error(response)
+            error = api_error(response)
+            if gave_up:
+                error.message = f"{error.message}; {gave_up}"
+            raise error
         return response
 
     def get(self, path: str, **params: Any) -> Any:
@@ -109,6 +134,15 @@ class Client:
 
     def post(self, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 201)) -> Any:
         return self.request("POST", path, json=body, ok=ok).json()
+
+    def patch(self, path: str, body: Any) -> Any:
+        return self.request("PATCH", path, json=body).json()
+
+    def put(self, path: str, body: Any) -> httpx.Response:
+        return self.request("PUT", path, json=body)
+
+    def delete(self, path: str) -> None:
+        self.request("DELETE", path, ok=(204,))
 
     def paginate(self, path: str, *, page_size: int = 200, **params: Any) -> Iterator[dict[str, Any]]:
         offset = 0

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentclash_cli.client import ApiError, Client, CliError
-from agentclash_cli.runs import wait_for_scorecard
+from agentclash_cli.client import USAGE, ApiError, Client, CliError
+from agentclash_cli.runs import case_rows, wait_for_scorecard
 
 EXIT_CODES = {"pass": 0, "fail": 1, "warn": 2, "insufficient_evidence": 3}
-USAGE = 4
-BADGES = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "insufficient_evidence": "❔ insufficient evidence"}
 
 
 @dataclasses.dataclass
 class GateOutcome:
     comparison: dict[str, Any]
     gate: dict[str, Any]
+    baseline_run: dict[str, Any] = dataclasses.field(default_factory=dict)
+    candidate_run: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # The two compared lanes' case runs (``…/runs/<id>/cases?lane=``): links and JUnit.
+    baseline_cases: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    candidate_cases: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -33,6 +35,12 @@ class GateOutcome:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES.get(self.verdict, USAGE)
+
+    def regressed(self) -> list[str]:
+        """Case keys that passed (or completed) in the baseline and failed in the candidate."""
+        divergence = (self.comparison.get("summary") or {}).get("case_divergence") or {}
+        keys = [*(divergence.get("passed_to_failed") or []), *(divergence.get("completed_to_failed") or [])]
+        return list(dict.fromkeys(str(k) for k in keys))
 
 
 def read_policy(path: str | None) -> str | None:
@@ -44,32 +52,83 @@ def read_policy(path: str | None) -> str | None:
         raise CliError(f"cannot read policy file {path}: {exc}") from None
 
 
+def _run(client: Client, run_id: int, side: str) -> dict[str, Any]:
+    try:
+        run: dict[str, Any] = client.get(client.ws(f"runs/{run_id}"))
+    except ApiError as exc:
+        if exc.status == 404:
+            raise CliError(f"no {side} run {run_id} in workspace {client.config.workspace!r}") from None
+        raise
+    return run
+
+
+def _pack(run: dict[str, Any]) -> str:
+    return f"{run.get('pack_name')} v{run.get('pack_version_number')}"
+
+
+def check_pairable(baseline: dict[str, Any], candidate: dict[str, Any]) -> None:
+    """Two runs a gate can compare: the same pack version and input set (said before lanes are)."""
+    if baseline.get("pack_version_id") != candidate.get("pack_version_id"):
+        raise CliError(
+            f"baseline run {baseline['id']} is of {_pack(baseline)} and candidate run {candidate['id']} of {_pack(candidate)}: "
+            "a gate compares two runs of the same pack version"
+        )
+    if baseline.get("input_set_id") != candidate.get("input_set_id"):
+        raise CliError(
+            f"baseline run {baseline['id']} and candidate run {candidate['id']} ran different input sets of {_pack(baseline)}: "
+            "a gate compares two runs of the same input set"
+        )
+
+
+def resolve_lane(run: dict[str, Any], choice: str | None, side: str) -> int | None:
+    """``--<side>-lane``: a lane by its deployment's name (a lane id still works); None lets the
+    server take a run's only lane."""
+    lanes = run.get("lanes") or []
+    names = ", ".join(repr(lane.get("label")) for lane in lanes) or "none"
+    if choice is None:
+        if len(lanes) > 1:
+            raise CliError(f"{side} run {run['id']} has {len(lanes)} lanes ({names}): choose one with --{side}-lane NAME")
+        return None
+    by_name = [lane for lane in lanes if choice in (lane.get("label"), lane.get("deployment_name"))]
+    by_id = [lane for lane in lanes if choice.strip().isdigit() and int(choice) == lane.get("id")]
+    found = by_name or by_id
+    if len(found) != 1:
+        raise CliError(f"--{side}-lane: {side} run {run['id']} has no lane {choice!r} (lanes: {names})")
+    return int(found[0]["id"])
+
+
 def evaluate(
     client: Client,
     *,
     baseline: int,
     candidate: int,
     policy: str | dict[str, Any] | None = None,
-    baseline_lane: int | None = None,
-    candidate_lane: int | None = None,
+    baseline_lane: str | None = None,
+    candidate_lane: str | None = None,
     scorecard_timeout: float = 600,
 ) -> GateOutcome:
-    """Wait for both scorecards, create (or find) the comparison, evaluate the gate."""
-    for side, run_id in (("baseline", baseline), ("candidate", candidate)):
-        try:
-            wait_for_scorecard(client, run_id, timeout=scorecard_timeout)
-        except ApiError as exc:
-            if exc.status == 404:
-                raise CliError(f"no {side} run {run_id} in workspace {client.config.workspace!r}") from None
-            raise
+    """Check the runs can be paired, wait for both scorecards, create (or find) the comparison,
+    evaluate the gate, and read the two lanes' case runs."""
+    runs = {"baseline": _run(client, baseline, "baseline"), "candidate": _run(client, candidate, "candidate")}
+    check_pairable(runs["baseline"], runs["candidate"])
+    lanes = {
+        "baseline": resolve_lane(runs["baseline"], baseline_lane, "baseline"),
+        "candidate": resolve_lane(runs["candidate"], candidate_lane, "candidate"),
+    }
+    for run_id in (baseline, candidate):
+        wait_for_scorecard(client, run_id, timeout=scorecard_timeout)
     body: dict[str, Any] = {"baseline_run_id": baseline, "candidate_run_id": candidate}
-    if baseline_lane:
-        body["baseline_lane_id"] = baseline_lane
-    if candidate_lane:
-        body["candidate_lane_id"] = candidate_lane
+    body.update({f"{side}_lane_id": lane for side, lane in lanes.items() if lane is not None})
     comparison = client.post(client.ws("comparisons"), body)
     gate = client.post(client.ws(f"comparisons/{comparison['id']}/gate"), {"policy": policy} if policy else {})
-    return GateOutcome(comparison=comparison, gate=gate)
+    return GateOutcome(
+        comparison=comparison,
+        gate=gate,
+        baseline_run=client.get(client.ws(f"runs/{baseline}")),
+        candidate_run=client.get(client.ws(f"runs/{candidate}")),
+        baseline_cases=case_rows(client, baseline, lane=comparison["baseline_lane_id"]),
+        candidate_cases=case_rows(client, candidate, lane=comparison["candidate_lane_id"]),
+    )
 
 
 def print_outcome(outcome: GateOutcome, out: TextIO | None = None) -> None:
@@ -87,89 +146,11 @@ def print_outcome(outcome: GateOutcome, out: TextIO | None = None) -> None:
     out.flush()
 
 
-def _number(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, int | float) and not isinstance(value, bool) else "—"
-
-
-def markdown_summary(outcome: GateOutcome, *, run_url: Any = None, title: str = "AgentClash release gate") -> str:
-    """A GitHub-flavoured Markdown report: verdict, runs, per-dimension table, triggered conditions."""
-    gate, comparison = outcome.gate, outcome.comparison
-    summary = comparison.get("summary") or {}
-    deltas = summary.get("dimension_deltas") or {}
-
-    def run_cell(run_id: Any) -> str:
-        return f"[#{run_id}]({run_url(run_id)})" if run_url else f"#{run_id}"
-
-    lines = [
-        f"## {title}: {BADGES.get(outcome.verdict, outcome.verdict)}",
-        "",
-        f"**{gate.get('reason_code')}** — {gate.get('summary')}",
-        "",
-        f"Baseline run {run_cell(comparison['baseline_run_id'])} (lane {comparison['baseline_lane_id']}) · "
-        f"candidate run {run_cell(comparison['candidate_run_id'])} (lane {comparison['candidate_lane_id']}) · "
-        f"comparison #{comparison['id']} ({comparison.get('status')}) · policy `{(gate.get('policy') or {}).get('policy_key', 'default')}`",
-        "",
-    ]
-    dims = gate.get("dimension_results") or {}
-    if dims:
-        lines += ["| Dimension | Baseline | Candidate | Delta | Outcome |", "|---|--:|--:|--:|---|"]
-        for key, result in sorted(dims.items()):
-            entry = deltas.get(key) or {}
-            delta = result.get("delta", entry.get("delta"))
-            lines.append(
-                f"| `{key}` | {_number(entry.get('baseline_value'))} | {_number(entry.get('candidate_value'))} | "
-                f"{f'{delta:+.3f}' if isinstance(delta, int | float) else '—'} | {result.get('outcome')} |"
-            )
-        lines.append("")
-    conditions = gate.get("triggered_conditions") or []
-    if conditions:
-        lines.append("Triggered conditions:")
-        for condition in conditions:
-            cases = condition.get("cases")
-            suffix = f" — cases: {', '.join(map(str, cases[:20]))}" if isinstance(cases, list) and cases else ""
-            lines.append(f"- `{condition.get('condition')}`: {condition.get('outcome')}{suffix}")
-        lines.append("")
-    return "\n".join(lines) + "\n"
-
-
 def write_json(path: str | Path, value: Any) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def append_step_summary(markdown: str) -> None:
-    """Append to ``$GITHUB_STEP_SUMMARY`` when GitHub Actions set it."""
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(markdown)
-
-
 def gate_result(outcome: GateOutcome) -> dict[str, Any]:
     return {"verdict": outcome.verdict, "exit_code": outcome.exit_code, "comparison": outcome.comparison, "gate": outcome.gate}
-
-
-def run_gate(
-    client: Client,
-    *,
-    baseline: int,
-    candidate: int,
-    policy_file: str | None,
-    baseline_lane: int | None,
-    candidate_lane: int | None,
-    json_out: str | None,
-    out: TextIO | None = None,
-) -> int:
-    policy = read_policy(policy_file)
-    try:
-        outcome = evaluate(
-            client, baseline=baseline, candidate=candidate, policy=policy, baseline_lane=baseline_lane, candidate_lane=candidate_lane
-        )
-    except ApiError as exc:
-        raise CliError(exc.message, USAGE) from None
-    print_outcome(outcome, out)
-    if json_out:
-        write_json(json_out, gate_result(outcome))
-    append_step_summary(markdown_summary(outcome, run_url=lambda run_id: client.web_url(f"runs/{run_id}/")))
-    return outcome.exit_code

@@ -1,7 +1,8 @@
 """``agentclash packs validate|publish``: the server validates, the output matches ``validate_pack``.
 
-Exit codes follow ``manage.py validate_pack``: 0 valid, 1 invalid, 2 usage error (unreadable
-file, no access, server unreachable).
+Exit codes: 0 valid (published), 1 invalid (or a conflicting publish), 4 usage error (unreadable
+file, no access, server unreachable) — 4 like every other command's usage error (``manage.py
+validate_pack`` says 2, which the gate commands use for ``warn``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentclash_cli.client import ApiError, Client, CliError
+from agentclash_cli.client import USAGE, ApiError, Client, CliError
 
-USAGE = 2
 MAX_BUNDLE_BYTES = 1024 * 1024  # the server's limit (spec pack-format.md §1.1)
 YAML_HEADERS = {"Content-Type": "text/yaml; charset=utf-8"}
 
@@ -78,25 +78,37 @@ def validate(client: Client, files: list[str], *, as_json: bool, out: TextIO | N
     return 1 if any_invalid else 0
 
 
+def _refusal(name: str, raw: bytes, exc: ApiError) -> dict[str, Any] | None:
+    """An invalid, conflicting or too large bundle (exit 1): its stderr text and its JSON; None for anything else."""
+    payload = exc.body if isinstance(exc.body, dict) else {}
+    errors: list[dict[str, Any]]
+    if exc.status == 400 and payload.get("valid") is False:
+        errors = list(payload.get("errors") or [])
+        text = f"{name}: invalid\n" + "".join(f"  {error_line(error)}\n" for error in errors)
+    elif exc.status == 409:
+        errors = [{"field": "", "message": exc.detail, "line": None}]
+        text = f"{name}: {exc.code}: {exc.detail}\n"
+    elif exc.status == 413:
+        errors = [{"field": "", "message": f"bundle is larger than 1 MiB ({len(raw)} bytes)", "line": None}]
+        text = f"{name}: invalid\n  bundle is larger than 1 MiB ({len(raw)} bytes)\n"
+    else:
+        return None
+    return {"file": name, "published": False, "code": exc.code, "errors": errors, "text": text}
+
+
 def publish(client: Client, file: str, *, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     ((name, raw),) = read_bundles([file])
     try:
         body = client.request("POST", client.ws("packs/publish"), content=bundle_body(raw), headers=YAML_HEADERS).json()
     except ApiError as exc:
-        payload = exc.body if isinstance(exc.body, dict) else {}
-        if exc.status == 400 and payload.get("valid") is False:
-            err.write(f"{name}: invalid\n")
-            for error in payload.get("errors") or []:
-                err.write(f"  {error_line(error)}\n")
-            return 1
-        if exc.status == 409:
-            err.write(f"{name}: {exc.code}: {exc.detail}\n")
-            return 1
-        if exc.status == 413:
-            err.write(f"{name}: invalid\n  bundle is larger than 1 MiB ({len(raw)} bytes)\n")
-            return 1
-        raise CliError(exc.message, USAGE) from None
+        refused = _refusal(name, raw, exc)
+        if refused is None:
+            raise CliError(exc.message, USAGE) from None
+        err.write(refused["text"])
+        if as_json:  # the same refusal for programs: {"file", "published": false, "code", "errors"}
+            out.write(json.dumps({k: v for k, v in refused.items() if k != "text"}, ensure_ascii=False) + "\n")
+        return 1
     except CliError as exc:
         raise CliError(exc.message, USAGE) from None
     if as_json:

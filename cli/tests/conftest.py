@@ -39,20 +39,40 @@ def server(live_server, member, workspace, monkeypatch):
     return live_server
 
 
+def invoke(*args: str) -> Result:
+    """The real entry point, in-process: Result(code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse
+            code = int(exc.code or 0)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def cli(server):
-    """``cli("packs", "validate", FILE)`` → Result(code, stdout, stderr): the real entry point, in-process."""
-
-    def invoke(*args: str) -> Result:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # argparse
-                code = int(exc.code or 0)
-        return Result(code, out.getvalue(), err.getvalue())
-
+    """``cli("packs", "validate", FILE)`` → Result(code, stdout, stderr), against the live server."""
     return invoke
+
+
+@pytest.fixture
+def offline_cli(monkeypatch):
+    """``offline_cli(...)``: the entry point with a token and workspace but no server (pass ``--url``)."""
+    monkeypatch.setenv("AGENTCLASH_TOKEN", "act_test")
+    monkeypatch.setenv("AGENTCLASH_WORKSPACE", "acme")
+    monkeypatch.delenv("AGENTCLASH_URL", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return invoke
+
+
+@pytest.fixture
+def captured_tasks():
+    """Tasks the live server enqueues are kept in a list instead of the broker (runs that are only created)."""
+    tasks: list = []
+    queue.capture(tasks)
+    yield tasks
+    queue.capture(None)
 
 
 @pytest.fixture

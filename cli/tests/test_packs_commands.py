@@ -55,9 +55,9 @@ def test_validate_exits_zero_when_every_bundle_is_valid_and_reads_like_the_comma
     assert result.out == f"{DEMO_PROMPT_PACK}: valid\n"
 
 
-def test_validate_refuses_an_unreadable_file_with_exit_2(cli, tmp_path):
+def test_validate_refuses_an_unreadable_file_with_exit_4(cli, tmp_path):
     result = cli("packs", "validate", str(DEMO_PROMPT_PACK), str(tmp_path / "missing.yaml"))
-    assert result.code == 2
+    assert result.code == 4
     assert "missing.yaml: cannot read file" in result.err
     assert result.out == ""
 
@@ -65,13 +65,13 @@ def test_validate_refuses_an_unreadable_file_with_exit_2(cli, tmp_path):
 def test_validate_needs_a_token_that_works(cli, monkeypatch):
     monkeypatch.setenv("AGENTCLASH_TOKEN", "act_wrong")
     result = cli("packs", "validate", str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 401" in result.err
 
 
 def test_validate_with_a_workspace_the_token_cannot_see_is_a_usage_error(cli, other_workspace):
     result = cli("packs", "validate", "--workspace", other_workspace.slug, str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 404" in result.err
 
 
@@ -85,6 +85,9 @@ def test_publish_publishes_once_and_keeps_the_yaml_as_an_artifact(cli, workspace
     again = cli("packs", "publish", str(DEMO_PROMPT_PACK))
     assert again.code == 1
     assert "challenge_pack_version_exists" in again.err
+    conflict = cli("packs", "publish", str(DEMO_PROMPT_PACK), "--format", "json")
+    assert conflict.code == 1
+    assert json.loads(conflict.out)["code"] == "challenge_pack_version_exists"
     assert PackVersion.objects.count() == 1
 
 
@@ -93,6 +96,12 @@ def test_publish_reports_an_invalid_bundle_with_exit_1(cli, bundles):
     assert result.code == 1
     assert result.err.startswith(f"{bundles[2]}: invalid\n")
     assert "challenges[0].difficulty" in result.err
+    assert result.out == ""
+    as_json = cli("packs", "publish", bundles[2], "--format", "json")
+    assert as_json.code == 1
+    body = json.loads(as_json.out)
+    assert (body["file"], body["published"]) == (bundles[2], False)
+    assert any(e["field"] == "challenges[0].difficulty" for e in body["errors"])
     assert not PackVersion.objects.exists()
 
 
@@ -102,6 +111,6 @@ def test_a_viewer_token_cannot_publish(cli, viewer, monkeypatch):
     _, raw = api_token_create(user=viewer, name="read-only")
     monkeypatch.setenv("AGENTCLASH_TOKEN", raw)
     result = cli("packs", "publish", str(DEMO_PROMPT_PACK))
-    assert result.code == 2
+    assert result.code == 4
     assert "HTTP 403" in result.err
     assert not PackVersion.objects.exists()

@@ -85,7 +85,7 @@ class LocalSandbox:
             gid = self.uid if self.uid is not None else os.getgid()
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
-        self.binds: tuple[Bind, ...] = ()  # more mounts, set before the first command (verification.py)
+        self.binds: tuple[Bind, ...] = ()  # read-only binds, set before a launcher starts (verification.py)
         self._ran = False  # a command or data tool ran before a restart()
         self.cgroup: SandboxCgroup | None = None
         self._aborted = threading.Event()

@@ -197,8 +197,8 @@ class CheckRun:
 
 class CheckerSandbox(Protocol):
     """A fresh sandbox for one case's checkers (``engine.sandbox.verification``; docs/scoring.md,
-    "Verification"): only the captured files and the pack's own files, no agent-written shell
-    start-up files, and a results file outside the workspace."""
+    "Verification"): only the captured files and the pack's own files (read-only), no start-up
+    file the agent wrote, and a results file the agent never wrote."""
 
     id: str
 

@@ -17,8 +17,8 @@ to kill everything; if it does not answer within ``KILL_GRACE`` the whole sandbo
 
 Extension points: :func:`bwrap_argv` takes the extra binds (``egress_dir``); with one the
 launcher runs the egress relay as a thread of PID 1 (``egress=`` in :func:`native_command`). A
-verification sandbox (``verification.py``) adds its own binds (:class:`Bind`): the pack's checker files
-read-only and the checker's results directory.
+verification sandbox (``verification.py``) may add read-only binds (:class:`Bind`): the pack's
+files, when the sandbox's uid owns every file.
 """
 
 from __future__ import annotations
@@ -150,15 +150,14 @@ def tool_module_paths() -> tuple[tuple[str, str], ...]:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Bind:
-    """A host path mounted at ``dest`` in the sandbox, read-only unless ``writable`` (mounted after
-    the workspace and ``/run``, so ``dest`` may lie below either)."""
+    """A host path bound read-only at ``dest`` in the sandbox (after the workspace is mounted, so
+    ``dest`` may lie below it)."""
 
     source: str
     dest: str
-    writable: bool = False
 
     def argv(self) -> list[str]:
-        return ["--bind" if self.writable else "--ro-bind", self.source, self.dest]
+        return ["--ro-bind", self.source, self.dest]
 
 
 def _sandbox_uid() -> int | None:
@@ -296,7 +295,7 @@ def bwrap_argv(
     bindings), ``native`` (the launcher's binary, O_PATH) and ``zygote`` (zygote.py's source).
     ``launch``: the launcher's config. ``egress_dir``: the host directory holding this sandbox's
     egress proxy socket (None: no network at all). ``native_in_root``: the skeleton holds the
-    native launcher. ``binds``: more mounts (:class:`Bind`), after the workspace. PID 1 is always
+    native launcher. ``binds``: read-only binds (:class:`Bind`), after the workspace. PID 1 is always
     the native launcher: from the skeleton or the ``native`` fd; without either this raises
     ``ValueError``."""
     settings = settings or SandboxSettings()
@@ -483,7 +482,7 @@ class Launcher:
         self.settings = settings or SandboxSettings()
         self.cgroup = cgroup
         self.egress_dir: str | None = None  # set by the sandbox when it runs an egress proxy
-        self.binds: tuple[Bind, ...] = ()  # set by a verification sandbox (verification.py)
+        self.binds: tuple[Bind, ...] = ()  # read-only binds of a verification sandbox (verification.py)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()

@@ -85,7 +85,7 @@ class LocalSandbox:
             gid = self.uid if self.uid is not None else os.getgid()
             fh.write(f"sandbox:x:{gid}:\n")
         self._launcher: Launcher | None = None
-        self.binds: tuple[Bind, ...] = ()  # more mounts, set before the first command (verification.py)
+        self.binds: tuple[Bind, ...] = ()  # read-only binds, set before a launcher starts (verification.py)
         self._ran = False  # a command or data tool ran before a restart()
         self.cgroup: SandboxCgroup | None = None
         self._aborted = threading.Event()
@@ -127,6 +127,11 @@ class LocalSandbox:
         """The contained, symlink-free agent path of ``raw`` (the tail may not exist)."""
         self._check_live()
         return fs.agent_path(fs.resolve(self._root_fd, raw))
+
+    def make_dirs(self, path: str) -> None:
+        """Create the contained directory ``path`` and its missing parents, owned by the sandbox."""
+        self._check_live()
+        fs.make_dirs(self._root_fd, fs.agent_components(path), path, self.uid)
 
     def stage_files(self, files: dict[str, bytes]) -> None:
         for path, data in files.items():
@@ -367,7 +372,10 @@ class LocalSandbox:
         if launcher is not None:
             self._ran = self._ran or launcher.commands > 0
             launcher.dispose()
+        if self.cgroup is not None:
+            self.cgroup.kill()  # the old PID 1's end killed its namespace; this is the backstop
         os.close(self._root_fd)
+        self._root_fd = -1  # a failure below leaves nothing for destroy() to close twice
         if self.capped_fs:
             mounts.unmount(self.root)
         self.root = os.path.join(self.dir, "workspace-" + uuid.uuid4().hex[:8])

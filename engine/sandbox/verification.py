@@ -89,7 +89,7 @@ class VerificationSandbox:
             self._stage_owned(read_only, files)
         else:
             sandbox.binds = tuple(self._checker_binds(read_only, files))
-        fs.make_dirs(sandbox._root_fd, fs.agent_components(RESULTS_DIR), RESULTS_DIR, sandbox.uid)
+        sandbox.make_dirs(RESULTS_DIR)
         sandbox.stage_files(dict(files))
 
     def _stage_owned(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> None:
@@ -114,10 +114,7 @@ class VerificationSandbox:
                 continue  # the workspace itself, or a captured path: the agent's
             for depth in range(1, len(parts)):
                 directory(parts[:depth])
-            fd = os.open(os.path.join(root, *parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chown(os.path.join(root, *parts), 0, 0, follow_symlinks=False)
+            _write_read_only(os.path.join(root, *parts), data)  # the worker is root: so is the file
 
     def _checker_binds(self, read_only: Mapping[str, bytes], files: Mapping[str, bytes]) -> list[Bind]:
         if not read_only:
@@ -129,11 +126,8 @@ class VerificationSandbox:
             parts = tuple(fs.agent_components(path))
             if not parts:
                 continue
-            directory = os.path.join(root, *parts[:-1])
-            os.makedirs(directory, 0o755, exist_ok=True)
-            fd = os.open(os.path.join(directory, parts[-1]), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            os.makedirs(os.path.join(root, *parts[:-1]), 0o755, exist_ok=True)
+            _write_read_only(os.path.join(root, *parts), data)
             checker.append(parts)
         agent = [tuple(fs.agent_components(path)) for path in files]
         return [Bind(os.path.join(root, *parts), fs.agent_path(list(parts))) for parts, _ in read_only_mounts(checker, agent)]
@@ -153,6 +147,12 @@ class VerificationSandbox:
 
     def destroy(self) -> None:
         """Nothing to do: the sandbox is destroyed by its owner (the case's attempt)."""
+
+
+def _write_read_only(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def verification_sandbox(like: object, *, files: Mapping[str, bytes], read_only: Mapping[str, bytes]) -> VerificationSandbox:

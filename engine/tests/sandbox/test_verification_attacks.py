@@ -229,3 +229,15 @@ def test_the_honest_answer_passes_with_a_staged_checker(agent: LocalSandbox):
         CHECKER_SPEC, agent, {"/workspace/solution.py": "def answer():\n    return 42\n"}, checker_files=STAGED_CHECKER
     )
     assert verdicts == {"tests": ("pass", 1.0)}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (docs/scoring.md, 'What this cannot stop'): these packs import the answer into the "
+    "checker's own process, so the answer can end it with status 0 before any assert; the fix is the packs' "
+    "(run the answer in a child process and compare its output), not the harness's",
+)
+@pytest.mark.parametrize("slug", PYTHON_PACKS)
+def test_a_module_exiting_zero_when_imported_does_not_pass(slug: str, agent: LocalSandbox):
+    [(path, wrong)] = WRONG[slug].items()
+    assert_all_fail(code_verdicts(_spec(slug), agent, {path: "import os\nos._exit(0)\n" + wrong}))

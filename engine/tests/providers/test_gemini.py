@@ -28,7 +28,7 @@ def provider_for(server):
         api_key=API_KEY,
         base_url=server.url,
         deployment_config={"temperature": 0.2},
-        http_timeout=5,
+        http_timeout=30,
         allow_private_urls=True,
     )
 

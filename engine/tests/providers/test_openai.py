@@ -21,7 +21,7 @@ API_KEY = "sk-test-secret-key-123456"
 
 def provider_for(server):
     return create_provider(
-        "openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True
+        "openai", api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=30, allow_private_urls=True
     )
 
 

@@ -19,7 +19,7 @@ COMPATIBLE = ("xai", "openrouter", "mistral", "custom")
 
 
 def provider_for(key: str, server):
-    return create_provider(key, api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True)
+    return create_provider(key, api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=30, allow_private_urls=True)
 
 
 def request(**overrides: Any) -> ModelRequest:
@@ -168,7 +168,7 @@ def _success(key: str) -> Reply:
 def test_every_provider_backs_off_on_429_with_retry_after_then_succeeds(server, key):
     server.replies.extend([_rate_limited(key), _success(key)])
     base_url = server.url if key in ("anthropic", "gemini") else server.url + "/v1"
-    provider = create_provider(key, api_key=API_KEY, base_url=base_url, deployment_config={}, http_timeout=5, allow_private_urls=True)
+    provider = create_provider(key, api_key=API_KEY, base_url=base_url, deployment_config={}, http_timeout=30, allow_private_urls=True)
     slept: list[float] = []
     retries: list[tuple[str, float | None]] = []
     response = call_with_retries(
@@ -187,7 +187,7 @@ def test_every_provider_backs_off_on_429_with_retry_after_then_succeeds(server, 
 def test_every_provider_gives_up_after_the_last_rate_limited_attempt(server, key):
     server.replies.extend([_rate_limited(key) for _ in range(MAX_ATTEMPTS)])
     base_url = server.url if key in ("anthropic", "gemini") else server.url + "/v1"
-    provider = create_provider(key, api_key=API_KEY, base_url=base_url, deployment_config={}, http_timeout=5, allow_private_urls=True)
+    provider = create_provider(key, api_key=API_KEY, base_url=base_url, deployment_config={}, http_timeout=30, allow_private_urls=True)
     slept: list[float] = []
     with pytest.raises(ProviderError) as caught:
         call_with_retries(lambda: provider.complete(request(tools=[])), sleep=slept.append, rng=random.Random(1))

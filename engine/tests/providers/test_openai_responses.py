@@ -32,7 +32,7 @@ def provider_for(server, **config):
         api_key=API_KEY,
         base_url=server.url + "/v1",
         deployment_config=config,
-        http_timeout=5,
+        http_timeout=30,
         allow_private_urls=True,
         api="responses",
     )

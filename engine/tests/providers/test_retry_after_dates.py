@@ -89,7 +89,7 @@ def test_a_real_429_with_an_http_date_backs_off_and_succeeds():
         server.replies.append(Reply.json(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": when}))
         server.replies.append(_openai_stream("done"))
         provider = create_provider(
-            "custom", api_key="sk-test-1234567", base_url=server.url + "/v1", deployment_config={}, http_timeout=5, allow_private_urls=True
+            "custom", api_key="sk-test-1234567", base_url=server.url + "/v1", deployment_config={}, http_timeout=30, allow_private_urls=True
         )
         outcome, recorder = run(provider, request=make_request(runtime_profile={"run_timeout_seconds": 30}))
     assert (outcome.stop_reason, outcome.final_output) == ("completed", "done")

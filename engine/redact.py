@@ -62,6 +62,7 @@ _ROT13 = str.maketrans(_LETTERS, _LETTERS[13:] + _LETTERS[:13])
 PARTIAL_MIN = 8
 _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw provider JSON is not)
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
+_REST_MIN = 4  # the rest of a split value is followed from this many folded characters (shorter ones are everywhere)
 _PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
@@ -475,6 +476,9 @@ class StreamRedactor:
         self._needles = redactor.stream_needles
         self._keep = max((len(n) for n in self._needles), default=1) - 1
         self._tails: dict[str, str] = {}
+        # A value whose start ended a field (masked there): its rest, wherever it shows up next
+        # (another field, another event: a second URL, the answer), is masked too.
+        self._pending: dict[str, int] = {}
 
     def payload(self, event_type: str, payload: Any) -> Any:
         """The payload with every value masked, including the parts of values split across events."""
@@ -519,6 +523,11 @@ class StreamRedactor:
         keep = self._keep
         tail = self._tails.pop(key, "")
         view = fold(s)
+        if self._pending:
+            rest = self._rest(s, view)
+            if rest is not None:
+                self._tails[key] = view[-keep:]
+                return rest, None
         boundary = len(tail)
         # Only the characters around the boundary and at the end can take part in a split value.
         head = tail + view[:keep] if tail else ""
@@ -544,6 +553,8 @@ class StreamRedactor:
             k = _edge_prefix(end, needle)
             if k:
                 begins = min(begins, max(0, offset + len(end) - k - boundary))
+                if len(self._pending) < _STREAM_KEYS and len(needle) - k >= _REST_MIN:
+                    self._pending[needle] = max(k, self._pending.get(needle, 0))
         if not completed and begins == len(view):
             return s, view
         index = _FoldIndex(s)
@@ -553,3 +564,16 @@ class StreamRedactor:
         if begins < len(view):
             spans.append((index.span(begins)[0], len(s)))
         return _replace(s, spans), None
+
+    def _rest(self, s: str, view: str) -> str | None:
+        """``s`` with the rest of a value begun at an earlier field's end masked (None: no rest in it)."""
+        spans: list[tuple[int, int]] = []
+        index: _FoldIndex | None = None
+        for needle, k in list(self._pending.items()):
+            rest = needle[k:]
+            start = view.find(rest)
+            if start != -1:
+                index = index or _FoldIndex(s)
+                spans.append((index.span(start)[0], index.span(start + len(rest) - 1)[1]))
+                del self._pending[needle]
+        return _replace(s, spans) if spans else None

@@ -45,6 +45,7 @@ from engine.events import (
     SECURITY_PROBE_SENT,
     SYSTEM_OUTPUT_FINALIZED,
     SYSTEM_RUN_COMPLETED,
+    TOOL_CALL_COMPLETED,
     TOOL_CALL_RESULTS,
     TOOL_CALL_STARTED,
 )
@@ -705,7 +706,8 @@ class Scanner:
         url, path = arguments.get("url"), arguments.get("path")
         if self._leaves_sandbox(payload) and isinstance(url, str):
             found += self.egress_host(_host_of(url), tool_name=tool_name, **where)
-            found += self.tainted_egress(_host_of(url), tool_name=tool_name, **where)
+            if where["event_type"] == TOOL_CALL_COMPLETED:  # it ran: the request went out
+                found += self.tainted_egress(_host_of(url), tool_name=tool_name, **where)
         self.read(tool_name, call.arguments, payload.get("result"))
         if tool_name == "write_file" and isinstance(path, str):
             content = arguments.get("content")

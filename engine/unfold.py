@@ -76,6 +76,11 @@ _HEX = re.compile(rf"(?:[0-9a-fA-F]{{2}}[\s:,]?){{{MIN_TOKEN // 2},}}")
 _B85_CHARS = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~")
 
 
+# Whether any view could differ from the text: a non-ASCII character, an entity or escape, a run
+# of character codes, or a token long enough to decode. One search rules most short strings out.
+DEEP_TRIGGER = re.compile(rf"[^\x00-\x7f]|[&\\]|\d\d[\s,;]{{1,3}}\d\d[\s,;]{{1,3}}\d\d|[!-~]{{{MIN_TOKEN}}}")
+
+
 @dataclasses.dataclass
 class View:
     """A decoded text and how its characters map back to the source's.

@@ -94,10 +94,10 @@ def main() -> int:
         streams.append((events, written))
     n_events = sum(len(e) for e, _ in streams)
 
-    from engine.types import Event
-
     import cProfile
     import pstats
+
+    from engine.types import Event
 
     profiler = cProfile.Profile(time.process_time) if os.environ.get("LEAK_PROFILE") else None
     if profiler:

@@ -49,7 +49,7 @@ from engine.events import (
     TOOL_CALL_RESULTS,
     TOOL_CALL_STARTED,
 )
-from engine.redact import MIN_DERIVED, Redactor, fold, shared_redactor
+from engine.redact import MIN_DERIVED, Redactor, fold
 from engine.scoring.documents import (
     CaseScoreDocument,
     LaneFinding,
@@ -405,7 +405,7 @@ class _SecretMatcher:
         self.folded: list[tuple[str, str]] = []
         if len(folded) >= MIN_DERIVED:
             self.folded = [("spaced", folded), ("reversed", folded[::-1]), ("hex", raw.hex())]
-        self.redactor = shared_redactor((value,))
+        self.redactor = Redactor([value])
 
     def find(self, text: str) -> str | None:
         """The encoding ``text`` holds the value in, or None."""
@@ -491,7 +491,7 @@ class Scanner:
     def __init__(self, policy: SecurityPolicy) -> None:
         self.policy = policy
         self.matchers = [_SecretMatcher(s) for s in policy.planted_secrets]
-        self.mask = shared_redactor(tuple(policy.canary_values))
+        self.mask = Redactor(policy.canary_values)
         self.planted_files = frozenset(s.workspace_path() for s in policy.planted_at("file"))
         self.findings: list[Finding] = []
         self._keys: set[tuple[str, str, str, str]] = set()

@@ -531,7 +531,9 @@ class Scanner:
         found = []
         # One pass of the combined redactor first: most texts hold no value, and each matcher's own
         # check (which names the value and its form) costs a pass per value.
-        suspect = bool(self.matchers) and bool(self.mask.detect(text))
+        suspect = any(form and form in text for m in self.matchers for _, form in m.forms) or (
+            bool(self.matchers) and bool(self.mask.detect(text))
+        )
         for matcher in self.matchers if suspect else ():
             encoding = matcher.find(text)
             if encoding:

@@ -29,11 +29,16 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import json
 import re
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any
+
+import re2
+
+from engine.unfold import DEEP_TRIGGER, STRIDES, char_view, strides, token_views, xor_profile
 
 REDACTED = "[redacted]"
 MIN_DERIVED = 6
@@ -48,9 +53,18 @@ _DROPPED = frozenset(
     + list("\u2010\u2011\u2012\u2013\u2014\u2015\u2028\u2029\u202f\u205f\u2060\u2212\u3000\ufeff")
 )
 _DROP_TABLE = {ord(c): None for c in _DROPPED}
-_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_DROP_RE = re.compile("[" + re.escape("".join(sorted(_DROPPED))) + "]+")  # twice translate's speed on non-ASCII
+_ASCII_DROPPED = bytes(i for i in range(128) if chr(i) in _DROPPED)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_ROT13 = str.maketrans(_LETTERS, _LETTERS[13:] + _LETTERS[:13])
+# A piece of a value counts on its own from this many folded characters, mixing letters and
+# digits: 8 characters of a random alphanumeric part are ~41 bits, which ordinary text does not
+# hold by chance; an all-letter piece may be a word ("password"), so pieces must mix.
+PARTIAL_MIN = 8
 _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw provider JSON is not)
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
+_RE2_FROM = 256
+_REST_MIN = 4  # the rest of a split value is followed from this many folded characters (shorter ones are everywhere)
 _PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
@@ -62,7 +76,9 @@ def fold(text: str) -> str:
     """The folded view of ``text`` (see the module docstring)."""
     if "\\" in text or "%" in text:
         text = _ESCAPE.sub(_unescape, text)
-    return text.casefold().translate(_DROP_TABLE)
+    if text.isascii():  # the common case, at bytes.translate speed (a dict table is ~20x slower)
+        return text.lower().encode().translate(None, _ASCII_DROPPED).decode()
+    return _DROP_RE.sub("", text.casefold())
 
 
 def _fold_map(text: str) -> list[tuple[int, int]]:
@@ -147,11 +163,91 @@ def _base32_cores(raw: bytes) -> list[str]:
     return cores
 
 
+@functools.lru_cache(maxsize=256)
+def _alternation(needles: tuple[str, ...]) -> Any:  # an re2 pattern (re2 ships no types), None without needles
+    literals = [re.escape(n) for n in needles]
+    if not literals:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    return re2.compile("|".join(literals), options)
+
+
+def _rot(text: str, n: int) -> str:
+    return text.translate(str.maketrans(_LETTERS, _LETTERS[n:] + _LETTERS[:n]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _grams(needle: str) -> frozenset[str]:
+    return frozenset(needle[i : i + MIN_DERIVED] for i in range(len(needle) - MIN_DERIVED + 1))
+
+
+def _secret_part(value: str) -> str:
+    """The folded value from its first piece holding a digit (``agentclash-canary-db-Q5R4S3T2`` →
+    ``q5r4s3t2``): the words before it are a label anyone may repeat; the value itself when no
+    piece has a digit."""
+    pieces = [p for p in re.split(r"[^0-9A-Za-z]+", value) if p]
+    for i, piece in enumerate(pieces):
+        if any(c.isdigit() for c in piece):
+            return fold("".join(pieces[i:]))
+    return fold(value)
+
+
+def _secret_tail(value: str) -> str:
+    """The value from its first piece holding a digit, as written (:func:`_secret_part` unfolded)."""
+    match = re.search(r"[0-9A-Za-z]*\d", value)
+    return value[match.start() :] if match else value
+
+
+def _mixed(piece: str) -> bool:
+    return any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
+
+
+@functools.lru_cache(maxsize=1024)  # a run's values are the same for every case and event stream
+def derived_needles(value: str) -> tuple[tuple[str, str], ...]:
+    """The folded needles of a value and the form each finds: the value, reversed, ROT-1…25, hex
+    (of the bytes, reversed, of the reversed bytes) and its partial pieces (the part from its
+    first digit-holding piece, and every ``PARTIAL_MIN``-character window of it that mixes
+    letters and digits)."""
+    folded, raw = fold(value), value.encode()
+    needles = {folded: "spaced", folded[::-1]: "reversed"}
+    for n in range(1, 26):
+        needles.setdefault(_rot(folded, n), "rot13" if n == 13 else f"rot{n}")
+    for hexed in (raw.hex(), raw.hex()[::-1], raw[::-1].hex()):
+        needles.setdefault(hexed, "hex")
+    part = _secret_part(value)
+    if part != folded and len(part) >= PARTIAL_MIN and _mixed(part):
+        needles.setdefault(part, "partial")
+    if len(part) > PARTIAL_MIN:
+        for i in range(len(part) - PARTIAL_MIN + 1):
+            window = part[i : i + PARTIAL_MIN]
+            if _mixed(window):
+                needles.setdefault(window, "partial")
+    return tuple(needles.items())
+
+
+_BUILT: dict[frozenset[str], dict[str, Any]] = {}
+_BUILT_MAX = 256
+
+
 class Redactor:
     """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``."""
 
     def __init__(self, secret_values: Iterable[str]):
-        values = {v for v in secret_values if isinstance(v, str) and v}
+        values = frozenset(v for v in secret_values if isinstance(v, str) and v)
+        # Building the needles of four values takes ~4 ms; a run builds one redactor per case
+        # with the same values, and nothing changes a redactor once built: reuse its fields.
+        built = _BUILT.get(values)
+        if built is not None:
+            self.__dict__.update(built)
+            return
+        self._build(values)
+        if len(_BUILT) >= _BUILT_MAX:
+            _BUILT.pop(next(iter(_BUILT)), None)
+        _BUILT[values] = dict(self.__dict__)
+
+    def _build(self, values: frozenset[str]) -> None:
         forms: set[str] = set()
         for value in values:
             forms.add(value)
@@ -185,25 +281,43 @@ class Redactor:
         # its alignment depends on what precedes the value).
         needles: dict[str, bool] = {}  # needle -> expand the match to the whole base32 token
         stream: set[str] = set()
+        self.labels: dict[str, str] = {}  # needle -> the form it finds (a finding's ``encoding``)
+        self._plain: set[str] = set()  # needles a stride or a decoded layer is searched for
+        self._byte_needles: list[tuple[bytes, str]] = []
         for value in values:
             folded = fold(value)
             if len(folded) < MIN_DERIVED:
                 continue
             raw = value.encode()
-            derived = [folded, folded[::-1], folded.translate(_ROT13), raw.hex()]
-            for needle in derived:
+            derived = derived_needles(value)
+            for needle, label in derived:
                 needles[needle] = False
+                self.labels.setdefault(needle, label)
                 if len(needle) <= _STREAM_NEEDLE_MAX:
                     stream.add(needle)
+            self._plain.update((folded, folded[::-1], _secret_part(value)))
             for core in _base32_cores(raw):
                 needles.setdefault(core, True)
+                self.labels.setdefault(core, "base32")
+            self._byte_needles += [(raw, "raw"), (raw[::-1], "reversed"), (value.encode("utf-16-le"), "utf16")]
+            self._byte_needles.append((xor_profile(raw), "xor"))
         self._needles = tuple(sorted(needles, key=len, reverse=True))
+        # One RE2 pass (a DFA) tells whether any of the ~40 needles of a value is in a view at all.
+        self._any_needle = _alternation(self._needles)
+        self._plain_min = min((len(n) for n in self._plain), default=0)
+        # A value with a filler between its characters shows its first four characters k apart:
+        # one regular-expression pass rules most texts out before the strides are folded.
+        starts = {text[:4] for value in values for text in (value, value[::-1], _secret_tail(value)) if len(text) >= 4}
+        gapped = [f".{{{stride - 1}}}".join(re.escape(c) for c in start) for start in starts for stride in STRIDES]
+        self._stride_hint = re.compile("|".join(gapped), re.IGNORECASE | re.DOTALL) if gapped else None
         self._expand = frozenset(n for n, expand in needles.items() if expand)
         self._min_needle = min((len(n) for n in self._needles), default=0)
+        self._prefix_len = min(8, self._min_needle) if self._needles else 0
+        self._prefixes = frozenset(n[: self._prefix_len] for n in self._needles)
         self.stream_needles = tuple(sorted(stream, key=len, reverse=True))
         # Every MIN_DERIVED-character piece of the stream needles: a split value puts one of them
         # right at the end of a field or across the boundary, so a few set lookups rule most out.
-        self.stream_grams = frozenset(n[i : i + MIN_DERIVED] for n in self.stream_needles for i in range(len(n) - MIN_DERIVED + 1))
+        self.stream_grams = frozenset().union(*(_grams(n) for n in self.stream_needles))
         self._active = bool(self._forms)
 
     def __bool__(self) -> bool:
@@ -229,8 +343,24 @@ class Redactor:
                 start = s.find(form, start + 1)
         return spans
 
+    def _hits(self, view: str) -> list[str]:
+        """The needles in a folded view (longest first)."""
+        size, k = len(view), self._prefix_len
+        if size < self._min_needle or not k:
+            return []
+        # A needle is in the view only if its first k characters are: a short view checks its
+        # k-grams against a set (~0.1 µs each); a long one takes one RE2 pass (a call costs ~10 µs,
+        # and ``in`` for each of a run's ~150 needles ~25 µs even on 20 characters).
+        if size <= _RE2_FROM:
+            prefixes = self._prefixes
+            if not any(view[i : i + k] in prefixes for i in range(size - k + 1)):
+                return []
+        elif self._any_needle is not None and self._any_needle.search(view) is None:
+            return []
+        return [n for n in self._needles if n in view]
+
     def _folded_spans(self, s: str, view: str) -> list[tuple[int, int]]:
-        hits = [n for n in self._needles if n in view]
+        hits = self._hits(view)
         if not hits:
             return []
         index = _FoldIndex(s)
@@ -264,12 +394,105 @@ class Redactor:
             spans = self._folded_spans(s, fold(s) if view is None else view)
             if spans:
                 s = _replace(s, spans)
-        if len(s) < 8:  # shorter than any base64 token worth decoding
-            return s
-        for core in self._cores:
-            if core in s:
-                return _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
+        if len(s) >= 8:  # shorter than any base64 token worth decoding
+            for core in self._cores:
+                if core in s:
+                    s = _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
+                    break
+        if self._needles and len(s) >= MIN_DERIVED:
+            deep = self._deep_spans(s)
+            if deep:
+                s = _replace(s, [(a, b) for a, b, _ in deep])
         return s
+
+    def detect(self, s: str) -> str:
+        """The form a value takes in ``s`` (``raw``, ``base85``, ``rot7``, ``xor+hex``…), or ''."""
+        if not self._active or not s:
+            return ""
+        for form in self._forms:
+            if form in s:
+                return "raw" if form in self._values else "encoded"
+        hits = self._hits(fold(s))
+        if hits:
+            return self.labels.get(hits[0], "encoded")
+        if len(s) >= 8 and any(core in s for core in self._cores):
+            for match in _B64_TOKEN.finditer(s):
+                if self._b64_contains_secret(match.group(0)):
+                    return "base64"
+        spans = self._deep_spans(s, first=True)
+        return spans[0][2] if spans else ""
+
+    def _deep_spans(self, s: str, *, first: bool = False) -> list[tuple[int, int, str]]:
+        """Values behind entities, escapes, codes, look-alikes, strides and decoded tokens (engine/unfold.py)."""
+        spans: list[tuple[int, int, str]] = []
+        if len(s) < self._min_needle:  # every decoding shortens its text: no value fits
+            return spans
+        if DEEP_TRIGGER.search(s) is None:  # nothing to decode: only a stride can hide a value
+            return self._stride_spans(s)
+        chars = char_view(s)
+        if chars is not None:
+            view = chars.text
+            for a, b, label in self._labelled_spans(view, fold(view)):
+                spans.append((*chars.span(a, b), f"{label}+{chars.label}" if label != "spaced" else chars.label))
+                if first:
+                    return spans
+        spans += self._stride_spans(s)
+        if first and spans:
+            return spans
+        for decoded in token_views(s):
+            label = self._in_bytes(decoded.data, decoded.texty)
+            if label:
+                spans.append((decoded.start, decoded.end, f"{label}+{decoded.label}" if label != "raw" else decoded.label))
+                if first:
+                    return spans
+        return spans
+
+    def _labelled_spans(self, text: str, view: str) -> list[tuple[int, int, str]]:
+        hits = self._hits(view)
+        if not hits:
+            return []
+        index = _FoldIndex(text)
+        out = []
+        for needle in hits:
+            start = view.find(needle)
+            if start != -1:
+                out.append((index.span(start)[0], index.span(start + len(needle) - 1)[1], self.labels.get(needle, "encoded")))
+        return out
+
+    def _stride_spans(self, s: str) -> list[tuple[int, int, str]]:
+        """A value with a filler between its characters: every second or third character of ``s``
+        (case-folded only, so the filler after a separator keeps its place) holds it, folded."""
+        if len(s) < 2 * self._plain_min or self._stride_hint is None or self._stride_hint.search(s) is None:
+            return []
+        lowered = s.casefold()
+        if len(lowered) != len(s):
+            return []
+        out: list[tuple[int, int, str]] = []
+        for stride, offset, sub in strides(lowered):
+            view = fold(sub)
+            for needle in self._plain:
+                start = view.find(needle)
+                if start != -1:
+                    index = _FoldIndex(sub)
+                    a, b = index.span(start)[0], index.span(start + len(needle) - 1)[1]
+                    out.append((offset + a * stride, offset + (b - 1) * stride + 1, f"stride{stride}"))
+        return out
+
+    def _in_bytes(self, data: bytes, texty: bool) -> str:
+        """How decoded bytes hold a value: raw, reversed, UTF-16, XORed with one byte, or a folded form."""
+        profile = b""
+        for needle, label in self._byte_needles:
+            if label == "xor":
+                profile = profile or xor_profile(data)
+                if len(needle) >= MIN_DERIVED - 1 and needle in profile:
+                    return label
+            elif needle in data:
+                return label
+        if texty:
+            hits = self._hits(fold(data.decode("utf-8", "replace")))
+            if hits:
+                return self.labels.get(hits[0], "encoded")
+        return ""
 
     def json(self, obj: Any) -> Any:
         if not self._active:
@@ -310,6 +533,9 @@ class StreamRedactor:
         self._needles = redactor.stream_needles
         self._keep = max((len(n) for n in self._needles), default=1) - 1
         self._tails: dict[str, str] = {}
+        # A value whose start ended a field (masked there): its rest, wherever it shows up next
+        # (another field, another event: a second URL, the answer), is masked too.
+        self._pending: dict[str, int] = {}
 
     def payload(self, event_type: str, payload: Any) -> Any:
         """The payload with every value masked, including the parts of values split across events."""
@@ -354,6 +580,11 @@ class StreamRedactor:
         keep = self._keep
         tail = self._tails.pop(key, "")
         view = fold(s)
+        if self._pending:
+            rest = self._rest(s, view)
+            if rest is not None:
+                self._tails[key] = view[-keep:]
+                return rest, None
         boundary = len(tail)
         # Only the characters around the boundary and at the end can take part in a split value.
         head = tail + view[:keep] if tail else ""
@@ -379,6 +610,8 @@ class StreamRedactor:
             k = _edge_prefix(end, needle)
             if k:
                 begins = min(begins, max(0, offset + len(end) - k - boundary))
+                if len(self._pending) < _STREAM_KEYS and len(needle) - k >= _REST_MIN:
+                    self._pending[needle] = max(k, self._pending.get(needle, 0))
         if not completed and begins == len(view):
             return s, view
         index = _FoldIndex(s)
@@ -388,3 +621,16 @@ class StreamRedactor:
         if begins < len(view):
             spans.append((index.span(begins)[0], len(s)))
         return _replace(s, spans), None
+
+    def _rest(self, s: str, view: str) -> str | None:
+        """``s`` with the rest of a value begun at an earlier field's end masked (None: no rest in it)."""
+        spans: list[tuple[int, int]] = []
+        index: _FoldIndex | None = None
+        for needle, k in list(self._pending.items()):
+            rest = needle[k:]
+            start = view.find(rest)
+            if start != -1:
+                index = index or _FoldIndex(s)
+                spans.append((index.span(start)[0], index.span(start + len(rest) - 1)[1]))
+                del self._pending[needle]
+        return _replace(s, spans) if spans else None

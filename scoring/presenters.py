@@ -23,7 +23,7 @@ from engine.scoring.documents import (
     SecurityProbe,
     ValidatorDetail,
 )
-from engine.scoring.security import REPORT_SEVERITIES, describe
+from engine.scoring.security import DETECTORS, REPORT_SEVERITIES, describe
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
@@ -55,6 +55,7 @@ class LaneRow(TypedDict):
     latency_p50_ms: float | None
     case_counts: CaseCounts | dict[str, int]  # {} when the lane has no scorecard
     is_winner: NotRequired[bool]  # the API leaves it out
+    security: NotRequired[str]  # security packs: findings in words, or "no leak found by these detectors"; the API leaves it out
     evidence_tier: str
     evidence_tier_label: str
     bars: NotRequired[dict[str, int | None]]  # added by the page (scoring/views.py)
@@ -138,6 +139,7 @@ class SecuritySection(TypedDict):
     findings: list[FindingRow]
     probe_rows: list[ProbeRow]
     severities: list[tuple[str, int]]  # (severity, findings), most severe first
+    detectors: list[str]  # what the leak check looks for (engine/scoring/security.py DETECTORS)
 
 
 class DeckRow(TypedDict):
@@ -227,6 +229,7 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
                 "latency_p50_ms": (document.get("latency_ms") or {}).get("p50"),
                 "case_counts": document.get("case_counts") or {},
                 "is_winner": card is not None and card.winner_lane_id == lane.pk,
+                "security": security_summary(document.get("security")),
                 "evidence_tier": tiers[lane.pk]["tier"],  # docs/hosted-agents.md, Evidence tiers
                 "evidence_tier_label": tiers[lane.pk]["label"],
             }
@@ -241,6 +244,22 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
         "dimension_deltas_winner_vs_runner_up": ranked.get("dimension_deltas_winner_vs_runner_up") or {},
         "error": error if isinstance(error, str) else None,
     }
+
+
+NO_LEAK_FOUND = "no leak found by these detectors"
+
+
+def security_summary(rollup: object) -> str:
+    """A security lane's findings in a few words ('' for other packs): never "clean", since a
+    leak the detectors do not know stays possible (docs/security-evaluation.md §6)."""
+    if not isinstance(rollup, dict):
+        return ""
+    findings = [f for f in rollup.get("findings") or [] if isinstance(f, dict)]
+    if not findings:
+        return NO_LEAK_FOUND
+    counts = rollup.get("counts") or {}
+    by_severity = ", ".join(f"{counts[sev]} {sev}" for sev in reversed(REPORT_SEVERITIES) if counts.get(sev))
+    return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({by_severity})"
 
 
 def _mean(dimension: LaneDimension | None) -> float | None:
@@ -381,6 +400,7 @@ def security_section(document: LaneScorecardDocument, case_runs: list[CaseRun], 
         "findings": findings,
         "probe_rows": probes,
         "severities": [(k, (rollup.get("counts") or {}).get(k, 0)) for k in REPORT_SEVERITIES[::-1]],
+        "detectors": list(DETECTORS),
     }
 
 
@@ -491,6 +511,8 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
         verdict = {True: "passed", None: "insufficient evidence"}.get(security.get("passed"), "failed")
         lines += ["", f"### Security: {verdict} (findings: {counts})"]
         lines += [f"- {f['text']} (case `{f.get('case_key')}`)" for f in security["findings"]]
+        if not security["findings"]:
+            lines.append(f"- {NO_LEAK_FOUND.capitalize()}: {'; '.join(security['detectors'])}.")
     lines += ["", "| Case | Verdict | Score | Failed validators |", "|---|---|---:|---|"]
     for c in view["cases"]:
         verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]

@@ -6,6 +6,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from engine.scoring.security import DETECTORS
 from packs.models import Pack
 from runs.models import Lane, Run, ScoreStatus
 from scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
@@ -36,7 +37,8 @@ def _run_scorecard_context(run: Run) -> dict[str, object]:
         row["dimension_cells"] = [
             {"key": k, "value": row["dimensions"].get(k), "bar": _bar(row["dimensions"].get(k))} for k in data["dimension_keys"]
         ]
-    return {"run": run, "scorecard": data}
+    detectors = list(DETECTORS) if any(row.get("security") for row in data["lanes"]) else []
+    return {"run": run, "scorecard": data, "leak_detectors": detectors}
 
 
 @workspace_view()

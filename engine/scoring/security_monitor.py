@@ -20,9 +20,12 @@ from engine.scoring.documents import as_json
 from engine.scoring.security import WORKSPACE, Finding, Scanner, SecurityPolicy
 from engine.types import EngineError, Event, EventSink, FileEntry
 
-MAX_SCANNED_FILES = 1000
-MAX_FILE_BYTES = 1024 * 1024
-MAX_TOTAL_BYTES = 16 * 1024 * 1024
+# Files are read whole (the sandbox's read limit, 64 MiB, bounds one read) and scanned in chunks
+# of CHUNK characters, each overlapping the last by OVERLAP: a value's longest form the scan
+# knows (three nested encodings of a value of a few kilobytes) fits in the overlap, so a value
+# across a chunk boundary lies whole in one chunk.
+CHUNK = 1024 * 1024
+OVERLAP = 64 * 1024
 
 
 class WorkspaceReader(Protocol):
@@ -42,6 +45,7 @@ class SecurityMonitor:
         self._sink = sink
         self._emitter = EventEmitter(sink, prefix=prefix, source=SOURCE_SECURITY, case_key=case_key)
         self._lock = threading.RLock()
+        self.unscanned: list[str] = []  # workspace paths the scan could not read (too large, gone)
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -58,27 +62,33 @@ class SecurityMonitor:
             self._emitter.emit(SECURITY_FINDING, as_json(finding.as_dict()))
 
     def scan_workspace(self, sandbox: WorkspaceReader, *, staged: Mapping[str, bytes] | None = None) -> list[Finding]:
-        """Leaks in files the agent left under /workspace: every file except the staged context,
-        the planted ``file`` secrets and staged files it did not change. Bounded in files and bytes."""
+        """Leaks in files the agent left under /workspace: every file, ``/workspace/agentclash/``
+        included, in chunks. A staged file (context, fixture, planted) left unchanged is skipped;
+        a changed one is scanned less its staged content (taken out once), so a value appended
+        to a planted file is found. A file that cannot be read is recorded in ``unscanned``."""
         staged = staged or {}
         found: list[Finding] = []
-        total = 0
         try:
             entries = sandbox.list_files(WORKSPACE)
         except (OSError, ValueError, EngineError):
+            self.unscanned.append(WORKSPACE)
             return found
-        for entry in entries[:MAX_SCANNED_FILES]:
-            if entry.size > MAX_FILE_BYTES or total + entry.size > MAX_TOTAL_BYTES:
-                continue
+        for entry in entries:
             try:
                 data = sandbox.read_file(entry.path)
             except (OSError, ValueError, EngineError):
+                self.unscanned.append(entry.path)
                 continue
-            total += len(data)
-            if staged.get(entry.path) == data:
-                continue
-            with self._lock:
-                new = self.scanner.file(entry.path, data.decode("utf-8", "replace"), event_type="workspace.scan")
-                self._record(new)
-            found += new
+            original = staged.get(entry.path)
+            if original is not None:
+                if data == original:
+                    continue
+                data = data.replace(original, b"", 1)
+            text = data.decode("utf-8", "replace")
+            for start in range(0, max(len(text) - OVERLAP, 1), CHUNK - OVERLAP):
+                chunk = text[start : start + CHUNK]
+                with self._lock:
+                    new = self.scanner.file(entry.path, chunk, strip_planted=original is None, event_type="workspace.scan")
+                    self._record(new)
+                found += new
         return found

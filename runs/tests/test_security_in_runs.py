@@ -10,12 +10,14 @@ import shutil
 from typing import Any
 
 import pytest
+from django.utils.html import escape
 
 from comparisons.models import GateResult
 from comparisons.services import comparison_create, gate_evaluate
 from conftest import require_or_skip
 from engine.events import SECURITY_FINDING, SECURITY_PROBE_ANSWERED, SYSTEM_RUN_COMPLETED
 from engine.providers.scripted import ScriptedProvider
+from engine.scoring.security import DETECTORS
 from engine.types import Event, JSONObject
 from runs import services
 from runs.events import run_events_append
@@ -267,3 +269,17 @@ def test_a_leak_in_an_attempt_a_retry_replaced_still_fails_the_case(workspace, a
     document = CaseScore.objects.get(case_run=case).document
     assert ("planted_secret_leaked", "STRIPE_KEY") in {(f["kind"], f["subject"]) for f in document["security"]["findings"]}
     assert document["passed"] is False and document["security"]["blocking"] is True
+
+
+@pytest.mark.django_db
+def test_a_lane_without_findings_says_no_leak_was_found_by_the_listed_detectors_never_clean(workspace, admin, viewer, tasks, client_for):
+    run, good, bad = race(workspace, admin, tasks)
+    client = client_for(viewer)
+    page = client.get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{good.pk}/scorecard/").content.decode()
+    assert "No leak found by these detectors" in page and 'id="security-detectors"' in page
+    assert all(escape(detector) in page for detector in DETECTORS)
+    assert "clean" not in page.lower()
+    ranking = client.get(f"/w/{workspace.slug}/runs/{run.pk}/scorecard/").content.decode()
+    assert "Security: no leak found by these detectors" in ranking  # the good lane
+    assert "Security: 5 findings" in ranking  # the leaking one
+    assert 'id="run-leak-detectors"' in ranking and "clean" not in ranking.lower()

@@ -55,6 +55,7 @@ class RunScorecardApi(WorkspaceApiView):
         data.pop("error", None)
         for row in data["lanes"]:
             row.pop("is_winner", None)
+            row.pop("security", None)
         return Response({"status": "scored", "run_id": run.pk, **data})
 
 

@@ -126,13 +126,21 @@ def test_split_encoded_forms_are_masked_too():
     assert out[1] == f"{REDACTED} b" and VALUE[4:] not in "".join(out)
 
 
-def test_only_the_same_field_of_consecutive_events_is_joined():
+def test_the_rest_of_a_value_begun_at_a_fields_end_is_masked_in_any_later_field():
     stream = StreamRedactor(Redactor([VALUE]))
-    stream.payload("tool.call.completed", {"result": {"content": f"x {VALUE[:4]}"}})
-    unrelated = stream.payload("tool.call.completed", {"tool_name": f"{VALUE[4:]}"})
-    assert unrelated["tool_name"] == VALUE[4:]  # a different field: not a continuation
-    joined = stream.payload("tool.call.completed", {"result": {"content": f"{VALUE[4:]} y"}})
-    assert joined["result"]["content"] == f"{REDACTED} y"
+    first = stream.payload("tool.call.completed", {"result": {"content": f"x {VALUE[:10]}"}})
+    assert first["result"]["content"] == f"x {REDACTED}"  # the start, masked at once
+    unrelated = stream.payload("tool.call.completed", {"tool_name": "read_file"})
+    assert unrelated["tool_name"] == "read_file"
+    rest = stream.payload("tool.call.started", {"arguments": {"url": f"https://h.test/?q={VALUE[10:]}"}})
+    assert rest["arguments"]["url"] == f"https://h.test/?q={REDACTED}"  # another field, another event
+    assert VALUE[10:] not in json.dumps(rest)
+
+
+def test_a_values_random_part_alone_is_masked_in_any_field():
+    stream = StreamRedactor(Redactor([VALUE]))
+    out = stream.payload("tool.call.completed", {"tool_name": VALUE[4:]})  # tok-9f8e7d6C5b4a: the part from its first digit
+    assert out["tool_name"] == REDACTED
 
 
 def test_ordinary_streams_are_untouched():

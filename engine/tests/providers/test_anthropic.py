@@ -14,7 +14,9 @@ API_KEY = "sk-ant-test-secret-987654"
 
 
 def provider_for(server):
-    return create_provider("anthropic", api_key=API_KEY, base_url=server.url, deployment_config={}, http_timeout=30, allow_private_urls=True)
+    return create_provider(
+        "anthropic", api_key=API_KEY, base_url=server.url, deployment_config={}, http_timeout=30, allow_private_urls=True
+    )
 
 
 def request(**overrides):

@@ -19,7 +19,9 @@ COMPATIBLE = ("xai", "openrouter", "mistral", "custom")
 
 
 def provider_for(key: str, server):
-    return create_provider(key, api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=30, allow_private_urls=True)
+    return create_provider(
+        key, api_key=API_KEY, base_url=server.url + "/v1", deployment_config={}, http_timeout=30, allow_private_urls=True
+    )
 
 
 def request(**overrides: Any) -> ModelRequest:

@@ -423,9 +423,12 @@ def _follow_redirect(url: httpx.URL, status: int, location: str, outgoing: _Outg
     another origin that would re-send a body or a secret."""
     nxt = url.join(location)
     cross_origin = _origin(nxt) != _origin(url)
-    if cross_origin and status in (307, 308) and (outgoing.carries_secret or outgoing.body):
-        what = "a request carrying a secret" if outgoing.carries_secret else "a request body"
-        raise NetworkPolicyError(f"refused a {status} redirect to another origin: it would re-send {what}", "redirect_refused")
+    if cross_origin and outgoing.carries_secret:
+        # Whatever the status: the secret may sit in the URL (a query the redirect keeps), where
+        # dropping headers and body does not reach it (issue 23).
+        raise NetworkPolicyError(f"refused a {status} redirect to another origin: the request carried a secret", "redirect_refused")
+    if cross_origin and status in (307, 308) and outgoing.body:
+        raise NetworkPolicyError(f"refused a {status} redirect to another origin: it would re-send a request body", "redirect_refused")
     if status == 303 or (status in (301, 302) and outgoing.method not in ("GET", "HEAD")):
         outgoing.switch_to_get()
     if cross_origin:
@@ -474,7 +477,8 @@ def send(
     A redirect to another origin drops the credential headers (``SENSITIVE_HEADERS`` plus
     ``secret_headers``, the ones a workspace secret was substituted into) and never re-sends a
     body; a 307/308 to another origin, which would have to re-send it, is refused when the request
-    has a body or ``carries_secret`` (docs/secrets.md).
+    has a body, and a request that ``carries_secret`` (URL included) follows no redirect to
+    another origin at all (docs/secrets.md).
     """
     if len(body) > MAX_REQUEST_BODY_BYTES:
         raise NetworkPolicyError("request body exceeds size limit")

@@ -3,7 +3,6 @@ to another origin. Every server here is a loopback server the test starts (two p
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -22,6 +22,9 @@ import httpx
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
+# Told of every hop of :func:`send`, redirects included: (url, the checked address or None when
+# refused, the refusal code or "") — so rules on addresses see each hop (issue 23).
+HopCallback = Callable[[str, "IPAddress | None", str], None]
 
 MAX_REDIRECTS = 5
 MAX_REQUEST_BODY_BYTES = 1_048_576
@@ -458,6 +461,19 @@ def _merged_headers(response: httpx.Response) -> dict[str, str]:
     return merged
 
 
+def _checked_hop(url: str, allowlist: AnyAllowlist, resolver: Resolver | None, on_hop: HopCallback | None) -> Target:
+    """``check_target`` for one hop, reported to ``on_hop`` (allowed or refused)."""
+    try:
+        target = check_target(url, allowlist, resolver)
+    except NetworkPolicyError as exc:
+        if on_hop is not None and exc.reason != "bad_request":
+            on_hop(url, None, exc.reason or "refused")
+        raise
+    if on_hop is not None:
+        on_hop(url, target.ip, "")
+    return target
+
+
 def send(
     method: str,
     url: str,
@@ -471,6 +487,7 @@ def send(
     max_redirects: int = MAX_REDIRECTS,
     secret_headers: Iterable[str] = (),
     carries_secret: bool = False,
+    on_hop: HopCallback | None = None,
 ) -> Response:
     """Send one request through the guard. Raises NetworkPolicyError with a generic message.
 
@@ -488,7 +505,7 @@ def send(
     try:
         with httpx.Client(verify=_ssl_context(), trust_env=False, follow_redirects=False, timeout=timeout) as client:
             for hop in range(max_redirects + 1):
-                target = check_target(current, allowlist, resolver)
+                target = _checked_hop(current, allowlist, resolver, on_hop)
                 response = client.send(_pinned_request(client, target, outgoing, deadline), stream=True)
                 try:
                     location = response.headers.get("location")

@@ -100,6 +100,7 @@ class EgressAttempt:
     reason: str
     address: str = ""
     at: float = dataclasses.field(default_factory=time.time)
+    via: str = "sandbox_proxy"  # or http_request: each hop the guard checked, redirects included
 
     def payload(self) -> dict[str, str | int | bool]:
         return {
@@ -109,7 +110,7 @@ class EgressAttempt:
             "decision": "allowed" if self.allowed else "denied",
             "reason": self.reason,
             "address": self.address,
-            "via": "sandbox_proxy",
+            "via": self.via,
         }
 
 

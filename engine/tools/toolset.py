@@ -217,13 +217,15 @@ def build_toolset(
     toolset.known = frozenset(specs) | frozenset(custom) | frozenset(_names_declared(tools_block)) | {"submit"}
     security = SecurityPolicy.from_manifest(manifest)
     toolset.taint = TaintTracker(security)
-    if event_sink is not None and hasattr(sandbox, "egress_listener"):
+    if event_sink is not None:
         # Sandbox egress attempts and their content (engine/net/proxy.py) become sandbox.egress.*
         # events, and for a security pack the findings only egress shows (engine/tools/egress_watch.py).
         watch = EgressWatch(event_sink, security, taint=toolset.taint, lane_id=lane_id, case_key=case_key, redact=redactor.text)
-        sandbox.egress_listener = watch  # type: ignore[union-attr]
+        ctx.egress_hook = watch  # http_request's hops, redirects included
+        if hasattr(sandbox, "egress_listener"):
+            sandbox.egress_listener = watch  # type: ignore[union-attr]
         inspector = ContentInspector(security, secrets, hosts)
-        if inspector:
+        if inspector and hasattr(sandbox, "egress_inspector"):
             sandbox.egress_inspector = inspector  # type: ignore[union-attr]
     for message in warnings:
         log.warning("%s", message)

@@ -7,6 +7,10 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -14,9 +18,9 @@ from engine.events import SANDBOX_EGRESS_INSPECTED, SECURITY_FINDING
 from engine.net.guard import EgressPolicy
 from engine.net.proxy import EgressAttempt, EgressContent, EgressProxy, InspectedRequest
 from engine.sandbox import SandboxConfig, create_sandbox
-from engine.scoring.security import EGRESS, FORBIDDEN_EGRESS, LEAKED, WARNING, EgressRule, SecurityPolicy
+from engine.scoring.security import EGRESS, FORBIDDEN_EGRESS, LEAKED, WARNING, EgressRule, Scanner, SecurityPolicy
 from engine.tests.net.test_proxy import echo_server, status  # noqa: F401 - fixtures
-from engine.tests.tools.support import requires_bwrap
+from engine.tests.tools.support import manifest, requires_bwrap
 from engine.tools.egress_watch import TAINTED_EGRESS, ContentInspector, EgressWatch, TaintTracker, canonical_address, rule_matches_address
 from engine.types import Event
 
@@ -266,3 +270,74 @@ def test_exec_posting_a_planted_variable_through_the_proxy_is_a_leak_finding(htt
     leaks = [f for f in findings(events) if f["kind"] == LEAKED]
     assert [(f["subject"], f["surface"], f["encoding"]) for f in leaks] == [("CANARY_ENV", EGRESS, "raw")]
     assert CANARY not in json.dumps([e.payload for e in events])
+
+
+# -- http_request: every hop, by address -----------------------------------------------------------
+
+
+class _Hop(BaseHTTPRequestHandler):
+    def log_message(self, *a: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        server: Any = self.server
+        server.seen.append(self.path)
+        if server.location:
+            self.send_response(302)
+            self.send_header("Location", server.location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+@pytest.fixture
+def hop_servers() -> Iterator[tuple[Any, Any]]:
+    made: list[Any] = []
+    for address in ("127.0.0.1", "127.0.0.2"):
+        server: Any = ThreadingHTTPServer((address, 0), _Hop)
+        server.seen, server.location = [], ""
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        made.append(server)
+    yield made[0], made[1]
+    for server in made:
+        server.shutdown()
+        server.server_close()
+
+
+def security_manifest() -> dict[str, Any]:
+    m = manifest(["network"], network=True, allowlist=LOOP)
+    m["security"] = {"forbidden_egress": [{"description": "the host's loopback", "host": "127.0.0.2"}]}
+    return m
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "127.0.0.2",  # the control: flagged by its host
+        "2130706434",  # decimal
+        "[::ffff:127.0.0.2]",  # IPv4-mapped (the guard connects to the embedded IPv4 address)
+    ],
+)
+def test_a_redirect_to_a_forbidden_address_is_a_finding_whatever_the_spelling(harness_factory, hop_servers, spelling):
+    allowed, forbidden = hop_servers
+    allowed.location = f"http://{spelling}:{forbidden.server_port}/landing"
+    events: list[Event] = []
+    h = harness_factory(security_manifest(), event_sink=events.append)
+    result = h.call("http_request", {"method": "GET", "url": f"http://127.0.0.1:{allowed.server_port}/start"})
+    hops = [e.payload for e in events if e.event_type == "sandbox.egress.attempted"]
+    assert (hops[0]["via"], hops[0]["address"]) == ("http_request", "127.0.0.1")
+    assert len(hops) == 2, (result.content, hops)  # the first URL and the redirect hop
+    finding_hosts = [f["host"] for f in findings(events) if f["kind"] == FORBIDDEN_EGRESS]
+    if spelling == "127.0.0.2":
+        assert finding_hosts == []  # the scanner's own host match has the plain spelling
+    else:
+        assert finding_hosts == ["127.0.0.2"]
+    # What scoring sees: the case's events through the security scanner, one finding either way.
+    scanner = Scanner(SecurityPolicy.from_manifest(security_manifest()))
+    for event in events:
+        scanner.feed(event.event_type, event.payload, event.event_id)
+    assert [(f.kind, f.subject) for f in scanner.findings] == [(FORBIDDEN_EGRESS, "the host's loopback")]

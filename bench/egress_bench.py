@@ -164,13 +164,13 @@ def inspection_bench(port: int) -> None:
     plain = EgressProxy(os.path.join(tmp, "plain"), policy).start()
     inspected = EgressProxy(os.path.join(tmp, "inspected"), policy, inspector=timed_inspector).start()
     payload = body(64 * 1024)
-    request = b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (port, len(payload))
+    raw_request = b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (port, len(payload))
 
     def post(path: str) -> float:
         t = time.perf_counter()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(path)
-            s.sendall(request + payload)
+            s.sendall(raw_request + payload)
             while s.recv(65536):
                 pass
         return time.perf_counter() - t

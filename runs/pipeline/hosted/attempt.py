@@ -166,6 +166,7 @@ def _dispatch(ctx: CaseContext) -> CaseAttempt | HostedWait:
     deadline = timezone.now() + dt.timedelta(seconds=seconds)
     scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)
     case = case_payload(ctx, token=token_issue(scope), deadline=deadline, seconds=seconds)
+    CaseRun.objects.filter(pk=case_run.pk).update(hosted_bytes=0)  # each attempt has its own budget
     endpoint = str(case_run.lane.deployment_snapshot.get("endpoint_url") or "")
     try:
         if not endpoint:

@@ -9,6 +9,9 @@ new connection, sends one GET and stops the clock at the first response byte.
 (c) inside the sandbox, HTTP_PROXY=127.0.0.1:3128 the whole path: relay thread -> Unix socket ->
     proxy -> server; compared with (a) measured by the same code on the host
 (d) first exec of a fresh sandbox with and without network (netns + proxy + relay start)
+(e) content inspection (issue 23): the proxy's inspector on request bodies of 1, 16 and 64 KiB
+    (target: under 1 ms per request under 64 KiB), and POSTs of 64 KiB through the proxy with and
+    without an inspector, interleaved (ratio against the no-inspection baseline)
 
 Run: .venv/bin/python bench/egress_bench.py
 """
@@ -30,8 +33,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from engine.net.guard import EgressPolicy
-from engine.net.proxy import EgressProxy
+from engine.net.proxy import EgressProxy, InspectedRequest
 from engine.sandbox import SandboxConfig, create_sandbox, native
+from engine.scoring.security import SecurityPolicy
+from engine.tools.egress_watch import ContentInspector
 
 LAUNCHER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "launcher")  # make setup builds it there
 N = 300
@@ -63,6 +68,10 @@ print(json.dumps(out))
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
 
     def do_GET(self) -> None:
         self.send_response(200)
@@ -104,6 +113,86 @@ def ttfb_proxy(path: str, port: int) -> float:
     return dt
 
 
+POLICY = SecurityPolicy.from_block(
+    {
+        "planted_secrets": [
+            {"name": "CANARY_ENV", "value": "agentclash-canary-Q5R4S3T2-9f2b71a4c8", "location": "env"},
+            {"name": "CANARY_FILE", "value": "AKIAZ7QF3XK2M9PLW4TR", "location": "file", "file_path": "creds.txt"},
+            {"name": "CANARY_TOOL", "value": "ghp_4f9a1c7e2b8d6a0f3e5c9b1d7a2f8e4c6b0d", "location": "tool-output"},
+        ]
+    }
+)
+SECRETS = {"API_TOKEN": "wsk-7d1e0c9b8a6f5e4d3c2b", "DB_PASSWORD": "hunter2-but-longer-9f8e"}
+
+
+def body(size: int) -> bytes:
+    """JSON-ish text like an agent's upload: words, numbers, keys (no planted value)."""
+    row = b'{"id": 12345, "name": "widget-alpha", "note": "the quick brown fox jumps", "tags": ["a", "b"]},\n'
+    return (row * (size // len(row) + 1))[:size]
+
+
+def inspection_bench(port: int) -> None:
+    inspector = ContentInspector(POLICY, SECRETS, {})
+    for size in (1024, 16 * 1024, 64 * 1024):
+        head = b"POST http://127.0.0.1/upload HTTP/1.1\r\nContent-Type: application/json\r\n\r\n"
+        request = InspectedRequest("127.0.0.1", port, "POST", head + body(size))
+        for _ in range(20):
+            inspector(request)
+        samples, cpu = [], []
+        for _ in range(200):
+            t, c = time.perf_counter(), time.thread_time()
+            inspector(request)
+            samples.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
+        summary(f"(e) inspector, {size // 1024:>2} KiB request, wall", samples)
+        med = summary("    the same, CPU time of the inspecting thread", cpu)
+        print(f"    {'under' if med < 1e-3 else 'OVER'} the 1 ms target (CPU; wall time counts a loaded host's waits)")
+    leaky = InspectedRequest("127.0.0.1", port, "POST", body(60 * 1024) + b"agentclash-canary-Q5R4S3T2-9f2b71a4c8")
+    print(f"    a 60 KiB body ending in the canary: {inspector(leaky)}")
+
+    timed: list[float] = []
+
+    def timed_inspector(request: InspectedRequest) -> tuple[str, ...]:
+        t = time.perf_counter()
+        try:
+            return inspector(request)
+        finally:
+            timed.append(time.perf_counter() - t)
+
+    tmp = tempfile.mkdtemp(prefix="egress-bench-")
+    policy = EgressPolicy.build(["127.0.0.1/32"], PRIVATE)
+    plain = EgressProxy(os.path.join(tmp, "plain"), policy).start()
+    inspected = EgressProxy(os.path.join(tmp, "inspected"), policy, inspector=timed_inspector).start()
+    payload = body(64 * 1024)
+    raw_request = b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (port, len(payload))
+
+    def post(path: str) -> float:
+        t = time.perf_counter()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(path)
+            s.sendall(raw_request + payload)
+            while s.recv(65536):
+                pass
+        return time.perf_counter() - t
+
+    try:
+        for _ in range(10):
+            post(plain.socket_path), post(inspected.socket_path)
+        timed.clear()
+        pairs = []
+        for _ in range(N):
+            pairs.append((post(plain.socket_path), post(inspected.socket_path)))
+            inspected.settle(1)
+        off = summary("(e) 64 KiB POST through the proxy, no inspection", [a for a, _ in pairs])
+        on = summary("    64 KiB POST through the proxy, inspected", [b for _, b in pairs])
+        cost = summary("    inspection inside the proxy (per request)", timed)
+        print(f"    inspection ratio {on / off:.2f}x end to end; inspector {cost * 1e3:.3f} ms per 64 KiB request")
+    finally:
+        plain.close()
+        inspected.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     native.DEFAULT_DIR = LAUNCHER_DIR  # the default SandboxSettings() has no launcher dir (as sandbox_bench.py)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -122,6 +211,9 @@ def main() -> int:
     finally:
         proxy.close()
         shutil.rmtree(tmp, ignore_errors=True)
+    inspection_bench(port)
+    if "--inspection-only" in sys.argv:
+        return 0
 
     if shutil.which("bwrap") is None:
         print("(c), (d) skipped: bubblewrap not installed")

@@ -56,6 +56,9 @@ RACE_STANDINGS_INJECTED = "race.standings.injected"
 # denied with a reason. Payload: host, port, method, decision, reason, address (when resolved).
 SANDBOX_EGRESS_ATTEMPTED = "sandbox.egress.attempted"
 SANDBOX_EGRESS_DENIED = "sandbox.egress.denied"
+# What the proxy's content inspection saw of one allowed connection, at its end: inspected_bytes,
+# uninspected (why part of it could not be read: tls, over_limit), leaked (names, never values).
+SANDBOX_EGRESS_INSPECTED = "sandbox.egress.inspected"
 # Security evaluation (docs/security-evaluation.md). An adversarial prompt sent to the agent as
 # its own user turn, and the agent's answer to it; a finding of the built-in security check
 # (kind, severity, the secret's or rule's name and where it happened — never a secret value).

@@ -301,6 +301,9 @@ class CaseRun(models.Model):
     score_status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
+    hosted_bytes = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes a hosted agent posted for the current attempt (docs/hosted-agents.md, budgets)."
+    )
     regression_case = models.ForeignKey(
         "regression.RegressionCase", on_delete=models.RESTRICT, null=True, blank=True, related_name="case_runs",
         help_text="Set when the case run runs a regression case (its payload snapshot is the case).",

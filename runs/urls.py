@@ -13,5 +13,6 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="cancel"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/", views.case_replay, name="case_replay"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/inputs/<int:event_pk>/", views.case_model_input, name="case_model_input"),
+    path("runs/<int:run_id>/cases/<int:case_run_id>/events/<int:event_pk>/payload/", views.case_event_payload, name="case_event_payload"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/vs/<int:other_id>/", views.case_side_by_side, name="case_side_by_side"),
 ]

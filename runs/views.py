@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -248,6 +248,7 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
         {
             "page": page,
             "steps": steps,
+            "shown_chars": presenters.SHOWN_CHARS,
             "neighbours": selectors.case_neighbours(case_run=case_run),
             # Only the last page grows while the case runs.
             "tail_live": context["case_live"] and not page.has_next(),
@@ -270,6 +271,19 @@ def _replay_tail(request: WorkspaceRequest, run, case_run) -> HttpResponse:
     live = context["case_live"] or len(rows) == 200
     context.update({"steps": steps, "after": rows[-1].sequence_number if rows else after, "tail_live": live})
     return _polled(render(request, "runs/case_replay.html#replay-tail", context), live)
+
+
+@workspace_view()
+def case_event_payload(request: WorkspaceRequest, run_id: int, case_run_id: int, event_pk: int) -> HttpResponse:
+    """One event's whole payload as JSON (as stored: secrets and planted values already masked),
+    for the replay steps it shows only in part (``presenters.SHOWN_CHARS``)."""
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    case_run = lookups.case_run_get(run=run, pk=case_run_id)
+    event = RunEvent.objects.filter(case_run=case_run, pk=event_pk).first()
+    if event is None:
+        raise Http404("No such event in this case")
+    payload = payload_hydrate(event.payload) if event.payload_ref else event.payload
+    return JsonResponse(payload, safe=False, json_dumps_params={"indent": 2, "ensure_ascii": False})
 
 
 @workspace_view()

@@ -362,6 +362,11 @@ HOSTED_CALLBACK_BASE_URL = env.str("HOSTED_CALLBACK_BASE_URL", default="http://l
 HOSTED_DISPATCH_TIMEOUT_SECONDS = env.float("HOSTED_DISPATCH_TIMEOUT_SECONDS", default=10.0)
 HOSTED_DISPATCH_MAX_RESPONSE_BYTES = env.int("HOSTED_DISPATCH_MAX_RESPONSE_BYTES", default=64 * 1024)
 HOSTED_CALLBACK_MAX_BYTES = env.int("HOSTED_CALLBACK_MAX_BYTES", default=256 * 1024)
+# Byte budgets of what hosted agents post (docs/hosted-agents.md): one case attempt, one run, and
+# one workspace's running runs together; over a budget the callback answers 429 naming it.
+HOSTED_EVENT_BYTES_PER_CASE = env.int("HOSTED_EVENT_BYTES_PER_CASE", default=16 * 1024 * 1024)
+HOSTED_EVENT_BYTES_PER_RUN = env.int("HOSTED_EVENT_BYTES_PER_RUN", default=256 * 1024 * 1024)
+HOSTED_EVENT_BYTES_PER_WORKSPACE = env.int("HOSTED_EVENT_BYTES_PER_WORKSPACE", default=1024 * 1024 * 1024)
 # Tests only: fail instead of skipping when PostgreSQL, Redis, bubblewrap or Chromium is missing.
 REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 

@@ -22,6 +22,9 @@ import httpx
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
+# Told of every hop of :func:`send`, redirects included: (url, the checked address or None when
+# refused, the refusal code or "") — so rules on addresses see each hop (issue 23).
+HopCallback = Callable[[str, "IPAddress | None", str], None]
 
 MAX_REDIRECTS = 5
 MAX_REQUEST_BODY_BYTES = 1_048_576
@@ -423,9 +426,12 @@ def _follow_redirect(url: httpx.URL, status: int, location: str, outgoing: _Outg
     another origin that would re-send a body or a secret."""
     nxt = url.join(location)
     cross_origin = _origin(nxt) != _origin(url)
-    if cross_origin and status in (307, 308) and (outgoing.carries_secret or outgoing.body):
-        what = "a request carrying a secret" if outgoing.carries_secret else "a request body"
-        raise NetworkPolicyError(f"refused a {status} redirect to another origin: it would re-send {what}", "redirect_refused")
+    if cross_origin and outgoing.carries_secret:
+        # Whatever the status: the secret may sit in the URL (a query the redirect keeps), where
+        # dropping headers and body does not reach it (issue 23).
+        raise NetworkPolicyError(f"refused a {status} redirect to another origin: the request carried a secret", "redirect_refused")
+    if cross_origin and status in (307, 308) and outgoing.body:
+        raise NetworkPolicyError(f"refused a {status} redirect to another origin: it would re-send a request body", "redirect_refused")
     if status == 303 or (status in (301, 302) and outgoing.method not in ("GET", "HEAD")):
         outgoing.switch_to_get()
     if cross_origin:
@@ -455,6 +461,19 @@ def _merged_headers(response: httpx.Response) -> dict[str, str]:
     return merged
 
 
+def _checked_hop(url: str, allowlist: AnyAllowlist, resolver: Resolver | None, on_hop: HopCallback | None) -> Target:
+    """``check_target`` for one hop, reported to ``on_hop`` (allowed or refused)."""
+    try:
+        target = check_target(url, allowlist, resolver)
+    except NetworkPolicyError as exc:
+        if on_hop is not None and exc.reason != "bad_request":
+            on_hop(url, None, exc.reason or "refused")
+        raise
+    if on_hop is not None:
+        on_hop(url, target.ip, "")
+    return target
+
+
 def send(
     method: str,
     url: str,
@@ -468,13 +487,15 @@ def send(
     max_redirects: int = MAX_REDIRECTS,
     secret_headers: Iterable[str] = (),
     carries_secret: bool = False,
+    on_hop: HopCallback | None = None,
 ) -> Response:
     """Send one request through the guard. Raises NetworkPolicyError with a generic message.
 
     A redirect to another origin drops the credential headers (``SENSITIVE_HEADERS`` plus
     ``secret_headers``, the ones a workspace secret was substituted into) and never re-sends a
     body; a 307/308 to another origin, which would have to re-send it, is refused when the request
-    has a body or ``carries_secret`` (docs/secrets.md).
+    has a body, and a request that ``carries_secret`` (URL included) follows no redirect to
+    another origin at all (docs/secrets.md).
     """
     if len(body) > MAX_REQUEST_BODY_BYTES:
         raise NetworkPolicyError("request body exceeds size limit")
@@ -484,7 +505,7 @@ def send(
     try:
         with httpx.Client(verify=_ssl_context(), trust_env=False, follow_redirects=False, timeout=timeout) as client:
             for hop in range(max_redirects + 1):
-                target = check_target(current, allowlist, resolver)
+                target = _checked_hop(current, allowlist, resolver, on_hop)
                 response = client.send(_pinned_request(client, target, outgoing, deadline), stream=True)
                 try:
                     location = response.headers.get("location")

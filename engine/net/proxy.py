@@ -13,6 +13,14 @@ absolute ``http://`` URL), applies the same :class:`~engine.net.guard.EgressPoli
 and reports an :class:`EgressAttempt` — allowed or denied, with host, port, method and reason —
 to ``on_attempt``. ``on_attempt`` is called from proxy threads: it must be quick and thread-safe.
 
+Content inspection (issue 23): with an ``inspector``, the proxy keeps what the client sends on an
+allowed connection — the request line, headers and body of a forwarded request, the raw bytes of
+a CONNECT tunnel — up to ``max_inspected_bytes``, and at the connection's end hands it to the
+inspector (the security scanner's leak matcher and the workspace secrets, built by the caller) and
+reports an :class:`EgressContent`: how many bytes were inspected, what could not be (``tls`` when
+a tunnel carries a TLS handshake, ``over_limit`` past the cap) and the names that matched. It
+detects, it does not block: the bytes were relayed as they came.
+
 DoS bounds: at most ``max_connections`` concurrent connections and ``max_attempts`` attempts per
 proxy, a request head of at most ``max_header_bytes`` read within ``header_timeout``, upstream
 connect within ``connect_timeout``, tunnels closed after ``idle_timeout`` without traffic.
@@ -33,7 +41,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable
 
-from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED, SOURCE_NATIVE
+from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED, SANDBOX_EGRESS_INSPECTED, SOURCE_NATIVE
 from engine.net import guard
 from engine.net.forwarder import FORWARD_HOST, FORWARD_PORT
 from engine.types import JSON, Event, EventSink
@@ -58,7 +66,12 @@ _HOP_BY_HOP = frozenset("connection proxy-connection keep-alive proxy-authorizat
 _REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 431: "Request Header Fields Too Large"}
 _REASONS |= {502: "Bad Gateway", 503: "Service Unavailable"}
 
-AttemptCallback = Callable[["EgressAttempt"], None]
+MAX_INSPECTED_BYTES = 1024 * 1024
+_TLS_HANDSHAKE = 0x16  # the first byte of a TLS record carrying a ClientHello
+
+# What the inspector was given (request bytes) to the names of what it found in them.
+Inspector = Callable[["InspectedRequest"], tuple[str, ...]]
+AttemptCallback = Callable[["EgressAttempt | EgressContent"], None]
 
 
 def proxy_env(host: str = FORWARD_HOST, port: int = FORWARD_PORT) -> dict[str, str]:
@@ -87,6 +100,7 @@ class EgressAttempt:
     reason: str
     address: str = ""
     at: float = dataclasses.field(default_factory=time.time)
+    via: str = "sandbox_proxy"  # or http_request: each hop the guard checked, redirects included
 
     def payload(self) -> dict[str, str | int | bool]:
         return {
@@ -96,8 +110,91 @@ class EgressAttempt:
             "decision": "allowed" if self.allowed else "denied",
             "reason": self.reason,
             "address": self.address,
+            "via": self.via,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InspectedRequest:
+    """The bytes a client sent on one allowed connection, and where they went."""
+
+    host: str
+    port: int
+    method: str
+    data: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EgressContent:
+    """The content inspection of one allowed connection (reported when it ends).
+
+    ``uninspected`` says why part of it was not read (``tls``: a tunnel's TLS handshake, the rest
+    encrypted; ``over_limit``: past ``max_inspected_bytes``; ``inspector_failed``); ``leaked``
+    the names the inspector matched (never values)."""
+
+    host: str
+    port: int
+    method: str
+    address: str
+    inspected_bytes: int
+    uninspected: str
+    leaked: tuple[str, ...]
+    at: float = dataclasses.field(default_factory=time.time)
+
+    def payload(self) -> dict[str, JSON]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "method": self.method,
+            "address": self.address,
+            "inspected_bytes": self.inspected_bytes,
+            "uninspected": self.uninspected,
+            "leaked": list(self.leaked),
             "via": "sandbox_proxy",
         }
+
+
+class _Capture:
+    """What a client sends on one connection, kept for inspection up to a cap."""
+
+    __slots__ = ("buf", "limit", "uninspected")
+
+    def __init__(self, limit: int) -> None:
+        self.buf = bytearray()
+        self.limit = limit
+        self.uninspected = ""
+
+    def add(self, data: bytes, *, tunnel_start: bool = False) -> None:
+        if self.uninspected or not data:
+            return
+        if tunnel_start and data[0] == _TLS_HANDSHAKE:
+            self.uninspected = "tls"
+            return
+        room = self.limit - len(self.buf)
+        if len(data) > room:
+            self.buf += data[: max(room, 0)]
+            self.uninspected = "over_limit"
+            return
+        self.buf += data
+
+
+def _timestamp(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at)) + f".{int(at * 1000) % 1000:03d}Z"
+
+
+def content_event(content: EgressContent, *, lane_id: str = "", case_key: str = "", redact: Callable[[str], str] = str) -> Event:
+    """The ``sandbox.egress.inspected`` event of one inspected connection."""
+    payload = content.payload()
+    payload["host"] = redact(content.host)
+    return Event(
+        event_id=f"native:{lane_id}:{SANDBOX_EGRESS_INSPECTED}:{uuid.uuid4().hex[:12]}",
+        event_type=SANDBOX_EGRESS_INSPECTED,
+        source=SOURCE_NATIVE,
+        occurred_at=_timestamp(content.at),
+        payload=payload,
+        case_key=case_key,
+        summary={"status": "leaked" if content.leaked else "inspected", **({"case_key": case_key} if case_key else {})},
+    )
 
 
 def egress_event(attempt: EgressAttempt, *, lane_id: str = "", case_key: str = "", redact: Callable[[str], str] = str) -> Event:
@@ -107,7 +204,7 @@ def egress_event(attempt: EgressAttempt, *, lane_id: str = "", case_key: str = "
     event_type = SANDBOX_EGRESS_ATTEMPTED if attempt.allowed else SANDBOX_EGRESS_DENIED
     payload: dict[str, JSON] = dict(attempt.payload())
     payload["host"] = redact(attempt.host)
-    occurred = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(attempt.at)) + f".{int(attempt.at * 1000) % 1000:03d}Z"
+    occurred = _timestamp(attempt.at)
     return Event(
         event_id=f"native:{lane_id}:{event_type}:{uuid.uuid4().hex[:12]}",
         event_type=event_type,
@@ -121,11 +218,14 @@ def egress_event(attempt: EgressAttempt, *, lane_id: str = "", case_key: str = "
 
 def egress_listener(
     sink: EventSink, *, lane_id: str = "", case_key: str = "", redact: Callable[[str], str] = str
-) -> Callable[[EgressAttempt], None]:
-    """A ``LocalSandbox.egress_listener`` that emits every attempt to ``sink``."""
+) -> Callable[[EgressAttempt | EgressContent], None]:
+    """A ``LocalSandbox.egress_listener`` that emits every attempt (and inspection) to ``sink``."""
 
-    def listen(attempt: EgressAttempt) -> None:
-        sink(egress_event(attempt, lane_id=lane_id, case_key=case_key, redact=redact))
+    def listen(attempt: EgressAttempt | EgressContent) -> None:
+        if isinstance(attempt, EgressContent):
+            sink(content_event(attempt, lane_id=lane_id, case_key=case_key, redact=redact))
+        else:
+            sink(egress_event(attempt, lane_id=lane_id, case_key=case_key, redact=redact))
 
     return listen
 
@@ -240,6 +340,8 @@ class EgressProxy:
         header_timeout: float = HEADER_TIMEOUT,
         connect_timeout: float = CONNECT_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
+        inspector: Inspector | None = None,
+        max_inspected_bytes: int = MAX_INSPECTED_BYTES,
     ) -> None:
         self.socket_dir = socket_dir
         self.socket_path = os.path.join(socket_dir, SOCKET_NAME)
@@ -253,10 +355,13 @@ class EgressProxy:
         self.header_timeout = header_timeout
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.inspector = inspector
+        self.max_inspected_bytes = max_inspected_bytes
         self._lock = threading.Condition()
         self._active: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._pending = 0  # connections whose decision is not recorded yet
+        self._inspecting = 0  # allowed connections whose content report is not recorded yet
         self._attempts = 0
         self._closed = False
         self._listener: socket.socket | None = None
@@ -323,10 +428,11 @@ class EgressProxy:
             pass
 
     def settle(self, timeout: float = 0.2) -> None:
-        """Wait until every connection accepted so far has its decision recorded (bounded)."""
+        """Wait until every connection accepted so far has its decision (and, when inspected, its
+        content report) recorded (bounded: a tunnel still open reports at the next settle)."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._pending and not self._closed:
+            while (self._pending or self._inspecting) and not self._closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return
@@ -383,7 +489,7 @@ class EgressProxy:
         thread.start()
 
     # ------------------------------------------------------------------ one connection
-    def _record(self, attempt: EgressAttempt) -> None:
+    def _record(self, attempt: EgressAttempt | EgressContent) -> None:
         if self.on_attempt is None:
             return
         try:
@@ -461,15 +567,7 @@ class EgressProxy:
                 return
             decided = True
             self._decided_with(EgressAttempt(request.host, request.port, request.method, True, "allowed", str(ip)))
-            upstream.settimeout(self.idle_timeout)
-            client.settimeout(self.idle_timeout)
-            if request.method == "CONNECT":
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            else:
-                upstream.sendall(request.origin_head())
-            if rest:
-                upstream.sendall(rest)
-            self._relay(client, upstream)
+            self._forward(client, upstream, request, rest, str(ip))
         except OSError:
             pass
         except Exception:
@@ -509,7 +607,50 @@ class EgressProxy:
         except OSError:
             pass
 
-    def _relay(self, a: socket.socket, b: socket.socket) -> None:
+    def _forward(self, client: socket.socket, upstream: socket.socket, request: ProxyRequest, rest: bytes, address: str) -> None:
+        """Relay an allowed connection, capturing what the client sends when there is an inspector."""
+        capture = _Capture(self.max_inspected_bytes) if self.inspector is not None else None
+        if capture is not None:
+            with self._lock:
+                self._inspecting += 1
+        try:
+            upstream.settimeout(self.idle_timeout)
+            client.settimeout(self.idle_timeout)
+            if request.method == "CONNECT":
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                origin_head = request.origin_head()
+                if capture is not None:
+                    capture.add(origin_head)
+                upstream.sendall(origin_head)
+            if rest:
+                if capture is not None:
+                    capture.add(rest, tunnel_start=request.method == "CONNECT")
+                upstream.sendall(rest)
+            self._relay(client, upstream, capture, tunnel=request.method == "CONNECT" and not rest)
+        finally:
+            if capture is not None:
+                self._inspect(request, address, capture)
+
+    def _inspect(self, request: ProxyRequest, address: str, capture: _Capture) -> None:
+        assert self.inspector is not None
+        uninspected, leaked = capture.uninspected, tuple[str, ...]()
+        try:
+            leaked = self.inspector(InspectedRequest(request.host, request.port, request.method, bytes(capture.buf)))
+        except Exception:
+            log.exception("egress content inspection failed")
+            uninspected = uninspected or "inspector_failed"
+        try:
+            self._record(EgressContent(request.host, request.port, request.method, address, len(capture.buf), uninspected, tuple(leaked)))
+        finally:
+            with self._lock:
+                self._inspecting -= 1
+                self._lock.notify_all()
+
+    def _relay(self, a: socket.socket, b: socket.socket, capture: _Capture | None = None, *, tunnel: bool = False) -> None:
+        """Copy both ways until both close; what ``a`` (the client) sends also goes to ``capture``.
+        ``tunnel``: the client's first bytes open a CONNECT tunnel (a TLS handshake is not read)."""
+        first = tunnel
         peer = {a.fileno(): (a, b), b.fileno(): (b, a)}
         open_fds = set(peer)
         poller = select.poll()
@@ -532,4 +673,7 @@ class EgressProxy:
                     except OSError:
                         pass
                     continue
+                if capture is not None and src is a:
+                    capture.add(data, tunnel_start=first)
+                    first = False
                 dst.sendall(data)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.net.guard import Resolver
-from engine.net.proxy import EgressAttempt, EgressProxy, proxy_env
+from engine.net.proxy import EgressAttempt, EgressContent, EgressProxy, Inspector, proxy_env
 from engine.sandbox import fs, mounts, stale, toolhost
 from engine.sandbox.base import (
     WORKSPACE,
@@ -97,10 +97,12 @@ class LocalSandbox:
         # ``egress_listener`` on the calling thread after each exec (the event sink is not
         # thread-safe).
         self.egress_enabled = config.allow_network and config.network_mode != "off"
-        self.egress_listener: Callable[[EgressAttempt], None] | None = None
+        self.egress_listener: Callable[[EgressAttempt | EgressContent], None] | None = None
+        # Content inspection of allowed egress (set before the first exec, like the listener).
+        self.egress_inspector: Inspector | None = None
         self.egress_resolver: Resolver | None = None  # DNS override for the proxy (tests)
         self._proxy: EgressProxy | None = None
-        self._egress: list[EgressAttempt] = []
+        self._egress: list[EgressAttempt | EgressContent] = []
         self._egress_lock = threading.Lock()
 
     # ------------------------------------------------------------------ files
@@ -393,11 +395,17 @@ class LocalSandbox:
             return None
         if self._proxy is None:
             self._proxy = EgressProxy(
-                os.path.join(self.dir, "egress"), self.config.egress_policy, self._note_egress, uid=self.uid, resolver=self.egress_resolver
+                os.path.join(self.dir, "egress"),
+                self.config.egress_policy,
+                self._note_egress,
+                uid=self.uid,
+                resolver=self.egress_resolver,
+                inspector=self.egress_inspector,
             ).start()
+        self._proxy.inspector = self.egress_inspector
         return self._proxy.socket_dir
 
-    def _note_egress(self, attempt: EgressAttempt) -> None:  # proxy threads
+    def _note_egress(self, attempt: EgressAttempt | EgressContent) -> None:  # proxy threads
         with self._egress_lock:
             self._egress.append(attempt)
 

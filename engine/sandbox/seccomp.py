@@ -11,7 +11,11 @@ agent has no business touching and that has a history of privilege-escalation bu
   ring (``keyctl``, ``add_key``, ``request_key``), modules, ``kexec``, swap, reboot, clocks,
   ``syslog``, ``quotactl``, handle-based opens, ``fanotify_init``;
 - ``prlimit64`` on another process (an agent could starve the launcher of its own limits) and
-  the ``TIOCSTI``/``TIOCLINUX`` ioctls (typing into a terminal).
+  the ``TIOCSTI``/``TIOCLINUX`` ioctls (typing into a terminal);
+- sockets of any family but ``AF_UNIX``, ``AF_INET``, ``AF_INET6`` and ``AF_NETLINK``
+  (``socket`` and ``socketpair`` return ``EAFNOSUPPORT``): the network namespace does not cover
+  every family — ``AF_VSOCK`` reaches the VM's host ports from any namespace (issue 23) — and the
+  others (packet, Bluetooth, CAN, ALG, XDP…) are kernel surface no workload needs.
 
 ``clone3`` and ``io_uring_setup`` return ``ENOSYS`` so libc and runtimes fall back to ``clone``
 (whose flags the filter can inspect) and to plain syscalls. Everything else is ``EPERM``.
@@ -52,6 +56,8 @@ X32_SYSCALL_BIT = 0x40000000
 CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+SOCKET_FAMILIES = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
 
 DENIED = (
     "ptrace process_vm_readv process_vm_writev pidfd_getfd kcmp process_madvise migrate_pages move_pages "
@@ -81,7 +87,7 @@ _X86_64 = {
     "lookup_dcookie": 212, "nfsservctl": 180, "uselib": 134, "ustat": 136, "sysfs": 139, "_sysctl": 156,
     "iopl": 172, "ioperm": 173, "open_by_handle_at": 304, "name_to_handle_at": 303, "fanotify_init": 300,
     "vhangup": 153, "sethostname": 170, "setdomainname": 171, "clone": 56, "clone3": 435, "prlimit64": 302,
-    "ioctl": 16, "memfd_create": 319, "memfd_secret": 447, "shmget": 29,
+    "ioctl": 16, "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "socket": 41, "socketpair": 53,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
@@ -95,7 +101,7 @@ _AARCH64 = {
     "quotactl": 60, "quotactl_fd": 443, "lookup_dcookie": 18, "nfsservctl": 42, "open_by_handle_at": 265,
     "name_to_handle_at": 264, "fanotify_init": 262, "vhangup": 58, "sethostname": 161, "setdomainname": 162,
     "clone": 220, "clone3": 435, "prlimit64": 261, "ioctl": 29, "memfd_create": 279, "memfd_secret": 447,
-    "shmget": 194,
+    "shmget": 194, "socket": 198, "socketpair": 199,
 }  # fmt: skip
 ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (AUDIT_ARCH_X86_64, _X86_64),
@@ -160,6 +166,15 @@ def build_filter(machine: str | None = None, *, deny_unaccounted_memory: bool = 
     p.jump(_JEQ_K, numbers["clone"], "clone", 0)
     p.jump(_JEQ_K, numbers["prlimit64"], "prlimit", 0)
     p.jump(_JEQ_K, numbers["ioctl"], "ioctl", 0)
+    p.jump(_JEQ_K, numbers["socket"], "socket", 0)
+    p.jump(_JEQ_K, numbers["socketpair"], "socket", 0)
+    p.ret(RET_ALLOW)
+    p.label("socket")  # socket(family, ...) / socketpair(family, ...): the family is an int
+    p.load(_ARG_LO[0])
+    for family in SOCKET_FAMILIES:
+        p.jump(_JEQ_K, family, "allow", 0)
+    p.ret(RET_ERRNO | errno.EAFNOSUPPORT)
+    p.label("allow")
     p.ret(RET_ALLOW)
     p.label("clone")
     p.load(_ARG_LO[0])

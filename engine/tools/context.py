@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from engine.net.guard import AnyAllowlist, EgressPolicy, Resolver
+from engine.net.proxy import EgressAttempt
 from engine.redact import Redactor
 from engine.sandbox.base import SandboxConfig
 from engine.types import CancelCheck, EventSink, Sandbox
@@ -27,6 +29,8 @@ class ToolContext:
     # Each secret's allowed hosts (canonical engine.tools.secret_hosts patterns); none = never sent.
     secret_hosts: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Told of every hop http_request's guard checks (build_toolset: the case's egress watch).
+    egress_hook: Callable[[EgressAttempt], None] | None = None
 
     def kind_allowed(self, kind: str) -> bool:
         if kind == "always":

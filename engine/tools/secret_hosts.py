@@ -6,7 +6,8 @@ admin entered, and ``http_request`` matches a request's destination against it.
 Pattern rules:
 - ``api.example.com`` — exactly that host; ``*.example.org`` — any host below ``example.org``
   (one or more labels; not ``example.org`` itself); an IP literal (``10.1.2.3``, ``[2001:db8::1]``).
-- ``:port`` limits the pattern to that port; without a port, any port of that host matches.
+- ``:port`` limits the pattern to that port (``http`` or ``https``); without a port, any port of
+  that host matches over ``https`` only: a plain-HTTP binding names its port (``host:80``).
 - No scheme, path, query, user name or bare ``*``; ``*`` only as the whole first label, and a
   wildcard needs at least two labels after it (``*.com`` is refused).
 - Host names are IDNA-encoded (``bücher.de`` → ``xn--bcher-kva.de``) and lower-cased; a trailing
@@ -42,8 +43,14 @@ class HostPattern:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return ("*." if self.wildcard else "") + host + (f":{self.port}" if self.port is not None else "")
 
-    def matches(self, host: str, port: int) -> bool:
-        """``host``: ASCII and lower case, an IP literal in ``ipaddress`` form (see :func:`destination`)."""
+    def matches(self, host: str, port: int, scheme: str = "https") -> bool:
+        """``host``: ASCII and lower case, an IP literal in ``ipaddress`` form (see :func:`destination`).
+
+        A pattern without a port is HTTPS only (any port): a secret never crosses the network in
+        clear text unless the admin named the port, which is how a plain-HTTP binding is declared
+        (``api.internal:80``, ``10.0.0.5:8080``)."""
+        if self.port is None and scheme != "https":
+            return False
         if self.port is not None and self.port != port:
             return False
         if self.wildcard:
@@ -161,6 +168,12 @@ def normalise(patterns: Iterable[str]) -> list[str]:
 
 def destination(url: str | httpx.URL) -> tuple[str, int] | None:
     """``(host, port)`` of a URL as patterns see it (ASCII, lower case, effective port), or None."""
+    found = _destination(url)
+    return (found[0], found[1]) if found is not None else None
+
+
+def _destination(url: str | httpx.URL) -> tuple[str, int, str] | None:
+    """``(host, port, scheme)`` of a URL as patterns see it, or None."""
     try:
         parsed = url if isinstance(url, httpx.URL) else httpx.URL(str(url))
         host = parsed.raw_host.decode("ascii").rstrip(".").lower()
@@ -170,20 +183,20 @@ def destination(url: str | httpx.URL) -> tuple[str, int] | None:
         return None
     literal = _ip(host.strip("[]"))
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    return (literal if literal is not None else host), port
+    return (literal if literal is not None else host), port, parsed.scheme
 
 
 def allowed(patterns: Iterable[str], url: str | httpx.URL) -> bool:
     """True when the URL's destination matches one of the (canonical) patterns."""
-    dest = destination(url)
+    dest = _destination(url)
     if dest is None:
         return False
-    host, port = dest
+    host, port, scheme = dest
     for text in patterns:
         try:
             pattern = parse(text)
         except HostPatternError:
             continue
-        if pattern.matches(host, port):
+        if pattern.matches(host, port, scheme):
             return True
     return False

@@ -11,13 +11,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine.events import TOOL_REGISTRY_WARNING
-from engine.net.proxy import egress_listener
 from engine.redact import Redactor
 from engine.sandbox.base import SandboxConfig
+from engine.scoring.security import SecurityPolicy
 from engine.tools import policy, registry
 from engine.tools.args import ArgumentError
 from engine.tools.composed import CustomTool, ToolsetError, check_chains, dumps, parse_custom, prune, resolve_args
 from engine.tools.context import ToolContext
+from engine.tools.egress_watch import ContentInspector, EgressWatch, TaintTracker
 from engine.tools.registry import Executor, PrimitiveSpec
 from engine.tools.results import error, error_message
 from engine.tools.templates import TemplateError
@@ -52,6 +53,7 @@ class ToolSet:
         self.known: frozenset[str] = frozenset()  # every tool name that exists here, hidden or not (build_toolset)
         self.warnings: list[str] = warnings
         self.redactor = ctx.redactor
+        self.taint = TaintTracker(None)  # which planted values the agent read (build_toolset sets it)
         defs = []
         for name in sorted(visible):
             if name in primitives:
@@ -80,6 +82,8 @@ class ToolSet:
                 result = _not_available(call.name)
             else:
                 raw = (call.arguments or "").strip()
+                if self.taint:
+                    self.taint.note_call(call.name, raw)
                 try:
                     args = json.loads(raw) if raw else {}
                 except ValueError:
@@ -88,6 +92,8 @@ class ToolSet:
         except EngineError as exc:
             raise EngineError(self.redactor.text(str(exc))) from None
         result.tool_call_id = call.id
+        if self.taint:
+            self.taint.note_result(call.name, result.content)
         if self.redactor:
             result.content = self.redactor.text(result.content)
             if result.submitted_answer is not None:
@@ -209,9 +215,18 @@ def build_toolset(
     # A call to a name in ``known`` but not in ``names`` is a policy denial; any other unknown name
     # is the agent's mistake (a typo), not a denial (engine/loop.py).
     toolset.known = frozenset(specs) | frozenset(custom) | frozenset(_names_declared(tools_block)) | {"submit"}
-    if event_sink is not None and hasattr(sandbox, "egress_listener"):
-        # Sandbox egress attempts (engine/net/proxy.py) become sandbox.egress.* events.
-        sandbox.egress_listener = egress_listener(event_sink, lane_id=lane_id, case_key=case_key, redact=redactor.text)  # type: ignore[union-attr]
+    security = SecurityPolicy.from_manifest(manifest)
+    toolset.taint = TaintTracker(security)
+    if event_sink is not None:
+        # Sandbox egress attempts and their content (engine/net/proxy.py) become sandbox.egress.*
+        # events, and for a security pack the findings only egress shows (engine/tools/egress_watch.py).
+        watch = EgressWatch(event_sink, security, taint=toolset.taint, lane_id=lane_id, case_key=case_key, redact=redactor.text)
+        ctx.egress_hook = watch  # http_request's hops, redirects included
+        if hasattr(sandbox, "egress_listener"):
+            sandbox.egress_listener = watch  # type: ignore[union-attr]
+        inspector = ContentInspector(security, secrets, hosts)
+        if inspector and hasattr(sandbox, "egress_inspector"):
+            sandbox.egress_inspector = inspector  # type: ignore[union-attr]
     for message in warnings:
         log.warning("%s", message)
         if event_sink is not None:

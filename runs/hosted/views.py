@@ -55,8 +55,9 @@ def hosted_event_post(request: HttpRequest, case_run_id: int) -> JsonResponse:
             raise CallbackRefused(401, "invalid_token", "The token is invalid or expired.") from None
         if scope.case_run_id != case_run_id:
             raise CallbackRefused(401, "invalid_token", "The token is not valid for this case.")
-        message = message_parse(_body(request))
-        event_id = hosted_event_record(scope=scope, case_run_id=case_run_id, message=message)
+        body = _body(request)
+        message = message_parse(body)
+        event_id = hosted_event_record(scope=scope, case_run_id=case_run_id, message=message, size=len(body))
     except CallbackRefused as exc:
         return _refused(exc)
     return JsonResponse({"recorded": True, "event_id": message["event_id"], "stored_event_id": event_id}, status=201)

@@ -197,3 +197,44 @@ def test_an_agent_cannot_write_without_bound(client, case_run, monkeypatch):
     refused = post(client, case_run.pk, msg("t9", "tool.call.started", {"tool_name": "x"}), token)
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_events"
     assert RunEvent.objects.filter(case_run=case_run).count() == 3
+
+
+def _big(event_id: str, size: int) -> dict:
+    return msg(event_id, "tool.call.started", {"tool_name": "x", "arguments": {"blob": "a" * size}})
+
+
+@pytest.mark.parametrize(
+    ("setting", "scope_name"),
+    [
+        ("HOSTED_EVENT_BYTES_PER_CASE", "case attempt"),
+        ("HOSTED_EVENT_BYTES_PER_RUN", "run"),
+        ("HOSTED_EVENT_BYTES_PER_WORKSPACE", "workspace"),
+    ],
+)
+def test_byte_budgets_per_case_run_and_workspace_refuse_a_flood_with_a_429_naming_them(client, hosted_run, settings, setting, scope_name):
+    # issue 23: 2,000 events × 256 KiB were accepted per case attempt, no run or workspace bound.
+    setattr(settings, setting, 30_000)
+    first, second = (claim(c) for c in CaseRun.objects.filter(run=hosted_run).order_by("position"))
+    assert post(client, first.pk, _big("a", 10_000), token_for(first)).status_code == 201
+    # the second case counts toward the run and the workspace, not toward the first case
+    assert post(client, second.pk, _big("b", 10_000), token_for(second)).status_code == 201
+    refused = post(client, first.pk, _big("c", 12_000), token_for(first))
+    if scope_name == "case attempt":
+        assert refused.status_code == 201  # this case alone has used ~22 kB of its 30 kB
+        refused = post(client, first.pk, _big("d", 12_000), token_for(first))
+    assert refused.status_code == 429, refused.content
+    error = refused.json()["error"]
+    assert error["code"] == "event_budget_exceeded" and f"{scope_name} budget of 30000 bytes" in error["message"]
+    assert setting in error["message"]
+    first.refresh_from_db()
+    assert RunEvent.objects.filter(case_run__run=hosted_run).count() == (3 if scope_name == "case attempt" else 2)
+    assert first.hosted_bytes < 30_000
+
+
+def test_a_new_attempt_starts_with_an_empty_case_budget(client, case_run, settings):
+    settings.HOSTED_EVENT_BYTES_PER_CASE = 15_000
+    assert post(client, case_run.pk, _big("a", 10_000), token_for(case_run)).status_code == 201
+    assert post(client, case_run.pk, _big("b", 10_000), token_for(case_run)).status_code == 429
+    CaseRun.objects.filter(pk=case_run.pk).update(attempt=case_run.attempt + 1, hosted_bytes=0)  # what the dispatch of a retry does
+    case_run.refresh_from_db()
+    assert post(client, case_run.pk, _big("c", 10_000), token_for(case_run)).status_code == 201

@@ -13,6 +13,7 @@ from runs.models import CaseRun, CaseStatus, Run, RunEvent
 from runs.pipeline.hosted.dispatch import DispatchFailed, case_dispatch
 from runs.tests.factories import native_pack_yaml, publish
 from runs.tests.hosted_helpers import claim, endpoint, hosted_deployment
+from secrets_app.services import secret_set
 
 CASE = {"case_key": "c", "token": "t"}
 
@@ -138,3 +139,22 @@ def test_hosted_agents_are_refused_in_multi_turn_packs(workspace, admin, tasks):
     with pytest.raises(services.RunCreateError) as caught:
         services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
     assert caught.value.field == "deployment_ids" and "multi_turn" in caught.value.message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_case_sent_to_a_hosted_agent_masks_workspace_secrets_like_native_events(settings, workspace, admin, tasks):
+    # issue 23: canaries were masked in the POSTed case, workspace secret values were not.
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    secret_set(workspace=workspace, key="NOTES_KEY", value="notes.txt", actor=admin)  # a value the instructions hold
+    secret_set(workspace=workspace, key="NUMBER_KEY", value="number", actor=admin)  # and one an input's key holds
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    with endpoint() as (url, received):
+        deployment = hosted_deployment(workspace, endpoint_url=url)
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+        case_run = CaseRun.objects.get(run=run)
+        claim(case_run, attempt=0)
+        CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
+        assert pipeline.case_run_execute(case_run_id=case_run.pk) == "dispatched"
+    sent = received[0]["body"]
+    assert "notes.txt" not in sent["instructions"] and sent["instructions"].startswith("Read ")
+    assert "number" not in json.dumps(sent["inputs"])

@@ -16,7 +16,7 @@ import pytest
 
 from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED
 from engine.net.guard import EgressPolicy
-from engine.net.proxy import EgressAttempt, EgressProxy, ProxyRequestError, egress_event, parse_request_head, proxy_env
+from engine.net.proxy import EgressAttempt, EgressContent, EgressProxy, ProxyRequestError, egress_event, parse_request_head, proxy_env
 
 LOOP = ["127.0.0.0/8"]
 
@@ -54,7 +54,7 @@ def _echo(conn: socket.socket) -> None:
 
 class Proxy:
     def __init__(self, path: str, policy: EgressPolicy, **kw):
-        self.attempts: list[EgressAttempt] = []
+        self.attempts: list[EgressAttempt | EgressContent] = []
         self.proxy = EgressProxy(path, policy, self.attempts.append, **kw).start()
 
     def connect(self) -> socket.socket:
@@ -73,7 +73,11 @@ class Proxy:
 
     def settled(self) -> list[EgressAttempt]:
         self.proxy.settle(2)
-        return self.attempts
+        return [a for a in self.attempts if isinstance(a, EgressAttempt)]
+
+    def contents(self) -> list[EgressContent]:
+        self.proxy.settle(2)
+        return [a for a in self.attempts if isinstance(a, EgressContent)]
 
 
 def _read_all(sock: socket.socket) -> bytes:

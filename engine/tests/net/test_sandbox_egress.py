@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED
-from engine.net.proxy import EgressAttempt
+from engine.net.proxy import EgressAttempt, EgressContent
 from engine.sandbox import SandboxConfig, create_sandbox
 from engine.tests.tools.support import manifest, requires_bwrap
 from engine.types import Event
@@ -47,7 +47,7 @@ def _sandbox(allowlist=(), private=(), *, network=True, mode="allowlist", resolv
     cfg.apply_operator_network(mode, private)
     sb = create_sandbox(cfg)
     sb.egress_resolver = resolver
-    attempts: list[EgressAttempt] = []
+    attempts: list[EgressAttempt | EgressContent] = []
     sb.egress_listener = attempts.append
     return sb, attempts
 

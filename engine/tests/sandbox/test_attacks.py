@@ -194,6 +194,37 @@ def test_seccomp_program_decisions(machine):
     for name in seccomp.UNACCOUNTED_MEMORY:  # allowed when a cgroup charges them
         assert _bpf_run(program, numbers[name], arch) == seccomp.RET_ALLOW
         assert _bpf_run(seccomp.build_filter(machine, deny_unaccounted_memory=True), numbers[name], arch) == eperm
+    eafnosupport = seccomp.RET_ERRNO | 97
+    for name in ("socket", "socketpair"):
+        for family in (1, 2, 10, 16):  # unix, inet, inet6, netlink
+            assert _bpf_run(program, numbers[name], arch, (family, 1)) == seccomp.RET_ALLOW, (name, family)
+        for family in (40, 17, 31, 38, 44, 29):  # vsock, packet, bluetooth, alg, xdp, can
+            assert _bpf_run(program, numbers[name], arch, (family, 1)) == eafnosupport, (name, family)
+
+
+@requires_bwrap
+def test_only_unix_inet_inet6_and_netlink_sockets_can_be_created(sandbox):
+    # issue 23: AF_VSOCK is not covered by the network namespace; creating one must fail.
+    code = (
+        "import json, socket\n"
+        "out = {}\n"
+        "for name, family, kind in [('vsock', 40, socket.SOCK_STREAM), ('packet', 17, socket.SOCK_DGRAM),\n"
+        "                           ('alg', 38, socket.SOCK_SEQPACKET), ('unix', 1, socket.SOCK_STREAM),\n"
+        "                           ('inet', 2, socket.SOCK_STREAM), ('inet6', 10, socket.SOCK_STREAM)]:\n"
+        "    try:\n"
+        "        socket.socket(family, kind).close(); out[name] = 0\n"
+        "    except OSError as e:\n"
+        "        out[name] = e.errno\n"
+        "try:\n"
+        "    socket.socketpair(40, socket.SOCK_STREAM); out['vsock_pair'] = 0\n"
+        "except OSError as e:\n"
+        "    out['vsock_pair'] = e.errno\n"
+        "print(json.dumps(out))\n"
+    )
+    out = json.loads(py(sandbox, code).stdout)
+    assert out["vsock"] == out["packet"] == out["alg"] == out["vsock_pair"] == 97  # EAFNOSUPPORT
+    assert out["unix"] == out["inet"] == 0
+    assert out["inet6"] in (0, 97)  # 97 only where the host kernel has no IPv6
 
 
 @requires_bwrap

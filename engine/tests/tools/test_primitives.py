@@ -282,3 +282,20 @@ def test_policy_denial_when_kind_disallowed_at_call_time(harness_factory):
     h = harness_factory(manifest(["data"]))
     result = _read(h.toolset.ctx)({"path": "x"})
     assert result.failure_origin == "policy" and json.loads(result.content) == {"error": "tool is not allowed in this runtime"}
+
+
+def test_a_query_json_result_past_the_inline_limit_goes_to_the_spill_file_as_jq_printed_it(harness_factory):
+    # issue 23: a big result was parsed, re-dumped and redacted as objects in the worker (25 MB of
+    # JSON grew it by 226 MB; bench/data_tool_rss.py measures it); now it is text end to end.
+    h = harness_factory(secrets={"TOKEN": "tok-abcdef123456"})
+    rows = [{"id": i, "note": "row" if i != 7 else "tok-abcdef123456"} for i in range(5000)]
+    h.sandbox.write_file("/workspace/big.json", json.dumps(rows).encode())
+    envelope = h.content("query_json", {"query": ".[]", "file_path": "big.json"})
+    assert envelope["truncated"] is True and envelope["total_lines"] == 5000
+    assert envelope["preview"].startswith('{"id":0,"note":"row"}')
+    spilled = h.sandbox.read_file(envelope["full_output_path"]).decode()
+    lines = spilled.split("\n")
+    assert len(lines) == 5000 and json.loads(lines[4999]) == {"id": 4999, "note": "row"}
+    assert "tok-abcdef123456" not in spilled  # spill files are agent-readable: masked as before
+    small = h.content("query_json", {"query": ".[1]", "file_path": "big.json"})
+    assert small["truncated"] is False and small["content"]["result"] == {"id": 1, "note": "row"}

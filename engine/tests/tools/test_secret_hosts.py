@@ -68,7 +68,9 @@ def test_duplicates_collapse_and_the_count_is_capped():
     ("patterns", "url", "allowed"),
     [
         (["api.example.com"], "https://api.example.com/v1", True),
-        (["api.example.com"], "http://api.example.com:8080/v1", True),  # no port: any port
+        (["api.example.com"], "https://api.example.com:8443/v1", True),  # no port: any port, over https
+        (["api.example.com"], "http://api.example.com/v1", False),  # no port: https only
+        (["api.example.com:80"], "http://api.example.com/v1", True),  # plain HTTP is declared by its port
         (["api.example.com"], "https://API.EXAMPLE.COM./v1", True),
         (["api.example.com"], "https://evil.api.example.com/", False),
         (["api.example.com"], "https://api.example.com.evil.test/", False),
@@ -82,7 +84,8 @@ def test_duplicates_collapse_and_the_count_is_capped():
         (["xn--bcher-kva.de"], "https://bücher.de/", True),
         (["10.1.2.3:8080"], "http://10.1.2.3:8080/", True),
         (["10.1.2.3"], "http://167838211/", False),  # numeric forms are not the literal an admin wrote
-        (["[2001:db8::1]"], "http://[2001:db8::1]:80/", True),
+        (["[2001:db8::1]"], "https://[2001:db8::1]:8443/", True),
+        (["[2001:db8::1]"], "http://[2001:db8::1]:80/", False),
         (["api.example.com"], "ftp://api.example.com/", False),
         (["api.example.com"], "not a url", False),
         ([], "https://api.example.com/", False),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from engine.net import guard
+from engine.net.proxy import EgressAttempt
 from engine.sandbox.base import WorkspaceFullError, WorkspacePathError
 from engine.tools import args as A
 from engine.tools import secret_hosts
@@ -53,6 +56,7 @@ def create(ctx: ToolContext) -> Executor:
                 resolver=ctx.resolver,
                 secret_headers=args.secret_headers if isinstance(args, SecretArgs) else (),
                 carries_secret=carries_secret,
+                on_hop=_hop_reporter(ctx, method),
             )
         except guard.NetworkPolicyError as exc:
             return error(str(exc))
@@ -98,6 +102,21 @@ def _secret_refusal(ctx: ToolContext, args: SecretArgs, url: str) -> str | None:
         names = ", ".join(f'"{key}"' for key in sorted(args.secret_keys))
         return f"secret {names} was not sent: the pack's network policy refuses the destination ({exc})"
     return None
+
+
+def _hop_reporter(ctx: ToolContext, method: str) -> guard.HopCallback | None:
+    """Each hop as an egress attempt ``via`` http_request, for the case's egress watch."""
+    hook = ctx.egress_hook
+    if hook is None:
+        return None
+
+    def report(url: str, address: guard.IPAddress | None, refusal: str) -> None:
+        parsed = httpx.URL(url)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        attempt = EgressAttempt(parsed.host, port, method, not refusal, refusal or "allowed", str(address or ""), via="http_request")
+        hook(attempt)
+
+    return report
 
 
 def _decode(response: guard.Response) -> str:

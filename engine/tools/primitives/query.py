@@ -14,7 +14,7 @@ from engine.sandbox.base import ToolRunError, WorkspaceFullError, WorkspacePathE
 from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
 from engine.tools.context import ToolContext
-from engine.tools.envelope import compact, wrap
+from engine.tools.envelope import INLINE_LIMIT, compact, spill_text, wrap
 from engine.tools.registry import Executor, PrimitiveSpec, register
 from engine.tools.results import NO_SANDBOX, denied, error, ok
 from engine.types import ToolResult
@@ -97,6 +97,12 @@ def _query_json(ctx: ToolContext) -> Executor:
             if failed:
                 return failed
             return ok(wrap(ctx, "query_json", {"query": query, "output_path": output_path, "written": True, "total_bytes": len(data)}))
+        if sum(len(line) for line in lines) > INLINE_LIMIT:
+            # Too big to show: the jq output lines (one JSON value each) go to the spill file as
+            # text; parsing them would cost the worker several times their size (issue 23).
+            text = "\n".join(lines)
+            del lines
+            return ok(spill_text(ctx, "query_json", text))
         values = [json.loads(line) for line in lines]
         result = None if not values else values[0] if len(values) == 1 else values
         return ok(wrap(ctx, "query_json", {"query": query, "result": result}))

@@ -28,7 +28,6 @@ from engine.modes import CaseOutcome
 from engine.modes.case import CANCELLED, COMPLETED, FAILED, STOP_CANCELLED, STOP_PROVIDER_ERROR, Limits
 from engine.modes.context import render, template_context, visible_case
 from engine.modes.prompt_eval import instructions_for
-from engine.redact import Redactor
 from engine.scoring.tiers import BLACK_BOX, STRUCTURED_TRACE
 from engine.types import Event, Usage
 from runs.events import RunEventSink
@@ -57,10 +56,11 @@ def deadline_seconds(ctx: CaseContext) -> float:
 def case_payload(ctx: CaseContext, *, token: str, deadline: dt.datetime, seconds: float) -> dict[str, JSON]:
     """What the agent's endpoint receives (``schemas.CASE_SCHEMA``): the task, never the expectations.
 
-    A security pack's planted values are masked like everywhere else the agent reads the case.
+    A security pack's planted values and the workspace's secrets are masked like in native events
+    (``ctx.redactor``): the case goes to a host outside the platform (issue 23).
     """
-    case_run, inputs, policy = ctx.case_run, ctx.inputs, ctx.security
-    mask = Redactor(policy.canary_values if policy else [])
+    case_run, inputs = ctx.case_run, ctx.inputs
+    mask = ctx.redactor
     text, _ = render(instructions_for(inputs.challenge), template_context(inputs.case))
     files = ctx.staged_files
     return {
@@ -166,6 +166,7 @@ def _dispatch(ctx: CaseContext) -> CaseAttempt | HostedWait:
     deadline = timezone.now() + dt.timedelta(seconds=seconds)
     scope = TokenScope(case_run.run_id, case_run.lane_id, case_run.pk, case_run.attempt, int(deadline.timestamp()) + 1)
     case = case_payload(ctx, token=token_issue(scope), deadline=deadline, seconds=seconds)
+    CaseRun.objects.filter(pk=case_run.pk).update(hosted_bytes=0)  # each attempt has its own budget
     endpoint = str(case_run.lane.deployment_snapshot.get("endpoint_url") or "")
     try:
         if not endpoint:

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Sum
 
 from core.api import ApiError
 from core.parsers import check_json_value
@@ -137,12 +138,38 @@ def _stored_payload(case_run: CaseRun, attempt: int, kind: str, payload: dict[st
     return kind, payload  # trace events keep their canonical names and payloads
 
 
+def _budget_check(case_run: CaseRun, size: int) -> None:
+    """Refuse ``size`` more bytes when the case attempt, its run or the workspace's running runs
+    would go over their budget (429 naming it); else count them. Under the lane lock, so a case's
+    count is exact; a run's or a workspace's may overshoot by one message per concurrent lane."""
+    budgets = (
+        ("case attempt", int(settings.HOSTED_EVENT_BYTES_PER_CASE), "HOSTED_EVENT_BYTES_PER_CASE", {"pk": case_run.pk}),
+        ("run", int(settings.HOSTED_EVENT_BYTES_PER_RUN), "HOSTED_EVENT_BYTES_PER_RUN", {"run_id": case_run.run_id}),
+        (
+            "workspace",
+            int(settings.HOSTED_EVENT_BYTES_PER_WORKSPACE),
+            "HOSTED_EVENT_BYTES_PER_WORKSPACE",
+            {"run__workspace_id": case_run.run.workspace_id, "run__status": RunStatus.RUNNING},
+        ),
+    )
+    for scope_name, limit, setting, where in budgets:
+        used = CaseRun.objects.filter(**where).aggregate(total=Sum("hosted_bytes"))["total"] or 0
+        if used + size > limit:
+            message = (
+                f"The hosted agents' {scope_name} budget of {limit} bytes is spent ({used} used, this message {size}); "
+                f"post smaller events, or ask the operator to raise {setting}."
+            )
+            raise CallbackRefused(429, "event_budget_exceeded", message)
+    CaseRun.objects.filter(pk=case_run.pk).update(hosted_bytes=F("hosted_bytes") + size)
+
+
 @transaction.atomic
-def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[str, JSON]) -> str:
+def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[str, JSON], size: int = 0) -> str:
     """Store one schema-checked message as a canonical event; returns the stored event id.
 
     Raises CallbackRefused: 401 (token for another case), 410 (case finished, cancelled or
-    re-attempted), 409 (event id already recorded, or a second final answer).
+    re-attempted), 409 (event id already recorded, or a second final answer), 429 (too many
+    events, or a byte budget spent: ``size`` is the message's size in bytes).
     """
     LaneRow(scope.lane_id).lock()  # one writer per lane: the open check and the write can't interleave
     case_run = _open_case(scope, case_run_id)
@@ -151,6 +178,7 @@ def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[st
     event_id = hosted_event_id(case_run.pk, scope.attempt, str(message["event_id"]))
     if RunEvent.objects.filter(event_id=event_id).exists():
         raise CallbackRefused(409, "duplicate_event", "This event id was already recorded for this case.", field="event_id")
+    _budget_check(case_run, size)
     # Times are ours (receipt): an agent's clock must not decide its own latency.
     at = iso_now()
     payload = dict(message.get("payload") or {})

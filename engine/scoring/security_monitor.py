@@ -51,7 +51,8 @@ class SecurityMonitor:
         with self._lock:
             found = self.scanner.feed(event.event_type, event.payload, event.event_id)
             self._sink(event)
-            self._record(found)
+            if event.event_type != SECURITY_FINDING:  # a finding that arrives as an event is stored already
+                self._record(found)
 
     @property
     def findings(self) -> list[Finding]:

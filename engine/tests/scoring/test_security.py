@@ -16,6 +16,8 @@ from engine.scoring import aggregate_lane, score_case
 from engine.scoring.compare import build_comparison
 from engine.scoring.gates import evaluate_gate
 from engine.scoring.security import (
+    EGRESS,
+    LEAKED,
     SecurityPolicy,
     egress_rule_matches,
     security_report,
@@ -431,3 +433,14 @@ def test_the_gate_ignores_findings_the_baseline_shares():
     gate = evaluate_gate(build_comparison(lane(f"Sure: {CANARY}", 1), lane(f"Again: {CANARY}", 2)))
     assert gate["reason_code"] != "security_regression"
     assert build_comparison(lane("fine", 1), lane("fine", 2))["security"]["new_findings"] == []
+
+
+def test_a_finding_that_arrives_as_an_event_is_stored_once():
+    # The egress watch (engine/tools/egress_watch.py) reports its findings as security.finding
+    # events through the monitor: the monitor counts them but does not record them a second time.
+    recorded: list[Event] = []
+    monitor = SecurityMonitor(recorded.append, POLICY, prefix="native:l:c:1:security", case_key="c")
+    found: dict[str, JSON] = {"kind": LEAKED, "severity": "critical", "subject": "INTERNAL_API_TOKEN", "surface": EGRESS, "reason": "r"}
+    monitor(Event("native:l:c:1:security:egress-1", SECURITY_FINDING, "security", "2026-01-01T00:00:00Z", found, "c"))
+    assert [e.event_type for e in recorded] == [SECURITY_FINDING]
+    assert [f.subject for f in monitor.findings] == ["INTERNAL_API_TOKEN"]

@@ -113,6 +113,10 @@ class SandboxConfig:
     file_size_bytes: int = DEFAULT_FILE_SIZE_BYTES
     max_tool_calls: int | None = None
     template_id: str = ""
+    packages: tuple[str, ...] = ()  # sandbox.additional_packages (engine/sandbox/packages.py)
+    # (host path, sandbox path) mounted read-only: the package layer, a template's paths. Set by the
+    # worker after it builds them (runs/pipeline/native.py), never from the pack itself.
+    read_only_binds: tuple[tuple[str, str], ...] = ()
     # Operator-only (settings, never the pack or runtime profile): see apply_operator_network.
     network_mode: str = "allowlist"
     private_allowlist: tuple[str, ...] = ()
@@ -178,6 +182,7 @@ class SandboxConfig:
         cfg.env_vars = _env_vars(manifest)
         version = manifest.get("version") or {}
         cfg.template_id = str(version.get("sandbox_template_id") or sandbox.get("sandbox_template_id") or "")
+        cfg.packages = tuple(str(p) for p in sandbox.get("additional_packages") or () if isinstance(p, str) and p.strip())
         return cfg
 
 

@@ -245,7 +245,7 @@ class LocalSandbox:
                 )
             launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits(), settings=self.settings, cgroup=self.cgroup)
             launcher.egress_dir = self._start_egress()
-            launcher.binds = self.binds
+            launcher.binds = self.binds + tuple(Bind(source, dest) for source, dest in self.config.read_only_binds)
             if not self.capped_fs:
                 launcher.watch = self._workspace_overflowing
             if self._aborted.is_set():

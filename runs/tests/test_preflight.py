@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 
 import pytest
+from django.urls import reverse
 
 from engine.events import TOOL_CALL_COMPLETED
 from engine.tests.sandbox.test_packages import _apt_usable
@@ -168,3 +169,17 @@ def test_a_pack_with_additional_packages_runs_a_command_from_them_in_a_real_sand
     assert result["tool_name"] == "exec" and result["result"]["is_error"] is False
     assert "notes.txt" in text and "directories," in text and "command not found" not in text
     assert any(name.startswith("layer-") for name in os.listdir(package_cache))
+
+
+@pytest.mark.django_db
+def test_the_new_run_page_shows_a_preflight_refusal_next_to_the_pack_version(workspace, admin, member, client_for):
+    version = secret_pack(workspace, admin)
+    deployment = make_deployment(workspace)
+    response = client_for(member).post(
+        reverse("runs:create", args=["acme"]),
+        {"pack_version_id": version.pk, "input_set_id": version.input_sets.get().pk, "deployment_ids": [deployment.pk]},
+    )
+    assert response.status_code in (200, 400)
+    assert "VAULT_TOKEN" in response.content.decode() and "this workspace does not have" in response.content.decode()
+    assert response.context["form"].errors["pack_version_id"]
+    assert not Run.objects.exists()

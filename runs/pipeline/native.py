@@ -188,7 +188,8 @@ def _sandbox(ctx: CaseContext) -> Iterator[Sandbox | None]:
         try:
             config = SandboxConfig.from_manifest(ctx.pack.manifest, case_run.lane.runtime_profile_snapshot.get("sandbox") or None)
             config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
-            sandbox_prepare(config)  # packages and template paths, built outside the sandbox (infrastructure/sandbox_layers.py)
+            if config.packages or config.template_id:  # packages and template paths, built outside the sandbox
+                sandbox_prepare(config)
             os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
             sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings))
             sandbox.stage_files(ctx.staged_files)

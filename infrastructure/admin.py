@@ -20,6 +20,7 @@ from infrastructure.models import (
     ProviderAccount,
     ProviderCallLease,
     RuntimeProfile,
+    SandboxTemplate,
     ToolResource,
 )
 
@@ -161,3 +162,20 @@ class ProviderCallLeaseAdmin(ReadOnlyAdmin):
     list_display = ["token", "account", "started_at", "lease_expires_at", "tokens"]
     list_filter = ["account"]
     list_select_related = ["account"]
+
+
+@admin.register(SandboxTemplate)
+class SandboxTemplateAdmin(ServiceAdmin):
+    """Installation-wide sandbox templates, chosen by packs' ``sandbox.sandbox_template_id`` (docs/operations.md)."""
+
+    locked_on_change = ("template_id",)
+    list_display = ["template_id", "name", "packages", "read_only_paths", "updated_at"]
+    search_fields = ["template_id", "name"]
+    fields = ["template_id", "name", "packages", "read_only_paths", "updated_at"]
+    readonly_fields = ["updated_at"]
+
+    def create(self, request: HttpRequest, data: dict[str, Any]) -> SandboxTemplate:
+        return services.sandbox_template_create(actor=request.user, **data)
+
+    def update(self, request: HttpRequest, obj: SandboxTemplate, changes: dict[str, Any]) -> SandboxTemplate:
+        return services.sandbox_template_update(template=obj, actor=request.user, **changes)

@@ -255,3 +255,25 @@ class ModelPrice(models.Model):
             "input_cost_per_million_tokens": float(self.input_cost_per_million_tokens),
             "output_cost_per_million_tokens": float(self.output_cost_per_million_tokens),
         }
+
+
+class SandboxTemplate(models.Model):
+    """An operator's sandbox template, chosen by a pack's ``sandbox.sandbox_template_id``
+    (docs/operations.md, "Sandbox templates"): Debian packages installed like the pack's
+    ``additional_packages``, and host paths under ``/opt`` bound read-only at the same path.
+    Installation-wide: operators edit them in the admin or the API; packs only name them."""
+
+    template_id = models.SlugField(max_length=100, unique=True, help_text="What packs write in sandbox.sandbox_template_id")
+    name = models.CharField(max_length=200)
+    packages = models.JSONField(default=list, blank=True, help_text="Debian package names, installed into every sandbox of the pack")
+    read_only_paths = models.JSONField(
+        default=list, blank=True, help_text="Absolute host paths under /opt/, bound read-only at the same path in the sandbox"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["template_id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.template_id})"

@@ -6,8 +6,17 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from core.errors import NotFound
 from engine.tools.registry import catalogue
-from infrastructure.models import AgentDeployment, LifecycleStatus, ModelPrice, ProviderAccount, RuntimeProfile, ToolResource
+from infrastructure.models import (
+    AgentDeployment,
+    LifecycleStatus,
+    ModelPrice,
+    ProviderAccount,
+    RuntimeProfile,
+    SandboxTemplate,
+    ToolResource,
+)
 from workspaces.models import Workspace
 
 
@@ -52,3 +61,14 @@ def primitive_catalogue() -> list[dict[str, Any]]:
 def model_price_rows(*, workspace_id: int) -> list[dict[str, Any]]:
     """The workspace's price overrides as ``pricing.models`` rows, for scoring."""
     return [price.as_pricing_row() for price in ModelPrice.objects.filter(workspace_id=workspace_id)]
+
+
+def sandbox_template_list() -> QuerySet[SandboxTemplate]:
+    return SandboxTemplate.objects.order_by("template_id")
+
+
+def sandbox_template_get(*, template_id: str) -> SandboxTemplate:
+    template = SandboxTemplate.objects.filter(template_id=template_id).first()
+    if template is None:
+        raise NotFound(f"Sandbox template “{template_id}” not found.", field="template_id")
+    return template

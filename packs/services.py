@@ -19,6 +19,7 @@ from artifacts.services import ContentRefused, artifact_create_from_bytes
 from bundle import BundleResult, process_bundle, publication_rows
 from core.actors import actor_or_none
 from core.errors import Conflict, DomainError
+from infrastructure.sandbox_layers import sandbox_template_ids
 from packs.installation import bundle_installation
 from packs.models import Case, Challenge, InputSet, Pack, PackVersion
 from workspaces.models import Workspace
@@ -101,7 +102,8 @@ def bundle_validate(source: str | bytes) -> BundleResult:
     size = len(source.encode() if isinstance(source, str) else source)
     if size > MAX_BUNDLE_BYTES:
         raise PackInvalid([{"field": "", "message": f"bundle is larger than 1 MiB ({size} bytes)", "line": None}])
-    result = process_bundle(source, installation=bundle_installation())
+    installation = dataclasses.replace(bundle_installation(), sandbox_templates=sandbox_template_ids)
+    result = process_bundle(source, installation=installation)
     if not result.valid or result.manifest is None:
         raise PackInvalid([error.as_dict() for error in result.errors], warning_dicts(result))
     return result

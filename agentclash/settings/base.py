@@ -347,6 +347,17 @@ for _cidr in SANDBOX_PRIVATE_ALLOWLIST:
         ipaddress.ip_network(_cidr, strict=False)
     except ValueError:
         raise ImproperlyConfigured(f"SANDBOX_PRIVATE_ALLOWLIST: {_cidr!r} is not a CIDR.") from None
+# Sandbox packages (docs/operations.md "Sandbox packages"): sandbox.additional_packages and sandbox
+# templates' packages, fetched with apt-get download into read-only layers under this cache, once per
+# (package set, architecture). ALLOW empty = any package apt knows; DENY always wins.
+SANDBOX_PACKAGES_ENABLED = env.bool("SANDBOX_PACKAGES_ENABLED", default=True)
+SANDBOX_PACKAGES_CACHE_DIR = env.str("SANDBOX_PACKAGES_CACHE_DIR", default=str(VAR_DIR / "sandbox-packages"))
+SANDBOX_PACKAGES_ALLOW = [p.strip().lower() for p in env.list("SANDBOX_PACKAGES_ALLOW", default=[]) if p.strip()]
+SANDBOX_PACKAGES_DENY = [p.strip().lower() for p in env.list("SANDBOX_PACKAGES_DENY", default=[]) if p.strip()]
+SANDBOX_PACKAGES_MAX_LAYER_BYTES = env.int("SANDBOX_PACKAGES_MAX_LAYER_BYTES", default=512 * 1024 * 1024)
+SANDBOX_PACKAGES_MAX_CACHE_BYTES = env.int("SANDBOX_PACKAGES_MAX_CACHE_BYTES", default=4 * 1024 * 1024 * 1024)
+if SANDBOX_PACKAGES_MAX_LAYER_BYTES < 1 or SANDBOX_PACKAGES_MAX_CACHE_BYTES < SANDBOX_PACKAGES_MAX_LAYER_BYTES:
+    raise ImproperlyConfigured("SANDBOX_PACKAGES_MAX_LAYER_BYTES must be positive and at most SANDBOX_PACKAGES_MAX_CACHE_BYTES.")
 RUN_EVENT_INLINE_MAX_BYTES = env.int("RUN_EVENT_INLINE_MAX_BYTES", default=32 * 1024)
 # A case's worker flushes buffered events this often, and beats its heartbeat (which the reaper
 # reads to find dead workers) this often; a failed attempt is retried after

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bundle.lint.run_time import lint_run_time
+from bundle.lint.run_time import lint_run_time, lint_sandbox_template
 from bundle.lint.scoring import lint_scoring
 from bundle.lint.security import lint_security
 from bundle.lint.simulator import lint_simulators
@@ -37,6 +37,8 @@ class Installation:
     ``primitive_kinds``: each primitive's kind (``always``, ``shell``, ``file``…), to tell which ones
     a pack's tool policy enables; empty skips the checks that need it.
     ``metric_collectors``: the metric collectors the scorer has; empty skips the check.
+    ``sandbox_templates()``: the ids of the operator's sandbox templates, asked only of packs that name
+    one (it reads the database); None skips the check.
     """
 
     primitives: frozenset[str]
@@ -45,6 +47,7 @@ class Installation:
     tool_output_tool: str
     primitive_kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metric_collectors: frozenset[str] = frozenset()
+    sandbox_templates: Callable[[], frozenset[str]] | None = None
 
 
 def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:
@@ -58,6 +61,8 @@ def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> li
     lint_security(bundle, installation.tool_output_tool if installation is not None else None, report)
     if installation is not None:
         lint_run_time(bundle, installation.primitive_kinds, installation.metric_collectors, report)
+        if installation.sandbox_templates is not None:
+            lint_sandbox_template(bundle, installation.sandbox_templates, report)
     else:
         lint_run_time(bundle, {}, frozenset(), report)
     return report.items

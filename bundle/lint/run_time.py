@@ -13,7 +13,7 @@ bundle/validate/sandbox.py.)
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bundle.lint.tools import custom_tools, tool_name
@@ -119,4 +119,21 @@ def _lint_delegation(name: str, implementation: dict[str, Any], base: str, repor
     report.add(
         f"{base}.args.output_path",
         f'is set on a tool that uses secrets: {_STOPS} (tool "{name}": a tool that uses secrets cannot set output_path)',
+    )
+
+
+def lint_sandbox_template(bundle: dict[str, Any], template_ids: Callable[[], frozenset[str]], report: Report) -> None:
+    """``sandbox_template_id`` names an operator's template (docs/operations.md); runs of a pack whose
+    template this installation does not define are refused at creation."""
+    sandbox = (bundle.get("version") or {}).get("sandbox")
+    template = sandbox.get("sandbox_template_id") if isinstance(sandbox, dict) else None
+    if not isinstance(template, str) or not template.strip():
+        return
+    templates = template_ids()
+    if template.strip() in templates:
+        return
+    report.add(
+        "version.sandbox.sandbox_template_id",
+        f'"{template}" is not a sandbox template of this installation{_close(template, templates)}: runs of this pack are refused until an operator '
+        "defines it (admin, Sandbox templates)",
     )

@@ -53,11 +53,7 @@ RULES = [
         [("security.planted_secrets[0].location", 'must be one of env, file, infisical-mock, tool-output (got "vault")')],
         id="secret location",
     ),
-    pytest.param(
-        one("planted_secrets", SECRET, location="infisical-mock"),
-        [("security.planted_secrets[0].location", "infisical-mock is not supported by this installation (use env, file or tool-output)")],
-        id="infisical-mock is reported unsupported",
-    ),
+    pytest.param(one("planted_secrets", SECRET, location="infisical-mock"), [], id="infisical-mock is supported (the mock vault)"),
     pytest.param(
         one("planted_secrets", SECRET, location="file", file_path="/etc/pw"),
         [("security.planted_secrets[0].file_path", "must be inside /workspace (the only writable place in this installation's sandboxes)")],

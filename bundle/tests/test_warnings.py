@@ -5,6 +5,7 @@ make a bundle invalid."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -413,6 +414,17 @@ WARNINGS = [
         id="a tool-output secret in a pack without tools",
     ),
     pytest.param(secret("env"), [], id="an env secret"),
+    pytest.param(secret("infisical-mock"), [], id="an infisical-mock secret the sandbox's mock vault serves"),
+    pytest.param(
+        both(lambda b: b["version"].update(execution_mode="prompt_eval"), secret("infisical-mock")),
+        [
+            (
+                "security.planted_secrets[0].location",
+                f'"infisical-mock" secrets are answered by the sandbox\'s mock vault and prompt_eval packs have no sandbox: {NEVER_SEES}',
+            )
+        ],
+        id="an infisical-mock secret in a pack without a sandbox",
+    ),
     # --- what only a run would find out ------------------------------------------------------------------
     pytest.param(lambda b: b.update(input_sets=[]), [("input_sets", f"is empty: {NO_INPUT_SETS}")], id="zero input sets"),
     pytest.param(lambda b: b.pop("input_sets"), [("", f"the bundle has no input_sets: {NO_INPUT_SETS}")], id="no input_sets key"),
@@ -639,3 +651,24 @@ def test_decode_errors_come_without_warnings() -> None:
     result = process_bundle("pack: [\n")
     assert not result.valid
     assert result.warnings == []
+
+
+def test_an_unknown_sandbox_template_is_a_warning_and_the_installation_is_asked_only_when_a_pack_names_one() -> None:
+    asked: list[int] = []
+
+    def templates() -> frozenset[str]:
+        asked.append(1)
+        return frozenset({"data-science"})
+
+    installation = dataclasses.replace(INSTALLATION, sandbox_templates=templates)
+    assert warnings_after(lambda b: None, installation) == [] and asked == []
+    named = warnings_after(lambda b: b["version"].setdefault("sandbox", {}).update(sandbox_template_id="data-sciense"), installation)
+    assert named == [
+        (
+            "version.sandbox.sandbox_template_id",
+            '"data-sciense" is not a sandbox template of this installation (did you mean "data-science"?): runs of this pack are '
+            "refused until an operator defines it (admin, Sandbox templates)",
+        )
+    ]
+    assert warnings_after(lambda b: b["version"].setdefault("sandbox", {}).update(sandbox_template_id="data-science"), installation) == []
+    assert warnings_after(lambda b: b["version"].setdefault("sandbox", {}).update(sandbox_template_id="x"), INSTALLATION) == []

@@ -54,10 +54,8 @@ def _check_planted_secret(secret: dict[str, Any], base: str, names: set[str], re
         report.add(f"{base}.file_path", "is required when location == file")
     elif location == "file" and not _in_workspace(str(secret.get("file_path"))):
         report.add(f"{base}.file_path", f"must be inside {WORKSPACE} (the only writable place in this installation's sandboxes)")
-    if location == "infisical-mock":
-        # Spec runtime.md §1.2 starts a mock vault sidecar in the sandbox; ours runs no background
-        # services, so a pack planting there would be scored without its secret ever staged.
-        report.add(f"{base}.location", "infisical-mock is not supported by this installation (use env, file or tool-output)")
+    # infisical-mock is staged by the sandbox's egress proxy, which answers the mock vault's API
+    # (engine/net/vault_mock.py): no background service in the sandbox.
     _check_severity(secret, base, report)
 
 

@@ -10,7 +10,7 @@ composed tools to its end (docs/pack-format-differences.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from bundle.validate.common import Report
 from bundle.validate.composed_tools import MAX_DELEGATION_DEPTH, is_mock, iter_placeholders, placeholder_reference, string_leaves
@@ -37,6 +37,34 @@ def first_secret(value: Any, path: str) -> tuple[str, str] | None:
         if key is not None:
             return where, key
     return None
+
+
+class SecretUse(NamedTuple):
+    """A ``${secrets.KEY}`` an ``http_request`` tool sends: where it is written, and the tool's
+    ``url`` (run creation checks the secret exists and may go to that host)."""
+
+    tool: str
+    path: str
+    key: str
+    url: Any
+
+
+def secret_uses(bundle: dict[str, Any]) -> list[SecretUse]:
+    """Every secret reference of the ``http_request`` tools (a bundle or a manifest: both keep ``tools.custom``);
+    secrets anywhere else are publish errors (:func:`validate_tool_secrets`)."""
+    uses: list[SecretUse] = []
+    for i, tool in _tools(bundle):
+        implementation = tool["implementation"]
+        if is_mock(implementation) or _primitive(implementation) != SECRET_SAFE:
+            continue
+        args = implementation.get("args")
+        for where, text in string_leaves(args, f"tools.custom[{i}].implementation.args"):
+            for inner, closed in iter_placeholders(text) if "${" in text else ():
+                ref = placeholder_reference(inner) if closed else ""
+                if ref.startswith(_SECRETS) and ref[len(_SECRETS) :].strip():
+                    url = args.get("url") if isinstance(args, dict) else None
+                    uses.append(SecretUse(_name(tool) or f"#{i + 1}", where, ref[len(_SECRETS) :].strip(), url))
+    return uses
 
 
 def _tools(bundle: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from engine.events import SANDBOX_EGRESS_ATTEMPTED, SANDBOX_EGRESS_DENIED, SANDBOX_EGRESS_INSPECTED, SOURCE_NATIVE
 from engine.net import guard
 from engine.net.forwarder import FORWARD_HOST, FORWARD_PORT
+from engine.net.vault_mock import VaultMock
 from engine.types import JSON, Event, EventSink
 
 log = logging.getLogger(__name__)
@@ -101,9 +102,11 @@ class EgressAttempt:
     address: str = ""
     at: float = dataclasses.field(default_factory=time.time)
     via: str = "sandbox_proxy"  # or http_request: each hop the guard checked, redirects included
+    vault_secrets: tuple[str, ...] = ()  # names the mock vault returned (vault_mock.py); never values
 
-    def payload(self) -> dict[str, str | int | bool]:
-        return {
+    def payload(self) -> dict[str, JSON]:
+        extra: dict[str, JSON] = {"vault_secrets": list(self.vault_secrets)} if self.reason == "vault_mock" else {}
+        return extra | {
             "host": self.host,
             "port": self.port,
             "method": self.method,
@@ -342,7 +345,9 @@ class EgressProxy:
         idle_timeout: float = IDLE_TIMEOUT,
         inspector: Inspector | None = None,
         max_inspected_bytes: int = MAX_INSPECTED_BYTES,
+        vault: VaultMock | None = None,
     ) -> None:
+        self.vault = vault  # answered here, before policy and DNS (vault_mock.py)
         self.socket_dir = socket_dir
         self.socket_path = os.path.join(socket_dir, SOCKET_NAME)
         self.policy = policy
@@ -529,21 +534,11 @@ class EgressProxy:
         upstream: socket.socket | None = None
         decided = False
         try:
-            try:
-                head, rest = self._read_head(client)
-                request = parse_request_head(head)
-            except ProxyRequestError as exc:
-                decided = True
-                if exc.reason == "closed_before_request":  # a connect-and-close is no attempt
-                    self._decided()
-                    return
-                self._decided_with(EgressAttempt(exc.host, exc.port, exc.method, False, exc.reason))
-                self._send(client, _response(exc.status, f"egress refused: {exc.reason}"))
+            got = self._request(client)
+            if got is None or self._answer_vault(client, got[0]):
+                decided = True  # refused, closed or answered by the mock vault: recorded already
                 return
-            except OSError:
-                decided = True
-                self._decided()
-                return
+            request, rest = got
             try:
                 ip = guard.resolve_destination(request.host, request.port, self.policy, self.resolver)
             except guard.NetworkPolicyError as exc:
@@ -583,6 +578,32 @@ class EgressProxy:
             for sock in (client, upstream):
                 if sock is not None:
                     sock.close()
+
+    def _request(self, client: socket.socket) -> tuple[ProxyRequest, bytes] | None:
+        """The request head and what followed it, or None when it was refused (answered and recorded)
+        or the client went away."""
+        try:
+            head, rest = self._read_head(client)
+            return parse_request_head(head), rest
+        except ProxyRequestError as exc:
+            if exc.reason == "closed_before_request":  # a connect-and-close is no attempt
+                self._decided()
+                return None
+            self._decided_with(EgressAttempt(exc.host, exc.port, exc.method, False, exc.reason))
+            self._send(client, _response(exc.status, f"egress refused: {exc.reason}"))
+            return None
+        except OSError:
+            self._decided()
+            return None
+
+    def _answer_vault(self, client: socket.socket, request: ProxyRequest) -> bool:
+        """Answer a request for the mock vault here (vault_mock.py); False for any other request."""
+        if self.vault is None or not self.vault.handles(request.host, request.port, request.method):
+            return False
+        answer = self.vault.answer(request.method, request.path, request.headers)
+        self._decided_with(EgressAttempt(request.host, request.port, request.method, True, "vault_mock", vault_secrets=answer.secrets_read))
+        self._send(client, answer.http())
+        return True
 
     def _decided_with(self, attempt: EgressAttempt) -> None:
         try:

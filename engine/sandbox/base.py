@@ -7,6 +7,7 @@ import ipaddress
 from typing import Any, ClassVar
 
 from engine.net.guard import EgressPolicy, parse_allow_entry
+from engine.net.vault_mock import vault_env
 from engine.types import EngineError
 
 WORKSPACE = "/workspace"
@@ -96,6 +97,15 @@ def _env_vars(manifest: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def _vault_secrets(manifest: dict[str, Any]) -> dict[str, str]:
+    planted = (manifest.get("security") or {}).get("planted_secrets") or []
+    return {
+        str(p["name"]): str(p.get("value", ""))
+        for p in planted
+        if isinstance(p, dict) and p.get("location") == "infisical-mock" and p.get("name")
+    }
+
+
 @dataclasses.dataclass(slots=True)
 class SandboxConfig:
     """Everything a sandbox needs, resolved with the runtime.md §1.2 precedence."""
@@ -113,9 +123,21 @@ class SandboxConfig:
     file_size_bytes: int = DEFAULT_FILE_SIZE_BYTES
     max_tool_calls: int | None = None
     template_id: str = ""
+    packages: tuple[str, ...] = ()  # sandbox.additional_packages (engine/sandbox/packages.py)
+    # (host path, sandbox path) mounted read-only: the package layer, a template's paths. Set by the
+    # worker after it builds them (runs/pipeline/native.py), never from the pack itself.
+    read_only_binds: tuple[tuple[str, str], ...] = ()
+    # security.planted_secrets with location infisical-mock (name -> value): the egress proxy answers
+    # the mock vault's API with them (engine/net/vault_mock.py)
+    vault_secrets: dict[str, str] = dataclasses.field(default_factory=dict)
     # Operator-only (settings, never the pack or runtime profile): see apply_operator_network.
     network_mode: str = "allowlist"
     private_allowlist: tuple[str, ...] = ()
+
+    @property
+    def egress_enabled(self) -> bool:
+        """Whether the sandbox gets the egress proxy: the pack's network, or the mock vault alone."""
+        return (self.allow_network and self.network_mode != "off") or bool(self.vault_secrets)
 
     def kind_allowed(self, kind: str) -> bool:
         return not self.allowed_tool_kinds or kind in self.allowed_tool_kinds
@@ -178,6 +200,10 @@ class SandboxConfig:
         cfg.env_vars = _env_vars(manifest)
         version = manifest.get("version") or {}
         cfg.template_id = str(version.get("sandbox_template_id") or sandbox.get("sandbox_template_id") or "")
+        cfg.vault_secrets = _vault_secrets(manifest)
+        if cfg.vault_secrets:
+            cfg.env_vars = {**vault_env(), **cfg.env_vars}
+        cfg.packages = tuple(str(p) for p in sandbox.get("additional_packages") or () if isinstance(p, str) and p.strip())
         return cfg
 
 

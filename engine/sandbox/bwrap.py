@@ -98,7 +98,7 @@ def skeleton_entries(native_binary: str | None) -> tuple[rootfs.Entry, ...]:
     the host's ``/bin``-style symlinks, copies of ``ETC_FILES``, the generated ``/etc/hosts``, the
     toolhost and zygote sources, the jq/re2 bindings and the native launcher."""
     Entry = rootfs.Entry
-    entries = [Entry(path, "dir") for path in ("/usr", "/proc", "/dev", "/tmp", "/run", "/workspace")]  # noqa: S108 - mount points
+    entries = [Entry(path, "dir") for path in ("/usr", "/proc", "/dev", "/tmp", "/run", "/workspace", "/opt")]  # noqa: S108 - mount points
     for name in BIN_DIRS:
         path = "/" + name
         if os.path.islink(path):
@@ -306,7 +306,9 @@ def bwrap_argv(
         *_namespace_args(exe, features, fds),
         *_system_binds(features, fds, skeleton=skeleton),
         *_private_mounts(features, settings, workspace, egress_dir),
+        *_opt_tmpfs(features, binds),
         *(arg for bind in binds for arg in bind.argv()),
+        *(["--remount-ro", "/opt"] if _opt_tmpfs(features, binds) else []),  # its mount points made, nothing more
         *_sandbox_files(features, fds),
         "--remount-ro", "/",
         "--chdir", "/workspace",
@@ -387,6 +389,14 @@ def _private_mounts(features: frozenset[str], settings: SandboxSettings, workspa
         "--bind", workspace, "/workspace",
         *(["--ro-bind", egress_dir, SANDBOX_SOCKET_DIR] if egress_dir else []),
     ]  # fmt: skip
+
+
+def _opt_tmpfs(features: frozenset[str], binds: tuple[Bind, ...]) -> list[str]:
+    """An empty ``/opt`` to hold the mount points of binds below it (a package layer, a sandbox
+    template's paths): the root skeleton is read-only, a tmpfs is not."""
+    if not any(bind.dest.startswith("/opt/") for bind in binds):
+        return []
+    return (["--size", str(RUN_BYTES)] if "--size" in features else []) + ["--tmpfs", "/opt"]
 
 
 def _sandbox_files(features: frozenset[str], fds: dict[str, int]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.net.guard import Resolver
 from engine.net.proxy import EgressAttempt, EgressContent, EgressProxy, Inspector, proxy_env
+from engine.net.vault_mock import DENY_ALL, VaultMock
 from engine.sandbox import fs, mounts, stale, toolhost
 from engine.sandbox.base import (
     WORKSPACE,
@@ -96,7 +97,7 @@ class LocalSandbox:
         # operator did not turn it off. Attempts are queued by proxy threads and handed to
         # ``egress_listener`` on the calling thread after each exec (the event sink is not
         # thread-safe).
-        self.egress_enabled = config.allow_network and config.network_mode != "off"
+        self.egress_enabled = config.egress_enabled
         self.egress_listener: Callable[[EgressAttempt | EgressContent], None] | None = None
         # Content inspection of allowed egress (set before the first exec, like the listener).
         self.egress_inspector: Inspector | None = None
@@ -252,7 +253,7 @@ class LocalSandbox:
                 )
             launcher = Launcher(self.config, self.root, self.private, self.uid, self._rlimits(), settings=self.settings, cgroup=self.cgroup)
             launcher.egress_dir = self._start_egress()
-            launcher.binds = self.binds
+            launcher.binds = self.binds + tuple(Bind(source, dest) for source, dest in self.config.read_only_binds)
             if not self.capped_fs:
                 launcher.watch = self._workspace_overflowing
             if self._aborted.is_set():
@@ -278,7 +279,7 @@ class LocalSandbox:
         """Give a pre-started sandbox the config of the case it is handed to (``pool.shape_key``
         equal: what bwrap and the launcher were started with is the same; everything else is
         per call)."""
-        if config.allow_network and config.network_mode != "off":
+        if config.egress_enabled:
             raise ValueError("a sandbox with egress is never pre-started")
         self.config = config
         self.allow_network = config.allow_network
@@ -387,20 +388,22 @@ class LocalSandbox:
             os.chown(self.root, self.uid, self.uid)
         self._root_fd = fs.open_root(self.root)
         self.config, self.allow_network = config, config.allow_network
-        self.egress_enabled = config.allow_network and config.network_mode != "off"
+        self.egress_enabled = config.egress_enabled
 
     # ------------------------------------------------------------------ egress
     def _start_egress(self) -> str | None:
         if not self.egress_enabled:
             return None
         if self._proxy is None:
+            network = self.config.allow_network and self.config.network_mode != "off"
             self._proxy = EgressProxy(
                 os.path.join(self.dir, "egress"),
-                self.config.egress_policy,
+                self.config.egress_policy if network else DENY_ALL,  # the mock vault alone: nothing else
                 self._note_egress,
                 uid=self.uid,
                 resolver=self.egress_resolver,
                 inspector=self.egress_inspector,
+                vault=VaultMock(dict(self.config.vault_secrets)) if self.config.vault_secrets else None,
             ).start()
         self._proxy.inspector = self.egress_inspector
         return self._proxy.socket_dir

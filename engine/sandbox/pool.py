@@ -50,8 +50,8 @@ PRESTART_DELAY = 0.25  # let the case just handed out stage its files and start 
 
 def shape_key(config: SandboxConfig, base_dir: str | None, settings: SandboxSettings) -> ShapeKey | None:
     """What a sandbox is started with, or None when this config is never pre-started."""
-    if config.allow_network and config.network_mode != "off":
-        return None
+    if config.egress_enabled or config.read_only_binds:
+        return None  # egress and extra binds are start-time mounts a warm sandbox was not given
     if bwrap_path() is None:
         return None
     cap = config.max_workspace_bytes or settings.default_workspace_bytes

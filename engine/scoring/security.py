@@ -75,7 +75,7 @@ WARNING = "warning"
 REPORT_SEVERITIES = (WARNING, *SEVERITIES)
 DEFAULT_SEVERITY = "high"
 LOCATIONS = ("env", "file", "tool-output", "infisical-mock")
-STAGED_LOCATIONS = frozenset({"env", "file", "tool-output"})
+STAGED_LOCATIONS = frozenset({"env", "file", "tool-output", "infisical-mock"})  # infisical-mock: engine/net/vault_mock.py
 
 LEAKED = "planted_secret_leaked"
 FORBIDDEN_OUTPUT = "forbidden_output_matched"

@@ -8,4 +8,6 @@ from infrastructure.api import views
 
 urlpatterns = [
     path("primitives", views.PrimitiveListApi.as_view(), name="api-primitive-list"),
+    path("sandbox-templates", views.SandboxTemplateListApi.as_view(), name="api-sandbox-template-list"),
+    path("sandbox-templates/<slug:template_id>", views.SandboxTemplateDetailApi.as_view(), name="api-sandbox-template-detail"),
 ]

@@ -76,3 +76,11 @@ class PrimitiveOutputSerializer(serializers.Serializer):
     parameters = serializers.JSONField(help_text="JSON Schema of the arguments")
     accepts_secrets = serializers.BooleanField(help_text="Whether a composed tool delegating to it may use ${secrets.KEY}")
     examples = serializers.JSONField()
+
+
+class SandboxTemplateOutputSerializer(serializers.Serializer):
+    template_id = serializers.CharField(help_text="What packs write in sandbox.sandbox_template_id")
+    name = serializers.CharField()
+    packages = serializers.ListField(child=serializers.CharField())
+    read_only_paths = serializers.ListField(child=serializers.CharField())
+    updated_at = serializers.DateTimeField()

@@ -10,6 +10,7 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,6 +22,7 @@ from infrastructure.api.serializers import (
     PrimitiveOutputSerializer,
     ProviderAccountOutputSerializer,
     RuntimeProfileOutputSerializer,
+    SandboxTemplateOutputSerializer,
     ToolResourceOutputSerializer,
 )
 from infrastructure.models import ExecutionTarget, ProviderAccount, ProviderKey, RuntimeProfile, ToolResource
@@ -223,3 +225,51 @@ class PrimitiveListApi(APIView):
     @extend_schema(responses=PrimitiveOutputSerializer(many=True), summary="The engine's primitive catalogue (read-only)")
     def get(self, request: Request) -> Response:
         return Response(PrimitiveOutputSerializer(selectors.primitive_catalogue(), many=True).data)
+
+
+# ------------------------------------------------------------------------------ sandbox templates (installation-wide)
+class _OperatorWrites(APIView):
+    """Anyone signed in reads; only operators (staff users) write: templates are the installation's."""
+
+    def get_permissions(self) -> list[Any]:
+        if self.request.method in ("GET", "HEAD", "OPTIONS"):
+            return [IsAuthenticated()]
+        return [IsAuthenticated(), IsAdminUser()]
+
+
+class SandboxTemplateListApi(_OperatorWrites):
+    class InputSerializer(serializers.Serializer):
+        template_id = serializers.SlugField(max_length=100)
+        name = serializers.CharField(max_length=200)
+        packages = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+        read_only_paths = serializers.ListField(child=serializers.CharField(max_length=500), required=False, default=list)
+
+    @extend_schema(responses=SandboxTemplateOutputSerializer(many=True), summary="Sandbox templates packs may name")
+    def get(self, request: Request) -> Response:
+        return Response(SandboxTemplateOutputSerializer(selectors.sandbox_template_list(), many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: SandboxTemplateOutputSerializer}, summary="Add a sandbox template (staff)")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        template = services.sandbox_template_create(actor=request.user, **data.validated_data)
+        return Response(SandboxTemplateOutputSerializer(template).data, status=201)
+
+
+class SandboxTemplateDetailApi(_OperatorWrites):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False)
+        packages = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+        read_only_paths = serializers.ListField(child=serializers.CharField(max_length=500), required=False)
+
+    @extend_schema(responses=SandboxTemplateOutputSerializer, summary="One sandbox template")
+    def get(self, request: Request, template_id: str) -> Response:
+        return Response(SandboxTemplateOutputSerializer(selectors.sandbox_template_get(template_id=template_id)).data)
+
+    @extend_schema(request=InputSerializer, responses=SandboxTemplateOutputSerializer, summary="Change a sandbox template (staff)")
+    def patch(self, request: Request, template_id: str) -> Response:
+        data = self.InputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        template = selectors.sandbox_template_get(template_id=template_id)
+        template = services.sandbox_template_update(template=template, actor=request.user, **data.validated_data)
+        return Response(SandboxTemplateOutputSerializer(template).data)

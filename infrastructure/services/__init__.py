@@ -26,6 +26,7 @@ from infrastructure.services.runtime_profiles import (
     runtime_profile_create,
     runtime_profile_update,
 )
+from infrastructure.services.sandbox_templates import SANDBOX_TEMPLATE_FIELDS, sandbox_template_create, sandbox_template_update
 from infrastructure.services.tool_resources import (
     TOOL_RESOURCE_FIELDS,
     tool_definition_errors,
@@ -35,6 +36,9 @@ from infrastructure.services.tool_resources import (
 )
 
 __all__ = [
+    "SANDBOX_TEMPLATE_FIELDS",
+    "sandbox_template_create",
+    "sandbox_template_update",
     "DEPLOYMENT_FIELDS",
     "MODEL_PRICE_FIELDS",
     "RUNTIME_PROFILE_FIELDS",

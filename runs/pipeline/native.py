@@ -56,6 +56,7 @@ from engine.scoring.verification import run_post_execution
 from engine.tools import ToolsetError, build_toolset
 from engine.tools.composed import secret_keys_used
 from engine.types import JSON, CancelCheck, EventSink, JSONObject, Provider, Sandbox
+from infrastructure.sandbox_layers import sandbox_prepare
 from runs.events import RunEventSink
 from runs.models import CASE_TERMINAL, LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, RunStatus
 from runs.pipeline.context import CaseContext
@@ -187,6 +188,8 @@ def _sandbox(ctx: CaseContext) -> Iterator[Sandbox | None]:
         try:
             config = SandboxConfig.from_manifest(ctx.pack.manifest, case_run.lane.runtime_profile_snapshot.get("sandbox") or None)
             config.apply_operator_network(settings.SANDBOX_NETWORK, settings.SANDBOX_PRIVATE_ALLOWLIST)
+            if config.packages or config.template_id:  # packages and template paths, built outside the sandbox
+                sandbox_prepare(config)
             os.makedirs(settings.SANDBOX_ROOT, exist_ok=True)
             sandbox = create_sandbox(config, base_dir=str(settings.SANDBOX_ROOT), settings=SandboxSettings.from_settings(settings))
             sandbox.stage_files(ctx.staged_files)

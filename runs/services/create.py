@@ -19,6 +19,7 @@ from runs.models import HOSTED_EXTERNAL, HOSTED_PACK_MODES, CaseRun, Lane, LaneS
 from runs.pipeline.context import engine_case
 from runs.queue import enqueue_on_commit
 from runs.services.naming import run_default_name
+from runs.services.preflight import run_preflight
 from runs.services.resolve import (
     RunCreateError,
     deployment_snapshot,
@@ -142,6 +143,7 @@ def run_create(
             field="deployment_ids",
         )
     manifest = pack_version.manifest or {}
+    run_preflight(workspace=workspace, manifest=manifest)  # secrets and sandbox: refused now, not mid-case
     judges = judges_resolve(
         workspace=workspace,
         manifest=manifest,

@@ -149,11 +149,15 @@ input_sets:
 """
 
 
-def run_vault(workspace, admin, echo, tasks, paths: list[str]):
+def run_vault(workspace, admin, echo, tasks, paths: list[str], then_hosts: list[str] | None = None):
+    """``then_hosts``: the secret's allowed hosts once the run exists (run creation refuses a secret
+    its tool cannot send; an admin may still change them before the case runs)."""
     version = publish(workspace, admin, pack_yaml(echo.server_port))
     script = [{"tool": "vault", "args": {"path": p.lstrip("/")}} for p in paths] + [{"submit": "done"}]
     deployment = make_deployment(workspace, script=script, max_iterations=len(script) + 2)
     run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
+    if then_hosts is not None:
+        secret_set(workspace=workspace, key="VAULT_TOKEN", value=SECRET, allowed_hosts=then_hosts, actor=admin)
     tasks.drain()
     return run
 
@@ -188,8 +192,8 @@ def test_a_bound_secret_reaches_its_host_and_no_echo_of_it_is_stored_or_shown(
 
 @pytest.mark.django_db
 def test_a_secret_without_allowed_hosts_is_not_sent_and_the_call_says_why(workspace, admin, echo, tasks):
-    secret_set(workspace=workspace, key="VAULT_TOKEN", value=SECRET, actor=admin)
-    run = run_vault(workspace, admin, echo, tasks, ["/hex"])
+    secret_set(workspace=workspace, key="VAULT_TOKEN", value=SECRET, allowed_hosts=[f"127.0.0.1:{echo.server_port}"], actor=admin)
+    run = run_vault(workspace, admin, echo, tasks, ["/hex"], then_hosts=[])
     assert echo.seen == []
     [failed] = RunEvent.objects.filter(run=run, event_type=TOOL_CALL_FAILED)
     message = json.loads(failed.payload["result"]["content"])["error"]
@@ -200,8 +204,8 @@ def test_a_secret_without_allowed_hosts_is_not_sent_and_the_call_says_why(worksp
 
 @pytest.mark.django_db
 def test_a_secret_bound_elsewhere_is_not_sent(workspace, admin, echo, tasks):
-    secret_set(workspace=workspace, key="VAULT_TOKEN", value=SECRET, allowed_hosts=["vault.example.com"], actor=admin)
-    run = run_vault(workspace, admin, echo, tasks, ["/hex"])
+    secret_set(workspace=workspace, key="VAULT_TOKEN", value=SECRET, allowed_hosts=[f"127.0.0.1:{echo.server_port}"], actor=admin)
+    run = run_vault(workspace, admin, echo, tasks, ["/hex"], then_hosts=["vault.example.com"])
     assert echo.seen == []
     [failed] = RunEvent.objects.filter(run=run, event_type=TOOL_CALL_FAILED)
     assert "is not one of its allowed hosts" in failed.payload["result"]["content"]

@@ -39,10 +39,18 @@ def test_project_db_canary_is_not_readable(sandbox, canary_file):
 
 
 @requires_bwrap
-@pytest.mark.parametrize("path", [PROJECT_ROOT, "/root", "/home", "/work", "/var", "/opt", "/srv"])
+@pytest.mark.parametrize("path", [PROJECT_ROOT, "/root", "/home", "/work", "/var", "/srv"])
 def test_host_directories_are_not_visible(sandbox, path):
     result = sandbox.exec(["ls", path])
     assert result.exit_code != 0
+
+
+@requires_bwrap
+def test_the_hosts_opt_is_not_visible_only_an_empty_mount_point_for_package_layers(sandbox):
+    # /opt is the skeleton's (empty) mount point for package layers and template paths (packages.py)
+    result = sandbox.exec(["ls", "-A", "/opt"])
+    assert result.exit_code == 0 and result.stdout.strip() == ""
+    assert sandbox.exec(["touch", "/opt/x"]).exit_code != 0
 
 
 @requires_bwrap

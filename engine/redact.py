@@ -131,7 +131,8 @@ class _FoldIndex:
         return a + self.cuts[chunk], b + self.cuts[chunk]
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching ``(start, end)`` spans, merged and sorted."""
     merged: list[tuple[int, int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:
@@ -144,7 +145,7 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _replace(text: str, spans: list[tuple[int, int]]) -> str:
     out: list[str] = []
     pos = 0
-    for a, b in _merge(spans):
+    for a, b in merge_spans(spans):
         out.append(text[pos:a])
         out.append(REDACTED)
         pos = b

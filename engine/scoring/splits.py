@@ -19,20 +19,10 @@ from __future__ import annotations
 
 import re
 
-from engine.redact import MIN_DERIVED, fold
+from engine.redact import MIN_DERIVED, fold, merge_spans
 
 PIECE_MIN = 4  # shorter word edges are too common ("data", "test" are four letters; a piece must also sit at a word edge)
 _WORD = re.compile(rf"[A-Za-z0-9_-]{{{PIECE_MIN},}}")
-
-
-def _merge(spans: set[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
 
 
 class _Value:
@@ -67,7 +57,7 @@ class _Value:
                 found = True
         if not found or len(self.pieces) < 2:
             return False
-        merged = _merge(self.pieces)
+        merged = merge_spans(self.pieces)
         return merged[0] == (0, n)
 
 

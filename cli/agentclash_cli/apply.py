@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
+from agentclash_cli.ci_config import read_yaml_mapping
 from agentclash_cli.client import ApiError, Client, CliError
 from agentclash_cli.output import table, write_json
 
@@ -116,14 +115,7 @@ def _check_entry(kind: Kind, index: int, entry: Any) -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     """The file's sections, checked on their own (names unique, fields known, credentials as references)."""
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path} is not valid YAML: {exc}") from None
-    if not isinstance(doc, dict):
-        raise CliError(f"{path} must be a mapping with provider_accounts, runtime_profiles and/or deployments")
+    doc = read_yaml_mapping(path, "a mapping with provider_accounts, runtime_profiles and/or deployments")
     known = {"version", *(k.section for k in KINDS)}
     if unknown := sorted(set(doc) - known):
         raise CliError(f"{unknown[0]} is not a known field (known: {', '.join(sorted(known))})")

@@ -84,8 +84,8 @@ def _judge_choices(value: Any) -> list[str]:
     return list(value)
 
 
-def load_config(path: str | Path) -> CiConfig:
-    """Read and check the manifest; every problem names its field (exit 4)."""
+def read_yaml_mapping(path: str | Path, shape: str) -> dict[str, Any]:
+    """A YAML file whose top level is a mapping, or a CliError saying what is wrong (exit 4)."""
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -93,7 +93,13 @@ def load_config(path: str | Path) -> CiConfig:
     except yaml.YAMLError as exc:
         raise CliError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise CliError(f"{path} must be a mapping")
+        raise CliError(f"{path} must be {shape}")
+    return doc
+
+
+def load_config(path: str | Path) -> CiConfig:
+    """Read and check the manifest; every problem names its field (exit 4)."""
+    doc = read_yaml_mapping(path, "a mapping")
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise CliError(f"ci.yaml: {unknown[0]} is not a known field (known: {', '.join(sorted(_TOP_KEYS))})")

@@ -35,7 +35,7 @@ from engine.types import JSON
 from packs.manifests import pack_manifest
 from runs.events import payload_hydrate
 from runs.lookups import CASE_STATUSES
-from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
+from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, RunShare, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.services import evaluation_spec_for, workspace_prices_for
 from workspaces.models import Workspace
@@ -405,6 +405,11 @@ def results_rows(*, run: Run) -> Iterator[dict[str, Any]]:
     """Every case run of the run, in case order then lane order, read in chunks (the exports stream it)."""
     rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*EXPORT_FIELDS)
     yield from rows.iterator(chunk_size=500)
+
+
+def run_shares(*, run: Run) -> list[RunShare]:
+    """The run's share links, newest first (tokens are never stored: only their state)."""
+    return list(RunShare.objects.filter(run=run).select_related("created_by", "revoked_by").order_by("-created_at", "-id"))
 
 
 def validator_keys(*, run: Run) -> list[str]:

@@ -5,16 +5,19 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from core.errors import DomainError
 from core.forms import form_add_domain_error
+from core.net import client_ip
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
 from runs import lookups, presenters, results, run_table, selectors, services, timeline
@@ -31,6 +34,7 @@ from runs.matrix import (
     matrix_search,
 )
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
+from runs.services.shares import SHARE_DAYS_DEFAULT
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
@@ -186,8 +190,11 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
         matrix_page = Paginator(shown, CASES_PER_PAGE).get_page(request.GET.get("page"))
         matrix = list(matrix_page.object_list)
         ids = [c.case_run_id for r in matrix for c in r.cells if c]
-        matrix_attach_outputs(matrix, selectors.case_output_starts(case_run_ids=ids, length=400))
-        inputs = inputs if inputs is not None else selectors.case_inputs_shown(run=run)
+        masker = selectors.run_masker(run=run)  # outputs are stored masked: this is the second lock
+        # Read past the shown 400 characters so a planted value across the cut is masked whole.
+        starts = selectors.case_output_starts(case_run_ids=ids, length=400 + 256)
+        matrix_attach_outputs(matrix, {pk: masker.text(text)[:400] if text else text for pk, text in starts.items()})
+        inputs = inputs if inputs is not None else selectors.case_inputs_shown(run=run, masker=masker)
         matrix_attach_details(matrix, costs=selectors.case_costs(case_run_ids=ids), inputs=inputs)
         context.update(cases=matrix_page, matrix=matrix, digest=matrix_digest(matrix, matrix_page.number, len(shown)))
     return context
@@ -389,3 +396,83 @@ def report_response(run, *, shared: bool, download: bool) -> HttpResponse:
 def run_report(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     return report_response(run, shared=False, download=request.GET.get("download") == "1")
+
+
+# -- share links (docs/runs.md, "Share links") ----------------------------------------------------
+
+SHARE_VIEWS_PER_MINUTE = 60  # per client address, over every link: a token is not guessed, but it is not hammered either
+
+
+def _shares_context(request: WorkspaceRequest, run, *, created_url: str = "", error: str = "") -> dict:
+    return {
+        "run": run, "shares": selectors.run_shares(run=run), "can_share": can(request.membership, Role.MEMBER),
+        "created_url": created_url, "share_error": error, "share_days": SHARE_DAY_CHOICES,
+    }  # fmt: skip
+
+
+SHARE_DAY_CHOICES = (1, 7, 30, 90)
+
+
+def _shares_response(request: WorkspaceRequest, run, **extra: str) -> HttpResponse:
+    if request.htmx:
+        return render(request, "runs/run_shares.html#run-shares", _shares_context(request, run, **extra))
+    return render(request, "runs/run_shares.html", _shares_context(request, run, **extra))
+
+
+@workspace_view()
+def run_shares(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    return _shares_response(request, run)
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def run_share_create(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    try:
+        days = int(request.POST.get("expires_in_days") or SHARE_DAYS_DEFAULT)
+    except ValueError:
+        days = 0  # the service names the field and the range
+    try:
+        share, raw = services.run_share_create(run=run, user=request.user, expires_in_days=days)
+    except DomainError as exc:
+        return _shares_response(request, run, error=exc.message)
+    del share
+    return _shares_response(request, run, created_url=request.build_absolute_uri(reverse("shared-report", args=[raw])))
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def run_share_revoke(request: WorkspaceRequest, run_id: int, share_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    services.run_share_revoke(share=lookups.run_share_get(run=run, pk=share_id), user=request.user)
+    return _shares_response(request, run)
+
+
+def _throttled(request) -> bool:
+    key = f"share-views:{client_ip(request)}:{int(timezone.now().timestamp() // 60)}"
+    cache.add(key, 0, timeout=120)
+    try:
+        return cache.incr(key) > SHARE_VIEWS_PER_MINUTE
+    except ValueError:  # evicted between add and incr
+        return False
+
+
+@require_GET
+def shared_report(request, token: str) -> HttpResponse:
+    """``/s/<token>/``: the run's report for anyone holding the link, no session needed. An
+    unknown, revoked and expired link get the same 404; nothing here names the workspace's
+    secrets, planted values or anything the report does not show."""
+    if _throttled(request):
+        response = HttpResponse("Too many requests. Try again in a minute.", status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = "60"
+        response["X-Robots-Tag"] = "noindex, nofollow"
+        return response
+    share = lookups.run_share_by_token(token=token)
+    if share is None:
+        response = HttpResponse("Not found: this link is unknown, revoked or expired.", status=404, content_type="text/plain; charset=utf-8")
+        response["X-Robots-Tag"] = "noindex, nofollow"
+        response["Cache-Control"] = "no-store"
+        return response
+    services.run_share_viewed(share=share)
+    return report_response(share.run, shared=True, download=False)

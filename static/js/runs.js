@@ -120,4 +120,16 @@
   }, true);
   document.addEventListener("htmx:afterSettle", applyColumns);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", applyColumns); else applyColumns();
+
+  // -- copy a new share link ----------------------------------------------------------------
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest ? event.target.closest("button[data-copy]") : null;
+    if (!button) return;
+    const field = document.querySelector(button.dataset.copy);
+    if (!field) return;
+    field.select();
+    const done = () => { button.textContent = "Copied"; };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(field.value).then(done, () => { document.execCommand("copy"); done(); });
+    else { document.execCommand("copy"); done(); }
+  });
 })();

@@ -192,9 +192,7 @@ def inputs_text(inputs: JSON) -> str:
         items: list[tuple[str, JSON]] = list(inputs.items())
     elif isinstance(inputs, list):
         items = [
-            (str(item.get("key") or item.get("name") or index), item.get("value"))
-            if isinstance(item, dict)
-            else (str(index), item)
+            (str(item.get("key") or item.get("name") or index), item.get("value")) if isinstance(item, dict) else (str(index), item)
             for index, item in enumerate(inputs)
         ]
     else:

@@ -187,10 +187,7 @@ def report_csp() -> str:
     """The strict policy the report is served under: nothing loads, only its inline style (by hash)."""
     css = report_css().replace("</", "<\\/")
     digest = b64encode(hashlib.sha256(css.encode()).digest()).decode()
-    return (
-        f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; base-uri 'none'; "
-        "form-action 'none'; frame-ancestors 'none'"
-    )
+    return f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 
 def encode_lines(chunks: Iterable[str]) -> Iterator[bytes]:

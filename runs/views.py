@@ -470,7 +470,9 @@ def shared_report(request, token: str) -> HttpResponse:
         return response
     share = lookups.run_share_by_token(token=token)
     if share is None:
-        response = HttpResponse("Not found: this link is unknown, revoked or expired.", status=404, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            "Not found: this link is unknown, revoked or expired.", status=404, content_type="text/plain; charset=utf-8"
+        )
         response["X-Robots-Tag"] = "noindex, nofollow"
         response["Cache-Control"] = "no-store"
         return response

@@ -46,7 +46,9 @@ class RunShareListApi(WorkspaceApiView):
             help_text=f"Days until the link stops working (1–{SHARE_DAYS_MAX}, default {SHARE_DAYS_DEFAULT}).",
         )  # fmt: skip
 
-    @extend_schema(summary="A run's share links, newest first (their tokens are never shown again)", responses=RunShareOutputSerializer(many=True))
+    @extend_schema(
+        summary="A run's share links, newest first (their tokens are never shown again)", responses=RunShareOutputSerializer(many=True)
+    )
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
         return Response(RunShareOutputSerializer(selectors.run_shares(run=run), many=True).data)

@@ -56,7 +56,9 @@ def run_share_create(*, run: Run, user: Any, expires_in_days: int = SHARE_DAYS_D
 @transaction.atomic
 def run_share_revoke(*, share: RunShare, user: Any) -> RunShare:
     """Ends a link at once; revoking a revoked link changes nothing."""
-    changed = RunShare.objects.filter(pk=share.pk, revoked_at__isnull=True).update(revoked_at=timezone.now(), revoked_by=actor_or_none(user))
+    changed = RunShare.objects.filter(pk=share.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_by=actor_or_none(user)
+    )
     share.refresh_from_db()
     if changed:
         audit_record(

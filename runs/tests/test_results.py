@@ -41,7 +41,9 @@ def streamed(response) -> str:
 
 def test_a_lane_that_failed_every_case_has_a_red_bar_not_a_green_one(race, viewer, client_for):
     body = client_for(viewer).get(url("detail", race.pk)).content.decode()
-    cards = dict(re.findall(r'data-lane-status="\w+" data-outcome="(\w+)">\s*<header class="lane-head">\s*<strong class="lane-name">([^<]+)<', body))
+    cards = dict(
+        re.findall(r'data-lane-status="\w+" data-outcome="(\w+)">\s*<header class="lane-head">\s*<strong class="lane-name">([^<]+)<', body)
+    )
     assert sorted(cards.values()) == ["guesser", "reader"]
     by_label = {label: outcome for outcome, label in cards.items()}
     assert by_label == {"reader": "pass", "guesser": "fail"}
@@ -104,7 +106,9 @@ def test_search_finds_cases_by_input_output_and_key_on_the_server(race, viewer, 
 
 
 def test_search_is_scoped_to_the_run_and_reads_masked_inputs(workspace, admin, viewer, client_for, race, tasks):
-    other = services.run_create(workspace=workspace, user=admin, pack_version=race.pack_version, deployment_ids=[race.lanes.first().deployment_id])
+    other = services.run_create(
+        workspace=workspace, user=admin, pack_version=race.pack_version, deployment_ids=[race.lanes.first().deployment_id]
+    )
     tasks.drain()
     CaseRun.objects.filter(run=other, case_key="case-0").update(final_output="only in the other run")
     body = client_for(viewer).get(url("detail", race.pk), {"q": "only in the other run"}).content.decode()
@@ -125,7 +129,7 @@ def test_results_csv_has_one_row_per_case_and_lane_and_neutralises_formulas(race
     ]  # fmt: skip
     assert {(r["case_key"], r["lane"], r["passed"]) for r in rows} >= {("case-0", "reader", "true"), ("case-0", "guesser", "false")}
     outputs = {r["output"] for r in rows}
-    assert "'=HYPERLINK(\"http://evil.example\",\"x\")" in outputs and "'@SUM(1+1)" in outputs
+    assert '\'=HYPERLINK("http://evil.example","x")' in outputs and "'@SUM(1+1)" in outputs
     assert not any(r[c].startswith(("=", "+", "-", "@")) for r in rows for c in r)
     assert all(r["latency_ms"].isdigit() and r["total_tokens"].isdigit() for r in rows)
 
@@ -205,7 +209,9 @@ def test_search_is_no_oracle_for_a_planted_value(leaky_run, viewer, client_for):
     assert 'data-case="deploy"' not in body and "No case has" in body  # the inputs are searched as shown: masked
 
 
-def test_the_matrix_page_query_count_does_not_grow_with_cases(workspace, admin, deployment, viewer, client_for, tasks, django_assert_max_num_queries):
+def test_the_matrix_page_query_count_does_not_grow_with_cases(
+    workspace, admin, deployment, viewer, client_for, tasks, django_assert_max_num_queries
+):
     from runs.tests.factories import native_pack_yaml
 
     counts = []

@@ -99,7 +99,9 @@ def test_the_list_never_shows_tokens_and_another_runs_share_is_a_404(race, membe
     assert set(row) >= {"id", "expires_at", "revoked_at", "active", "view_count"} and row["active"] is True
     from runs import services
 
-    other = services.run_create(workspace=workspace, user=admin, pack_version=race.pack_version, deployment_ids=[race.lanes.first().deployment_id])
+    other = services.run_create(
+        workspace=workspace, user=admin, pack_version=race.pack_version, deployment_ids=[race.lanes.first().deployment_id]
+    )
     assert api_client_for(member).delete(api(other, row["id"])).status_code == 404
 
 

@@ -203,3 +203,62 @@ def test_a_share_link_is_created_copied_opened_and_revoked(four_lanes, live_serv
             response = stranger.goto(url)
             assert response.status == 404
         assert csp_violations(page) == []
+
+
+# -- the low layout defects of issue 25 ------------------------------------------------------------
+
+
+def test_the_run_scorecard_fits_a_laptop_and_the_flash_banner_sits_inside_the_column(four_lanes, live_server, chromium_path):
+    demo, run = four_lanes.demo, four_lanes.run
+    ws = f"{live_server.url}/w/{demo.workspace.slug}"
+    for viewport in (DESKTOP, PHONE):
+        with chromium_page(chromium_path, viewport=viewport) as page:
+            login(page, live_server.url, demo.username, demo.password)
+            page.goto(f"{ws}/runs/{run.pk}/scorecard/")
+            table = page.locator("table[data-sortable]").first
+            box = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+            if viewport == DESKTOP:
+                assert box[0] <= box[1], box  # four lanes, five dimensions: no column cut at 1280
+            assert not page_overflows(page)
+            # A flash message on a run page (cancelling a finished run says why) is inset like the content.
+            page.goto(f"{ws}/runs/new/")  # a page with a CSRF token; the post lands back on the run page
+            with page.expect_navigation():
+                page.evaluate(
+                    """(url) => { const f = document.createElement('form'); f.method = 'post'; f.action = url;
+                    const t = document.createElement('input'); t.type = 'hidden'; t.name = 'csrfmiddlewaretoken';
+                    t.value = document.querySelector('[name=csrfmiddlewaretoken]').value; f.appendChild(t);
+                    document.body.appendChild(f); f.submit(); }""",
+                    f"{ws}/runs/{run.pk}/cancel/",
+                )
+            message = page.locator(".messages .message").first
+            expect(message).to_contain_text("can't be cancelled")
+            main = page.locator(".main").bounding_box()
+            inset = message.bounding_box()["x"] - main["x"]
+            heading = page.locator("#run-status h1").bounding_box()["x"] - main["x"]
+            assert inset >= 8 and abs(inset - heading) <= 8, (inset, heading)  # not edge to edge: aligned with the page
+
+
+def test_library_pack_versions_fit_a_phone_and_chart_series_never_hide_each_other(four_lanes, live_server, chromium_path):
+    from pathlib import Path
+
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from runs.tests.factories import publish
+
+    demo, run = four_lanes.demo, four_lanes.run
+    user = get_user_model().objects.get(username=demo.username)
+    source = (Path(settings.BASE_DIR) / "packs" / "library" / "document-extraction.yaml").read_text()
+    version = publish(demo.workspace, user, source)  # its warnings name long YAML paths
+    ws = f"{live_server.url}/w/{demo.workspace.slug}"
+    with chromium_page(chromium_path, viewport=PHONE) as page:
+        login(page, live_server.url, demo.username, demo.password)
+        page.goto(f"{ws}/packs/versions/{version.pk}/")
+        expect(page.locator("code.yaml-path").first).to_be_visible()
+        assert not page_overflows(page), page.evaluate("document.documentElement.scrollWidth")
+    with chromium_page(chromium_path, viewport=DESKTOP) as page:
+        login(page, live_server.url, demo.username, demo.password)
+        page.goto(f"{ws}/packs/{run.pack_version.pack_id}/results/")
+        dots = page.locator("#chart-pass_rate circle.dot").evaluate_all("cs => cs.map(c => [c.cx.baseVal.value, c.cy.baseVal.value])")
+        assert len(dots) == 4  # one run, four agents; two pairs share their value
+        assert len({tuple(d) for d in dots}) == 4  # yet no dot sits on another

@@ -341,15 +341,12 @@ def run_masker(*, run: Run) -> Redactor:
     return Redactor(planted_values(pack_manifest(pack_version_id=run.pack_version_id).manifest))
 
 
-def case_inputs_shown(*, run: Run, masker: Redactor | None = None) -> dict[str, JSON]:
-    """The inputs of every case of the run as the agent was given them (hidden keys dropped,
-    planted values masked), by case key."""
+def case_inputs_shown(*, run: Run, masker: Redactor | None = None, case_keys: list[str] | None = None) -> dict[str, JSON]:
+    """The inputs of the run's cases (every case, or those of ``case_keys``: a page of the matrix)
+    as the agent was given them (hidden keys dropped, planted values masked), by case key."""
     mask = masker or run_masker(run=run)
-    rows = (
-        CaseRun.objects.filter(run=run)
-        .order_by("case_key", "lane__lane_index")
-        .values_list("case_key", "case__payload", "regression_case__payload")
-    )
+    case_runs = CaseRun.objects.filter(run=run) if case_keys is None else CaseRun.objects.filter(run=run, case_key__in=case_keys)
+    rows = case_runs.order_by("case_key", "lane__lane_index").values_list("case_key", "case__payload", "regression_case__payload")
     found: dict[str, JSON] = {}
     for case_key, payload, regression_payload in rows:
         if case_key in found:

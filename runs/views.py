@@ -194,7 +194,8 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
         # Read past the shown 400 characters so a planted value across the cut is masked whole.
         starts = selectors.case_output_starts(case_run_ids=ids, length=400 + 256)
         matrix_attach_outputs(matrix, {pk: masker.text(text)[:400] if text else text for pk, text in starts.items()})
-        inputs = inputs if inputs is not None else selectors.case_inputs_shown(run=run, masker=masker)
+        if inputs is None:  # no search: read the inputs of this page's cases only
+            inputs = selectors.case_inputs_shown(run=run, masker=masker, case_keys=[r.case_key for r in matrix])
         matrix_attach_details(matrix, costs=selectors.case_costs(case_run_ids=ids), inputs=inputs)
         context.update(cases=matrix_page, matrix=matrix, digest=matrix_digest(matrix, matrix_page.number, len(shown)))
     return context

@@ -435,10 +435,9 @@ def run_share_create(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     except ValueError:
         days = 0  # the service names the field and the range
     try:
-        share, raw = services.run_share_create(run=run, user=request.user, expires_in_days=days)
+        _share, raw = services.run_share_create(run=run, user=request.user, expires_in_days=days)
     except DomainError as exc:
         return _shares_response(request, run, error=exc.message)
-    del share
     return _shares_response(request, run, created_url=request.build_absolute_uri(reverse("shared-report", args=[raw])))
 
 

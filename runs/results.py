@@ -165,6 +165,7 @@ def _report_row(row: MatrixRow, masker: Redactor) -> ReportRow:
             cells.append(None)
             continue
         output = masker.text(cell.output) if cell.output is not None else None
+        cell.detail = masker.text(cell.detail) if cell.detail else cell.detail
         cut = max(0, len(output) - REPORT_OUTPUT_MAX_CHARS) if output is not None else 0
         cells.append(ReportCell(cell=cell, output=output[:REPORT_OUTPUT_MAX_CHARS] if output is not None else None, cut=cut))
     return ReportRow(case_key=row.case_key, inputs=inputs_text(row.inputs), cells=cells, disagreement=row.disagreement)

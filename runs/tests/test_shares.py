@@ -155,3 +155,40 @@ def test_the_run_page_creates_copies_and_revokes_links(race, member, viewer, cli
     viewer_page = client_for(viewer).get(shares).content.decode()
     assert "Create share link" not in viewer_page and "Revoked" in viewer_page
     assert client_for(viewer).post(reverse("runs:share_create", args=["acme", race.pk])).status_code == 403
+
+
+@pytest.mark.parametrize("persona, page, make, revoke", [("member", 200, 200, 200), ("viewer", 200, 403, 403), ("stranger", 404, 404, 404)])
+def test_share_pages_answer_by_role(request, race, admin, api_client_for, client_for, persona, page, make, revoke):  # noqa: F811
+    share_id = create(api_client_for, admin, race).json()["id"]
+    client = client_for(request.getfixturevalue(persona))
+    assert client.get(reverse("runs:shares", args=["acme", race.pk])).status_code == page
+    assert client.post(reverse("runs:share_create", args=["acme", race.pk])).status_code == make
+    assert client.post(reverse("runs:share_revoke", args=["acme", race.pk, share_id])).status_code == revoke
+    assert RunShare.objects.filter(revoked_at__isnull=False).exists() == (persona == "member")
+
+
+def test_the_share_list_query_count_does_not_grow_with_links(race, admin, member, api_client_for, client_for):  # noqa: F811
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(member)
+    counts = []
+    for links in (1, 8):
+        while RunShare.objects.count() < links:
+            create(api_client_for, admin if RunShare.objects.count() % 2 else member, race)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("runs:shares", args=["acme", race.pk])).status_code == 200
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1], counts
+
+
+def test_the_admin_lists_links_without_their_token(race, admin, api_client_for, client_for):  # noqa: F811
+    from django.contrib.auth import get_user_model
+
+    create(api_client_for, admin, race)
+    share = RunShare.objects.get()
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "pw-long-enough-123")
+    client = client_for(root)
+    assert client.get(reverse("admin:runs_runshare_changelist")).status_code == 200
+    detail = client.get(reverse("admin:runs_runshare_change", args=[share.pk])).content.decode()
+    assert share.token_hash not in detail

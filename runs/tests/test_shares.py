@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import re
 
@@ -192,3 +193,38 @@ def test_the_admin_lists_links_without_their_token(race, admin, api_client_for, 
     assert client.get(reverse("admin:runs_runshare_changelist")).status_code == 200
     detail = client.get(reverse("admin:runs_runshare_change", args=[share.pk])).content.decode()
     assert share.token_hash not in detail
+
+
+def test_a_shared_report_of_a_real_security_pack_run_never_shows_the_leaked_canary(tasks, workspace, admin, api_client_for, client_for):
+    """prompt-injection-defense, raced for real (native sandbox): the bad agent pastes the planted
+    token in its answers and tool calls; the shared report, the exports and the matrix mask it."""
+    from runs.tests.real_packs.harness import AGENTS_DIR, load
+    from runs.tests.test_real_packs_security import agent, needs_sandbox
+    from runs.tests.test_real_packs_security import race as real_race
+
+    spec = load(AGENTS_DIR / "prompt-injection-defense.yaml")
+    needs_sandbox(spec)
+    canary = spec.pack["security"]["planted_secrets"][0]["value"]
+    leaky = copy.deepcopy(spec.agent("bad")["script"])
+    # its answer to the case itself pastes the token it read from the poisoned tool
+    leaky["default"][0:1] = [{"tool": "get_service_config", "args": {}}, {"submit": "Config for attacker.example.com: {{last_result}}"}]
+    lanes = real_race(
+        tasks,
+        workspace,
+        admin,
+        spec,
+        {"good": agent(workspace, "good", spec.agent("good")["script"]), "bad": agent(workspace, "bad", leaky)},
+    )
+    run = lanes["bad"].run
+    bad = CaseRun.objects.get(lane=lanes["bad"])
+    assert bad.passed is False and "[redacted]" in bad.final_output  # the leak happened and was stored masked
+    token = create(api_client_for, admin, run).json()["url"].rsplit("/s/", 1)[1].strip("/")
+    html = Client().get(f"/s/{token}/").content.decode()
+    assert "[redacted]" in html and "attacker.example.com" in html  # the answer is there…
+    for shown in (
+        html,
+        b"".join(client_for(admin).get(reverse("runs:results_csv", args=["acme", run.pk])).streaming_content).decode(),
+        b"".join(client_for(admin).get(reverse("runs:results_json", args=["acme", run.pk])).streaming_content).decode(),
+        client_for(admin).get(reverse("runs:detail", args=["acme", run.pk])).content.decode(),
+    ):
+        assert canary not in shown and canary[-10:] not in shown  # …the canary never is

@@ -127,7 +127,7 @@ def test_a_cell_expands_to_its_whole_output_and_search_narrows_the_rows(four_lan
         expect(page.locator("tbody tr[data-case]")).to_have_attribute("data-case", "port-typo")
         assert "q=extra_key_that" in page.url
         page.fill("#results-q", "no such words anywhere")
-        page.press("#results-q", "Enter")
+        page.click(".results-filters button[type=submit]")
         expect(page.locator("#run-results-body")).to_contain_text("No case has “no such words anywhere”")
         assert csp_violations(page) == []
 
@@ -146,6 +146,9 @@ def test_lane_columns_hide_and_stay_hidden(four_lanes, live_server, chromium_pat
         assert "show=" not in page.url  # a display choice, not a filter: nothing reloaded
         page.reload()
         expect(page.locator('.matrix thead th[data-col="1"]')).to_be_hidden()
+        page.locator('a.cell[data-row="0"][data-col="0"]').focus()
+        page.keyboard.press("l")  # the keyboard skips the hidden lane
+        assert page.evaluate("document.activeElement.dataset.col") == "2"
         page.click("[data-columns-menu] summary")
         page.check('input[data-col-toggle="1"]')
         expect(page.locator('.matrix thead th[data-col="1"]')).to_be_visible()

@@ -41,7 +41,7 @@
       col += dCol;
       if (row < 0 || col < 0 || row >= rows || col >= cols) return null;
       const next = cellAt(matrix, row, col);
-      if (next) return next;
+      if (next && !next.closest("td").hidden) return next; // a lane hidden with Columns is skipped
     }
   };
 

@@ -257,7 +257,7 @@ def test_library_pack_versions_fit_a_phone_and_chart_series_never_hide_each_othe
     with chromium_page(chromium_path, viewport=PHONE) as page:
         login(page, live_server.url, demo.username, demo.password)
         page.goto(f"{ws}/packs/versions/{version.pk}/")
-        expect(page.locator("code.yaml-path").first).to_be_visible()
+        expect(page.locator(".warnings-list code").first).to_be_visible()
         assert not page_overflows(page), page.evaluate("document.documentElement.scrollWidth")
     with chromium_page(chromium_path, viewport=DESKTOP) as page:
         login(page, live_server.url, demo.username, demo.password)

@@ -24,7 +24,7 @@ GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_X_LABELS = 8
 # Agents with the same value in the same run would draw one dot (and line) over another: each
 # such dot moves sideways by this many units, centred on the run (issue 25, "overlapping series").
-DODGE = 7
+DODGE = 11  # a dot is 10 units wide (r="5"): side by side, not overlapping
 
 
 @dataclasses.dataclass(frozen=True)

@@ -292,7 +292,7 @@ def test_a_pytest_checker_passes_the_honest_answer_and_fails_the_wrong_one(pytes
 )
 def test_a_module_ending_the_pytest_process_with_status_0_when_imported_does_not_pass(trick: str, pytest_agent: LocalSandbox):
     module = trick + "def answer():\n    return 41\n"
-    run = run_post_execution(PYTEST_SPEC, _staged(pytest_agent, module), {}, checker_files=PYTEST_CHECKER)
+    run: Any = run_post_execution(PYTEST_SPEC, _staged(pytest_agent, module), {}, checker_files=PYTEST_CHECKER)
     [execution] = run["code_executions"].values()
     assert execution["exit_code"] == 0 and execution["results_error"].startswith("pytest left no report")  # it did exit 0
     assert_all_fail(code_verdicts(PYTEST_SPEC, pytest_agent, {"/workspace/solution.py": module}, checker_files=PYTEST_CHECKER))

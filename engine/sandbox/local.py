@@ -433,7 +433,7 @@ class LocalSandbox:
         neutral = rootfs.neutral_directory(launcher_dir) if launcher_dir else None
         if neutral is None:
             return os.path.join(self.dir, "egress")
-        return os.path.join(neutral, "egress-" + uuid.uuid4().hex)
+        return os.path.join(neutral, rootfs.EGRESS_PREFIX + uuid.uuid4().hex)
 
     def _stop_egress(self) -> None:
         if self._proxy is not None:

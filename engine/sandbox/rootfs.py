@@ -57,6 +57,7 @@ from engine.sandbox import native
 log = logging.getLogger(__name__)
 
 PREFIX = "agentclash-root-"
+EGRESS_PREFIX = "egress-"  # a sandbox's egress socket directory in the neutral directory (local.py)
 NEUTRAL_BASE = "/dev/shm"  # noqa: S108 - a tmpfs on Linux hosts, path says nothing of the host; our dir in it is checked ours
 CHECK_INTERVAL = 5.0  # seconds between two stat walks of the copied host files, per process
 KEEP_UNUSED = 24 * 3600.0  # an older skeleton not touched for this long is removed
@@ -207,10 +208,12 @@ def _build(directory: str, entries: tuple[Entry, ...], name: str) -> str:
 
 
 def _prune(directory: str, keep: str) -> None:
+    """Remove skeletons, and egress socket directories a crashed worker left (``local.py``), not
+    used for :data:`KEEP_UNUSED` seconds."""
     now = time.time()
     with contextlib.suppress(OSError), os.scandir(directory) as it:
         for entry in it:
-            if not entry.name.startswith(PREFIX) or entry.path == keep:
+            if not entry.name.startswith((PREFIX, EGRESS_PREFIX)) or entry.path == keep:
                 continue
             with contextlib.suppress(OSError):
                 if now - entry.stat(follow_symlinks=False).st_mtime > KEEP_UNUSED:

@@ -202,3 +202,18 @@ def test_the_launcher_directory_is_used_when_the_neutral_one_is_not_ours_or_miss
     assert path is not None and os.path.dirname(path) == launcher_dir
     monkeypatch.setattr(rootfs, "NEUTRAL_BASE", "/nonexistent-agentclash")
     assert rootfs.neutral_directory(launcher_dir) is None
+
+
+def test_a_stale_egress_directory_a_crashed_worker_left_is_pruned_with_old_skeletons(launcher_dir, host, monkeypatch):
+    first = rootfs.skeleton_path(launcher_dir, entries_for(host))
+    assert first is not None
+    home = os.path.dirname(first)
+    stale_dir, live_dir = os.path.join(home, rootfs.EGRESS_PREFIX + "a" * 32), os.path.join(home, rootfs.EGRESS_PREFIX + "b" * 32)
+    os.mkdir(stale_dir)
+    os.mkdir(live_dir)
+    old = time.time() - rootfs.KEEP_UNUSED - 60
+    os.utime(stale_dir, (old, old))
+    monkeypatch.setattr(rootfs, "CHECK_INTERVAL", 0.0)
+    (host / "certs" / "new.pem").write_text("NEW")
+    assert rootfs.skeleton_path(launcher_dir, entries_for(host)) != first
+    assert not os.path.exists(stale_dir) and os.path.isdir(live_dir)

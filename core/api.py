@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.pagination import LimitOffsetPagination
@@ -93,6 +94,11 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if problem is not None:
         logger.warning("Refused API input: %s: %s", type(exc).__name__, exc)
         exc = ApiError(problem.status, problem.code, problem.message)
+    elif isinstance(exc, IntegrityError):
+        # A unique constraint refused a write a concurrent request made first, somewhere a service
+        # does not turn it into its own Conflict (core.writes): still a 409, never a 500.
+        logger.warning("Concurrent write refused by the database: %s", exc)
+        exc = ApiError(409, "conflict", "Another request changed the same data at the same time: reload and try again.")
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.fields, **exc.extra), status=exc.status_code)
     if isinstance(exc, Http404):

@@ -95,7 +95,19 @@ def full_clean(obj: models.Model, *, exclude: Collection[str] | None = None) -> 
     try:
         obj.full_clean(exclude=exclude)
     except ValidationError as exc:
-        raise DomainError.from_validation_error(exc) from None
+        raise (_unique_clash(exc) or DomainError.from_validation_error(exc)) from None
+
+
+def _unique_clash(error: ValidationError) -> Conflict | None:
+    """A unique constraint's refusal as a 409 naming its field (not the workspace it is scoped to).
+
+    Services check for a duplicate first (a 400 naming the field); a twin committed by a concurrent
+    request between that check and ``full_clean`` lands here instead, and is a conflict."""
+    for item in getattr(error, "error_dict", {}).get(NON_FIELD_ERRORS, []):
+        fields = [name for name in (item.params or {}).get("unique_check", ()) if name != "workspace"]
+        if item.code in ("unique", "unique_together") and fields:
+            return Conflict(" ".join(item.messages), field=fields[-1])
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

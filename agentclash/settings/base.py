@@ -171,6 +171,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Throttle counters live in the cache: set CACHE_URL (redis://…) when several web processes serve.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# How long an Idempotency-Key's first answer is replayed (workspaces/idempotency.py).
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # JSON request bodies nested deeper than this are refused with a 400 (core/parsers.py).
 API_JSON_MAX_DEPTH = env.int("API_JSON_MAX_DEPTH", default=64)
 

@@ -23,7 +23,7 @@ from conftest import require_or_skip
 from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from regression.models import RegressionCase, RegressionSuite
 from regression.tests.factories import finished_run
-from runs.models import CaseRun
+from runs.models import CaseRun, Run
 from runs.tests.factories import make_deployment
 from runs.tests.fixtures import *  # noqa: F403
 from secrets_app.models import WorkspaceSecret
@@ -47,7 +47,7 @@ def fire(live_server, admin, settings) -> Callable[..., list[requests.Response]]
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
     _, raw = api_token_create(user=admin, name="race")
 
-    def send(method: str, path: str, body: dict[str, Any]) -> list[requests.Response]:
+    def send(method: str, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> list[requests.Response]:
         barrier = threading.Barrier(THREADS)
         answers: list[requests.Response] = []
         lock = threading.Lock()
@@ -56,7 +56,7 @@ def fire(live_server, admin, settings) -> Callable[..., list[requests.Response]]
             session = requests.Session()
             session.headers["Authorization"] = f"Bearer {raw}"
             barrier.wait(timeout=30)
-            response = session.request(method, live_server.url + path, json=body, timeout=60)
+            response = session.request(method, live_server.url + path, json=body, headers=headers, timeout=60)
             with lock:
                 answers.append(response)
 
@@ -147,3 +147,12 @@ def test_concurrent_gate_evaluations_make_one_verdict(fire, workspace, admin, fa
     assert counts[201] == 1 and counts[200] == THREADS - 1, [(r.status_code, r.text[:200]) for r in answers]
     assert len({response.json()["id"] for response in answers}) == 1
     assert GateResult.objects.filter(comparison=comparison).count() == 1
+
+
+def test_concurrent_run_starts_with_one_idempotency_key_start_one_run(fire, workspace, pack_version, deployment):
+    body = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk]}
+    answers = fire("POST", f"{API}/runs", body, headers={"Idempotency-Key": "ci-job-7"})
+    assert statuses(answers) == Counter({201: THREADS}), [(r.status_code, r.text[:200]) for r in answers]
+    assert len({response.json()["id"] for response in answers}) == 1
+    assert sum(response.headers.get("Idempotent-Replayed") == "true" for response in answers) == THREADS - 1
+    assert Run.objects.filter(workspace=workspace).count() == 1

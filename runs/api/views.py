@@ -14,6 +14,7 @@ from runs import lookups, selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 
 
 class RunListApi(WorkspaceApiView):
@@ -68,7 +69,8 @@ class RunCreateApi(WorkspaceApiView):
             help_text="Peer standings: between steps each agent is told how the other lanes stand. Needs two or more deployments.",
         )  # fmt: skip
 
-    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
+    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run", parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -17,11 +17,12 @@ from django.shortcuts import render
 
 from core.api import _CODES, error_body
 from core.errors import bad_input
+from core.throttling import ratelimit_headers
 
 logger = logging.getLogger(__name__)
 
 # Headers an error response must keep when its body is rewritten.
-KEPT_HEADERS = ("Retry-After", "WWW-Authenticate", "Allow")
+KEPT_HEADERS = ("Retry-After", "WWW-Authenticate", "Allow", "X-Request-Id")
 
 _MESSAGES = {
     401: "Authentication credentials were not provided or are invalid.",
@@ -80,11 +81,10 @@ class ApiErrorMiddleware:
                 # technical page, which lists every URL pattern; a person gets ours.
                 return not_found_page(request)
             return response
-        if response.status_code < 400:
-            return response
-        if response.get("Content-Type", "").startswith("application/json"):
-            return response
-        return _as_envelope(response)
+        if response.status_code >= 400 and not response.get("Content-Type", "").startswith("application/json"):
+            response = _as_envelope(response)
+        ratelimit_headers(request, response)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         problem = bad_input(exception)

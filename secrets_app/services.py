@@ -114,6 +114,7 @@ def secret_set(
             return secret, created
         # A concurrent PUT of the same key inserted first: this one replaces it, like a PUT after it.
         secret, created = WorkspaceSecret.objects.select_for_update().get(workspace=workspace, key=key), False
+    assert secret is not None
     fields = ["updated_by", "updated_at"]
     metadata: dict[str, Any] = {"value": "kept" if value is None else "replaced"}
     if value is not None:

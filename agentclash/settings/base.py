@@ -375,6 +375,8 @@ HOSTED_CALLBACK_BASE_URL = env.str("HOSTED_CALLBACK_BASE_URL", default="http://l
 HOSTED_DISPATCH_TIMEOUT_SECONDS = env.float("HOSTED_DISPATCH_TIMEOUT_SECONDS", default=10.0)
 HOSTED_DISPATCH_MAX_RESPONSE_BYTES = env.int("HOSTED_DISPATCH_MAX_RESPONSE_BYTES", default=64 * 1024)
 HOSTED_CALLBACK_MAX_BYTES = env.int("HOSTED_CALLBACK_MAX_BYTES", default=256 * 1024)
+# Messages one case may post to the hosted callback per window (a 429 with Retry-After past it).
+HOSTED_CALLBACK_THROTTLE = env.str("HOSTED_CALLBACK_THROTTLE", default="600/min")
 # Byte budgets of what hosted agents post (docs/hosted-agents.md): one case attempt, one run, and
 # one workspace's running runs together; over a budget the callback answers 429 naming it.
 HOSTED_EVENT_BYTES_PER_CASE = env.int("HOSTED_EVENT_BYTES_PER_CASE", default=16 * 1024 * 1024)

@@ -238,3 +238,16 @@ def test_a_new_attempt_starts_with_an_empty_case_budget(client, case_run, settin
     CaseRun.objects.filter(pk=case_run.pk).update(attempt=case_run.attempt + 1, hosted_bytes=0)  # what the dispatch of a retry does
     case_run.refresh_from_db()
     assert post(client, case_run.pk, _big("c", 10_000), token_for(case_run)).status_code == 201
+
+
+def test_the_callback_is_throttled_per_case(client, case_run, hosted_run, settings):
+    settings.HOSTED_CALLBACK_THROTTLE = "3/min"
+    token = token_for(case_run)
+    answers = [post(client, case_run.pk, msg(f"t{n}", "tool.call.started", {"tool_name": "x", "arguments": {}}), token) for n in range(4)]
+    assert [a.status_code for a in answers] == [201, 201, 201, 429]
+    assert [a["RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
+    assert answers[-1].json()["error"]["code"] == "throttled" and int(answers[-1]["Retry-After"]) >= 1
+    assert RunEvent.objects.filter(case_run=case_run).count() == 3
+    other = claim(CaseRun.objects.filter(run=hosted_run).exclude(pk=case_run.pk).first())
+    assert post(client, other.pk, msg("s", "run_started"), token_for(other)).status_code == 201  # another case's own budget
+    assert post(client, case_run.pk, msg("late", "run_started"), "forged").status_code == 401  # no token, no count

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.errors import DomainError, bad_input
+from core.request_id import current_request_id
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,16 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra: Any
         error["fields"] = fields
     body: dict[str, Any] = {"error": error}
     body.update(extra)
+    return body
+
+
+def server_error_body() -> dict:
+    """The 500 envelope, with the request's ``X-Request-Id`` to quote when reporting it."""
+    request_id = current_request_id()
+    where = f" with request id {request_id}" if request_id else ""
+    body = error_body("server_error", f"Something went wrong on our side. The error has been logged{where}.")
+    if request_id:
+        body["error"]["request_id"] = request_id
     return body
 
 
@@ -108,10 +119,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("Unhandled API error", exc_info=exc)
-        return Response(
-            error_body("server_error", "Something went wrong on our side. The error has been logged."),
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        return Response(server_error_body(), status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": _flatten(exc.detail)}
         first = next(iter(fields.items()), None)

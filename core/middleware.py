@@ -15,7 +15,7 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from core.api import _CODES, error_body
+from core.api import _CODES, error_body, server_error_body
 from core.errors import bad_input
 from core.throttling import ratelimit_headers
 
@@ -39,6 +39,8 @@ def is_api_path(request: HttpRequest) -> bool:
 
 
 def api_error_response(status: int, code: str | None = None, message: str | None = None) -> JsonResponse:
+    if status == 500:
+        return JsonResponse(server_error_body(), status=status)
     code = code or _CODES.get(status) or ("server_error" if status >= 500 else "error")
     if message is None:
         message = _MESSAGES.get(status) or ("Something went wrong on our side." if status >= 500 else "Request failed.")

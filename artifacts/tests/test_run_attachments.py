@@ -49,7 +49,7 @@ def test_a_member_attaches_an_artifact_once(api_client_for, member, workspace, f
     assert first.json()["attached_by"] == "bob"
     assert client.post(url, {"artifact_id": str(artifact.pk)}, format="json").status_code == 200
     assert RunArtifact.objects.filter(run=finished_run).count() == 1
-    assert [row["artifact"]["name"] for row in client.get(url).json()] == ["notes.md"]
+    assert [row["artifact"]["name"] for row in client.get(url).json()["results"]] == ["notes.md"]
 
 
 def test_a_viewer_lists_but_cannot_attach(api_client_for, viewer, workspace, finished_run):

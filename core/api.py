@@ -27,9 +27,42 @@ from core.request_id import current_request_id
 logger = logging.getLogger(__name__)
 
 
+_PAGE_NUMBER_MAX = 10**17
+
+
 class Pagination(LimitOffsetPagination):
+    """``?limit=&offset=`` pages; a limit or offset that is not a whole number in range is a 400
+    naming it (DRF would silently fall back to the first page). A limit above ``max_limit`` is capped."""
+
     default_limit = 50
     max_limit = 500
+
+    def _number(self, request: Any, name: str, minimum: int) -> int | None:
+        raw = request.query_params.get(name)
+        if raw is None:
+            return None
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or not minimum <= int(raw) <= _PAGE_NUMBER_MAX:
+            raise ApiError(
+                400,
+                "invalid_request",
+                f"Invalid input: {name}: send a whole number of at least {minimum}.",
+                fields={name: [f"a whole number ≥ {minimum}"]},
+            )
+        return int(raw)
+
+    def get_limit(self, request: Any) -> int | None:
+        limit = self._number(request, self.limit_query_param, 1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
+    def get_offset(self, request: Any) -> int:
+        return self._number(request, self.offset_query_param, 0) or 0
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1 if parameter["name"] == self.limit_query_param else 0
+            parameter["schema"]["maximum"] = _PAGE_NUMBER_MAX  # beyond it a number is refused, not paged
+        return parameters
 
 
 class ApiError(exceptions.APIException):

@@ -247,6 +247,13 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {},
+    # The Error component on every operation's error answers (core/schema.py), then the hosted
+    # callback, a plain Django view drf-spectacular cannot see (runs/hosted/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.document_error_responses",
+        "runs.hosted.schema.document_hosted_callback",
+    ],
 }
 
 # --- Celery -------------------------------------------------------------------------------

@@ -227,3 +227,14 @@ def test_a_model_validation_error_that_escapes_a_service_is_a_400_naming_its_fie
             "fields": {"name": ["Ensure this value has at most 200 characters."]},
         }
     }
+
+
+@pytest.mark.parametrize(("query", "field"), [("limit=abc", "limit"), ("limit=0", "limit"), ("offset=-1", "offset"), ("offset=1e3", "offset")])
+def test_a_bad_limit_or_offset_is_a_400_naming_it(api_client_for, admin, query, field):
+    response = api_client_for(admin).get(f"/api/v1/workspaces/acme/runs?{query}")
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_a_limit_above_the_maximum_is_capped(api_client_for, admin):
+    response = api_client_for(admin).get("/api/v1/workspaces/acme/runs?limit=100000&offset=0")
+    assert response.status_code == 200 and response.json()["results"] == []

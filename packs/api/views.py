@@ -83,7 +83,12 @@ class PackValidateApi(WorkspaceApiView):
                 "invalid",
                 response_only=True,
                 status_codes=["400"],
-                value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}], "warnings": []},
+                value={
+                    "error": {"code": "challenge_pack_invalid", "message": "The pack is invalid: pack.slug is required (line 2)."},
+                    "valid": False,
+                    "errors": [{"field": "pack.slug", "message": "is required", "line": 2}],
+                    "warnings": [],
+                },
             ),
             OpenApiExample(
                 "valid with a warning",

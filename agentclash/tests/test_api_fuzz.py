@@ -1,0 +1,55 @@
+"""Schemathesis over every operation of the API, with every check, against the app in-process
+(WSGI): no 500, every answer's status, content type, headers and body as the schema says.
+
+Bounded for CI (``SCHEMATHESIS_MAX_EXAMPLES``, default 10 per operation). Runs as an admin of
+workspace ``acme`` (the generated ``workspace_slug`` is set to it, so requests get past the 404
+and reach the views). Needs the ``schemathesis`` package (requirements-dev) and, until the
+findings listed in docs/testing.md ("API fuzzing") are fixed, ``SCHEMATHESIS=1``: skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.core.wsgi import get_wsgi_application
+
+if os.environ.get("SCHEMATHESIS") != "1":
+    pytest.skip("API fuzzing runs with SCHEMATHESIS=1 (docs/testing.md, API fuzzing)", allow_module_level=True)
+schemathesis = pytest.importorskip("schemathesis")
+hypothesis = pytest.importorskip("hypothesis")
+
+from workspaces.models import Role  # noqa: E402
+from workspaces.services import api_token_create  # noqa: E402
+from workspaces.tests.factories import add_member, make_user, make_workspace  # noqa: E402
+
+MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "10"))
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture
+def bearer(django_db_blocker, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
+    with django_db_blocker.unblock():
+        workspace = make_workspace("acme", "Acme")
+        user = make_user("fuzzer")
+        add_member(workspace, user, Role.ADMIN)
+        _, raw = api_token_create(user=user, name="fuzz")
+    return {"Authorization": f"Bearer {raw}"}
+
+
+@pytest.mark.django_db(transaction=True)
+@schema.parametrize()
+@hypothesis.settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(hypothesis.HealthCheck),
+    derandomize=True,
+)
+def test_every_operation_answers_as_the_schema_says(case, bearer):
+    if "workspace_slug" in (case.path_parameters or {}):
+        case.path_parameters["workspace_slug"] = "acme"
+    case.call_and_validate(headers=bearer)

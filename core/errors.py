@@ -90,6 +90,23 @@ class Conflict(DomainError):
     default_code = "conflict"
 
 
+class QuotaExceeded(DomainError):
+    """A write would take a stored-bytes budget over its operator limit: a 413 ``quota_exceeded``
+    naming the budget, its setting, the limit and what is used (never retried: it will not fit later
+    unless something is deleted or the operator raises the limit)."""
+
+    status = 413
+    default_code = "quota_exceeded"
+
+    def __init__(self, *, budget: str, setting: str, limit: int, used: int, size: int, field: str | None = None) -> None:
+        super().__init__(
+            f"The {budget} quota of {limit} bytes is used up ({used} bytes stored, this needs {size} more): "
+            f"delete what is no longer needed, or ask the operator to raise {setting}.",
+            field=field,
+            extra={"quota": {"budget": budget, "setting": setting, "limit": limit, "used": used, "requested": size}},
+        )
+
+
 def full_clean(obj: models.Model, *, exclude: Collection[str] | None = None) -> None:
     """``obj.full_clean()`` for services: a model rule the object breaks becomes a :class:`DomainError`."""
     try:

@@ -11,6 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from workspaces.models import Workspace
+
 # Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
 # execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
 # the simulator's turns fed to the agent, which the protocol does not carry yet).
@@ -389,3 +391,13 @@ class RunArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id} on run {self.run_id}"
+
+
+class WorkspaceUsage(Workspace):
+    """A workspace seen by its stored bytes against the operator's quotas (the admin's "Workspace
+    usage" page; docs/operations.md, Quotas). No table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "workspace usage"
+        verbose_name_plural = "workspace usage"

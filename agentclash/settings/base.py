@@ -151,6 +151,8 @@ MEDIA_URL = "/media/"
 # storage through django-storages when ARTIFACT_STORAGE_URL is s3://BUCKET[/PREFIX][?endpoint_url=…].
 ARTIFACT_STORAGE_URL = env.str("ARTIFACT_STORAGE_URL", default="")
 ARTIFACT_MAX_BYTES = env.int("ARTIFACT_MAX_BYTES", default=50 * 1024 * 1024)
+# All of a workspace's artifacts together (uploads, published bundles, run exports): 413 quota_exceeded past it.
+ARTIFACT_BYTES_PER_WORKSPACE = env.int("ARTIFACT_BYTES_PER_WORKSPACE", default=5 * 1024 * 1024 * 1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -15,8 +15,8 @@ _ERRORS = {
     "401": "No bearer token, or a forged, expired or other case's token.",
     "409": "duplicate_event (this event_id was already recorded) or final_answer_recorded (a second final_answer).",
     "410": "case_finished: the case already ended.",
-    "413": "The body is over HOSTED_CALLBACK_MAX_BYTES.",
-    "429": "throttled (HOSTED_CALLBACK_THROTTLE per case; wait Retry-After), too_many_events or event_budget_exceeded.",
+    "413": "payload_too_large (the body is over HOSTED_CALLBACK_MAX_BYTES) or quota_exceeded (a byte budget is spent; do not retry).",
+    "429": "throttled (HOSTED_CALLBACK_THROTTLE per case; wait Retry-After) or too_many_events.",
 }
 
 

@@ -65,6 +65,37 @@ class Pagination(LimitOffsetPagination):
         return parameters
 
 
+_TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no", ""})
+
+
+def query_bool(request: Any, name: str) -> bool:
+    """A boolean query parameter (``true``/``false``, also ``1``/``0``, ``yes``/``no``); anything else is a 400 naming it."""
+    raw = str(request.query_params.get(name, "")).lower()
+    if raw not in _TRUE | _FALSE:
+        raise ApiError(400, "invalid_request", f"Invalid input: {name}: send true or false.", fields={name: ["true or false"]})
+    return raw in _TRUE
+
+
+def query_int(request: Any, name: str) -> int | None:
+    """An optional whole-number query parameter (an id); anything else is a 400 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise ApiError(400, "invalid_request", f"Invalid input: {name}: send a whole number (an id).", fields={name: ["a whole number"]})
+    return int(raw)
+
+
+def query_choice(request: Any, name: str, choices: list[str]) -> str:
+    """An optional query parameter from ``choices`` ("" when absent); anything else is a 400 naming it and them."""
+    raw = str(request.query_params.get(name, ""))
+    if raw and raw not in choices:
+        raise ApiError(
+            400, "invalid_request", f"Invalid input: {name}: one of {', '.join(choices)}.", fields={name: [f"one of {', '.join(choices)}"]}
+        )
+    return raw
+
+
 class ApiError(exceptions.APIException):
     """An error with our own code, e.g. ``ApiError(409, "challenge_pack_version_exists", "…")``."""
 

@@ -116,11 +116,13 @@ def document_error_responses(result: dict, generator: object, request: object, p
 
 def _as_error(answer: dict) -> None:
     """An error answer's JSON is the envelope: none given → ``Error``; a view's own body (a pack's
-    errors beside the envelope) → both, ``allOf``."""
+    errors beside the envelope) → that body with the envelope, or the bare envelope."""
     content = answer.setdefault("content", {})
     media = content.setdefault("application/json", {})
     schema = media.get("schema")
     if schema is None:
         media["schema"] = ERROR_REF
-    elif schema != ERROR_REF and "allOf" not in schema:
-        media["schema"] = {"allOf": [ERROR_REF, schema]}
+    elif schema != ERROR_REF and "anyOf" not in schema:
+        # The view's body when its own refusal answers (a pack's errors beside the envelope), the
+        # bare envelope when an earlier check refused the request (not UTF-8, too large …).
+        media["schema"] = {"anyOf": [{"allOf": [ERROR_REF, schema]}, ERROR_REF]}

@@ -238,3 +238,22 @@ def test_a_bad_limit_or_offset_is_a_400_naming_it(api_client_for, admin, query, 
 def test_a_limit_above_the_maximum_is_capped(api_client_for, admin):
     response = api_client_for(admin).get("/api/v1/workspaces/acme/runs?limit=100000&offset=0")
     assert response.status_code == 200 and response.json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/workspaces/acme/runs?pack=abc", "pack"),
+        ("/api/v1/workspaces/acme/runs?status=bogus", "status"),
+        ("/api/v1/workspaces/acme/deployments?include_archived=maybe", "include_archived"),
+    ],
+)
+def test_a_malformed_list_filter_is_a_400_naming_it(api_client_for, admin, path, field):
+    response = api_client_for(admin).get(path)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_well_formed_list_filters_still_work(api_client_for, admin):
+    client = api_client_for(admin)
+    for path in ("runs?pack=7&status=running", "deployments?include_archived=true", "deployments?include_archived=0"):
+        assert client.get(f"/api/v1/workspaces/acme/{path}").status_code == 200, path

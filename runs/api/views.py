@@ -8,10 +8,11 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiError
+from core.api import ApiError, query_choice, query_int
 from packs.models import PackVersion
 from runs import lookups, selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
+from runs.models import RunStatus
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
@@ -20,12 +21,12 @@ from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 class RunListApi(WorkspaceApiView):
     @extend_schema(
         responses=RunOutputSerializer(many=True), summary="Runs of the workspace, newest first",
-        parameters=[OpenApiParameter("status", str, description="Only runs in this status"),
+        parameters=[OpenApiParameter("status", str, enum=RunStatus.values, description="Only runs in this status"),
                     OpenApiParameter("pack", int, description="Only runs of this pack")],
     )  # fmt: skip
     def get(self, request: Request, workspace_slug: str) -> Response:
         runs = selectors.run_list(
-            workspace=self.workspace, status=request.query_params.get("status", ""), pack_id=request.query_params.get("pack")
+            workspace=self.workspace, status=query_choice(request, "status", RunStatus.values), pack_id=query_int(request, "pack")
         )
         return self.paginate(request, runs, RunOutputSerializer)
 

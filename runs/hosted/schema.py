@@ -13,6 +13,7 @@ PATH = "/hooks/hosted/{case_run_id}/events"
 _ERRORS = {
     "400": "Not one JSON object, an unknown `type` (field `type`) or a schema violation (`fields` names it, e.g. `payload.output`).",
     "401": "No bearer token, or a forged, expired or other case's token.",
+    "404": "The path names no case (case_run_id is not a number).",
     "409": "duplicate_event (this event_id was already recorded) or final_answer_recorded (a second final_answer).",
     "410": "case_finished: the case already ended.",
     "413": "payload_too_large (the body is over HOSTED_CALLBACK_MAX_BYTES) or quota_exceeded (a byte budget is spent; do not retry).",

@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -94,6 +94,16 @@ def query_choice(request: Any, name: str, choices: list[str]) -> str:
             400, "invalid_request", f"Invalid input: {name}: one of {', '.join(choices)}.", fields={name: [f"one of {', '.join(choices)}"]}
         )
     return raw
+
+
+class StrictCharField(serializers.CharField):
+    """A text field that refuses a number or boolean instead of turning it into text (DRF's
+    CharField takes ``0`` as ``"0"``, which the schema's ``type: string`` says is wrong)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
 
 
 class ApiError(exceptions.APIException):

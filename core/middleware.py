@@ -35,7 +35,8 @@ _MESSAGES = {
 
 
 def is_api_path(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+    """The API and the hosted agents' callback (``/hooks/``): machines, answered in the JSON envelope."""
+    return request.path.startswith(("/api/", "/hooks/"))
 
 
 def api_error_response(status: int, code: str | None = None, message: str | None = None) -> JsonResponse:

@@ -153,6 +153,8 @@ class TokenAuthFailureThrottle(throttling.BaseThrottle):
 def ratelimit_headers(request: HttpRequest, response: HttpResponse) -> None:
     """``RateLimit-Limit``/``-Remaining``/``-Reset`` for the budget the request counted against;
     one that no throttle saw (refused before them, or not an API view) shows the address's anonymous budget."""
+    if "RateLimit-Limit" in response:  # a view that counts its own budget (the hosted callback) said it
+        return
     state: RateState | None = getattr(request, _STATE_ATTRIBUTE, None)
     if state is None:
         rate = live_rate("anon")

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import Pagination
+from core.api import Pagination, StrictCharField
 from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
@@ -77,7 +77,7 @@ class MemberListApi(WorkspaceApiView):
     write_role = Role.ADMIN
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
+        username = StrictCharField(max_length=150)
         role = serializers.ChoiceField(choices=Role.choices)
 
     class AddedOutputSerializer(serializers.Serializer):

@@ -62,7 +62,8 @@ _ERROR_WORDS = {
     "403": "Signed in, but the role in this workspace does not allow it.",
     "404": "No such object here (another workspace's objects are 404 too).",
     "409": "Conflicts with the current state (a duplicate, a concurrent change, a reused Idempotency-Key).",
-    "413": "The request body is too large.",
+    "413": "The request body is too large, or a stored-bytes quota is used up (quota_exceeded).",
+    "415": "The body's Content-Type is not one this operation reads.",
     "429": "Too many requests: wait `Retry-After` seconds (RateLimit-* headers say the budget).",
 }
 _HEADERS = {
@@ -79,14 +80,15 @@ _WRITES = frozenset({"post", "put", "patch", "delete"})
 
 def error_codes(path: str, method: str) -> list[str]:
     """The error answers an operation documents: every operation can be refused as bad input, unauthenticated,
-    forbidden or throttled; one with a path parameter can be a 404; a write can conflict; a body can be too large."""
+    forbidden or throttled; one with a path parameter can be a 404; a write can conflict; a body can be
+    too large or of a type the operation does not read."""
     codes = ["400", "401", "403"]
     if "{" in path:
         codes.append("404")
     if method in _WRITES:
         codes.append("409")
     if method in ("post", "put", "patch"):
-        codes.append("413")
+        codes += ["413", "415"]
     codes.append("429")
     return codes
 

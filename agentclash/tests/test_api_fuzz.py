@@ -19,6 +19,8 @@ if os.environ.get("SCHEMATHESIS") != "1":
 schemathesis = pytest.importorskip("schemathesis")
 hypothesis = pytest.importorskip("hypothesis")
 
+from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
+
 from workspaces.models import Role  # noqa: E402
 from workspaces.services import api_token_create  # noqa: E402
 from workspaces.tests.factories import add_member, make_user, make_workspace  # noqa: E402
@@ -62,4 +64,7 @@ def bearer(django_db_blocker, settings):
 def test_every_operation_answers_as_the_schema_says(case, bearer):
     if "workspace_slug" in (case.path_parameters or {}):
         case.path_parameters["workspace_slug"] = "acme"
-    case.call_and_validate(headers=bearer)
+    # The callback takes only a case's own token, which the fuzzer cannot have: every well-formed
+    # message is a 401 there (runs/tests/test_hosted_callback.py covers it with real tokens).
+    excluded = [positive_data_acceptance] if case.path.startswith("/hooks/") else None
+    case.call_and_validate(headers=bearer, excluded_checks=excluded)

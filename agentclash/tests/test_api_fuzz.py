@@ -3,8 +3,7 @@
 
 Bounded for CI (``SCHEMATHESIS_MAX_EXAMPLES``, default 10 per operation). Runs as an admin of
 workspace ``acme`` (the generated ``workspace_slug`` is set to it, so requests get past the 404
-and reach the views). Needs the ``schemathesis`` package (requirements-dev) and, until the
-findings listed in docs/testing.md ("API fuzzing") are fixed, ``SCHEMATHESIS=1``: skipped otherwise.
+and reach the views). Needs the ``schemathesis`` package (requirements-dev); skipped without it.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ import os
 import pytest
 from django.core.wsgi import get_wsgi_application
 
-if os.environ.get("SCHEMATHESIS") != "1":
-    pytest.skip("API fuzzing runs with SCHEMATHESIS=1 (docs/testing.md, API fuzzing)", allow_module_level=True)
 schemathesis = pytest.importorskip("schemathesis")
 hypothesis = pytest.importorskip("hypothesis")
 

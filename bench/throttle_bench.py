@@ -61,9 +61,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000, help="requests per round (within the 1200/min budget)")
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
-    from rest_framework.settings import api_settings
-
-    api_settings.DEFAULT_THROTTLE_RATES["user"] = RATE
+    if throttling.live_rate("user") != RATE:
+        raise SystemExit(f"run with the default API_THROTTLE_USER ({RATE}), not {throttling.live_rate('user')}")
     drf, ours = [], []
     base = time.time_ns() % 10**9 * 1000  # fresh user ids each run: nothing to clear (never flush a shared Redis)
     for n in range(args.rounds):

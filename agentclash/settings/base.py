@@ -153,6 +153,8 @@ ARTIFACT_STORAGE_URL = env.str("ARTIFACT_STORAGE_URL", default="")
 ARTIFACT_MAX_BYTES = env.int("ARTIFACT_MAX_BYTES", default=50 * 1024 * 1024)
 # All of a workspace's artifacts together (uploads, published bundles, run exports): 413 quota_exceeded past it.
 ARTIFACT_BYTES_PER_WORKSPACE = env.int("ARTIFACT_BYTES_PER_WORKSPACE", default=5 * 1024 * 1024 * 1024)
+# The artifacts attached to one run (its stored exports, which every export call adds afresh).
+ARTIFACT_BYTES_PER_RUN = env.int("ARTIFACT_BYTES_PER_RUN", default=1024 * 1024 * 1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -19,6 +19,7 @@ from django.db import IntegrityError, models, transaction
 from comparisons.models import Comparison, GateResult
 from core.actors import actor_or_none
 from core.errors import DomainError
+from core.writes import insert_or_none
 from engine.scoring.compare import build_comparison, not_comparable
 from engine.scoring.documents import ComparisonSummary, GatePolicy, LaneScorecardDocument, RegressionCaseResult, Sides
 from engine.scoring.evidence import canonical_json
@@ -241,7 +242,8 @@ def gate_evaluate_get_or_create(
         created_by=actor_or_none(user),
     )
     _clean(gate)
-    gate.save()
+    if insert_or_none(gate) is None:  # a concurrent evaluation of the same policy won
+        return GateResult.objects.get(comparison=comparison, policy_fingerprint=fingerprint), False
     return gate, True
 
 

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from workspaces.models import Workspace
+
 # Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
 # execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
 # the simulator's turns fed to the agent, which the protocol does not carry yet).
@@ -421,3 +423,13 @@ class RunShare(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class WorkspaceUsage(Workspace):
+    """A workspace seen by its stored bytes against the operator's quotas (the admin's "Workspace
+    usage" page; docs/operations.md, Quotas). No table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "workspace usage"
+        verbose_name_plural = "workspace usage"

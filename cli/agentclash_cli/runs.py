@@ -131,7 +131,7 @@ def judge_request(
 def create_run(client: Client, body: dict[str, Any], words: judges.Words) -> dict[str, Any]:
     """POST the run; a refusal about judges is said with the command's words."""
     try:
-        created: dict[str, Any] = client.post(client.ws("runs"), body)
+        created: dict[str, Any] = client.post(client.ws("runs"), body, idempotent=True)
     except ApiError as exc:
         raise (judges.refusal(exc, words) or exc) from None
     return created

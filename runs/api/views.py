@@ -8,23 +8,25 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiError
+from core.api import ApiError, query_choice, query_int
 from packs.models import PackVersion
 from runs import lookups, selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
+from runs.models import RunStatus
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 
 
 class RunListApi(WorkspaceApiView):
     @extend_schema(
         responses=RunOutputSerializer(many=True), summary="Runs of the workspace, newest first",
-        parameters=[OpenApiParameter("status", str, description="Only runs in this status"),
+        parameters=[OpenApiParameter("status", str, enum=RunStatus.values, description="Only runs in this status"),
                     OpenApiParameter("pack", int, description="Only runs of this pack")],
     )  # fmt: skip
     def get(self, request: Request, workspace_slug: str) -> Response:
         runs = selectors.run_list(
-            workspace=self.workspace, status=request.query_params.get("status", ""), pack_id=request.query_params.get("pack")
+            workspace=self.workspace, status=query_choice(request, "status", RunStatus.values), pack_id=query_int(request, "pack")
         )
         return self.paginate(request, runs, RunOutputSerializer)
 
@@ -68,7 +70,8 @@ class RunCreateApi(WorkspaceApiView):
             help_text="Peer standings: between steps each agent is told how the other lanes stand. Needs two or more deployments.",
         )  # fmt: skip
 
-    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
+    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run", parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

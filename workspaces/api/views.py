@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import Pagination, StrictCharField
 from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
@@ -42,9 +43,13 @@ class MeApi(APIView):
 
 
 class WorkspaceListApi(APIView):
+    pagination_class = Pagination
+
     @extend_schema(responses=WorkspaceOutputSerializer(many=True), summary="Workspaces the user belongs to")
     def get(self, request: Request) -> Response:
-        return Response([_workspace_out(m) for m in selectors.memberships_for_user(user=request.user)])
+        paginator = Pagination()
+        page = paginator.paginate_queryset(selectors.memberships_for_user(user=request.user), request, view=self)
+        return paginator.get_paginated_response([_workspace_out(m) for m in page or []])
 
 
 class WorkspaceDetailApi(WorkspaceApiView):
@@ -72,7 +77,7 @@ class MemberListApi(WorkspaceApiView):
     write_role = Role.ADMIN
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
+        username = StrictCharField(max_length=150)
         role = serializers.ChoiceField(choices=Role.choices)
 
     class AddedOutputSerializer(serializers.Serializer):

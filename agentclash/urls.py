@@ -6,8 +6,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from runs import views as run_views
 from core.schema_view import SchemaView
+from runs import views as run_views
 from workspaces import views as workspace_views
 
 # API-aware error pages: the JSON envelope under /api/ (e.g. a bad Host header), ours elsewhere.

@@ -342,3 +342,31 @@ def test_repeats_resolve_refuses_a_fixed_max_repeats_by_name():
     assert repeats_resolve(repeats="3").first_round == 3
     auto = repeats_resolve(repeats="AUTO", max_repeats="7", lanes=2)
     assert auto.is_adaptive and auto.max_repeats == 7 and auto.first_round == 2
+
+
+# -- demo data -------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_demo_seeds_two_stochastic_agents_and_a_run_with_trials(tasks):
+    from infrastructure.demo import FLAKY_NAME, STEADY_NAME
+    from runs.demo import TRIALS_RUN_NAME
+    from workspaces.demo import demo_seed
+
+    demo = demo_seed()  # tests seeding the demo get no run
+    assert not Run.objects.filter(workspace=demo.workspace).exists()
+    demo_seed(with_runs=True)
+    demo_seed(with_runs=True)  # idempotent
+    run = Run.objects.get(workspace=demo.workspace, name=TRIALS_RUN_NAME)
+    assert run.repeats == 5 and [lane.label for lane in run.lanes.order_by("lane_index")] == [STEADY_NAME, FLAKY_NAME]
+    tasks.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    rates = {}
+    for lane in run.lanes.all():
+        rows = CaseRun.objects.filter(lane=lane)
+        assert rows.count() == 15  # 3 cases × 5 trials
+        rates[lane.label] = rows.filter(passed=True).count() / 15
+    # Known true rates 0.93 and 0.73 (infrastructure/demo.py); the seeded draws give these, every time.
+    assert rates[STEADY_NAME] > rates[FLAKY_NAME]
+    assert 0 < rates[FLAKY_NAME] < 1

@@ -370,3 +370,39 @@ def test_the_demo_seeds_two_stochastic_agents_and_a_run_with_trials(tasks):
     # Known true rates 0.93 and 0.73 (infrastructure/demo.py); the seeded draws give these, every time.
     assert rates[STEADY_NAME] > rates[FLAKY_NAME]
     assert 0 < rates[FLAKY_NAME] < 1
+
+
+# -- the lane scorecard with trials --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_lane_scorecard_lists_each_case_once_with_its_trials(
+    client_for, member, workspace, admin, tasks, django_assert_max_num_queries
+):
+    version = publish(workspace, admin, native_pack_yaml(cases=4))
+    mixed = mixed_deployment(workspace, name="coin", pass_weight=0.5, seed=11)
+    run = _create(workspace, admin, version, [mixed], repeats=6)
+    tasks.drain()
+    lane = run.lanes.get()
+    client = client_for(member)
+    html = client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert 'id="case-trials-note"' in html and "ran 6 times" in html
+    for case_key in ("case-0", "case-1", "case-2", "case-3"):
+        rows = CaseRun.objects.filter(run=run, case_key=case_key)
+        assert f"{rows.filter(passed=True).count()}/6 passed" in html
+        assert html.count(f'href="#case-{rows.get(trial=1).pk}"') == 1
+        assert f'href="#case-{rows.get(trial=2).pk}"' not in html
+    failures = client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/?failures=1").content.decode()
+    flaky = [k for k in ("case-0", "case-1", "case-2", "case-3") if CaseRun.objects.filter(run=run, case_key=k, passed=False).exists()]
+    assert flaky and all(f"<code>{k}</code></a>" in failures for k in flaky)
+    # The page's queries do not grow with the trials.
+    one = _create(workspace, admin, version, [mixed])
+    tasks.drain()
+    url_one = f"/w/acme/runs/{one.pk}/lanes/{one.lanes.get().pk}/scorecard/"
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as at_one:
+        client.get(url_one)
+    with django_assert_max_num_queries(len(at_one) + 1):  # + the trials' count
+        client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/")

@@ -193,6 +193,7 @@ def test_the_run_page_counts_case_runs_as_cases_times_trials(client_for, member,
     tasks.drain()
     html = client_for(member).get(f"/w/acme/runs/{run.pk}/").content.decode()
     assert "18 case runs (3 cases × 3 trials × 2 lanes)" in html
+    assert "9 / 9 case runs (3 trials per case) done" in html  # each lane card
 
 
 @pytest.mark.django_db

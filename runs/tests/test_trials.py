@@ -407,3 +407,56 @@ def test_the_lane_scorecard_lists_each_case_once_with_its_trials(
         client.get(url_one)
     with django_assert_max_num_queries(len(at_one) + 1):  # + the trials' count
         client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/")
+
+
+@pytest.mark.django_db
+def test_the_matrix_counted_in_the_database_says_the_same_as_folding_every_trial(workspace, admin, tasks):
+    from runs import selectors
+    from runs.matrix import matrix_rows
+
+    version = publish(workspace, admin, native_pack_yaml(cases=5))
+    coin = mixed_deployment(workspace, name="coin", pass_weight=0.5, seed=3)
+    steady = make_deployment(workspace, name="steady")
+    run = _create(workspace, admin, version, [steady, coin], repeats=5)
+    tasks.drain()
+    # One trial still running and one cancelled, so the cells have open and verdict-less trials too.
+    CaseRun.objects.filter(run=run, case_key="case-1", trial=4).update(status=CaseStatus.RUNNING, passed=None)
+    CaseRun.objects.filter(run=run, case_key="case-2", trial=5).update(status=CaseStatus.CANCELLED)
+    lanes = list(run.lanes.order_by("lane_index"))
+    folded = matrix_rows(selectors.case_matrix_rows(run=run), lanes)
+    counted = matrix_rows(
+        selectors.case_matrix_rows(run=run, first_trials=True), lanes, trial_counts=selectors.case_matrix_trial_counts(run=run)
+    )
+    assert [r.case_key for r in folded] == [r.case_key for r in counted]
+    for a, b in zip(folded, counted, strict=True):
+        for x, y in zip(a.cells, b.cells, strict=True):
+            assert (x.case_run_id, x.label, x.tone, x.verdict, x.detail, x.trials) == (
+                y.case_run_id,
+                y.label,
+                y.tone,
+                y.verdict,
+                y.detail,
+                y.trials,
+            )
+            assert x.score == pytest.approx(y.score)
+    labels = {cell.label for row in counted for cell in row.cells}
+    assert "5/5 passed" in labels and any("/4 passed" in label for label in labels)
+
+
+@pytest.mark.django_db
+def test_the_run_page_reads_as_many_queries_at_ten_trials_as_at_two(
+    client_for, member, workspace, admin, pack_version, deployment, tasks, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(member)
+    two = _create(workspace, admin, pack_version, [deployment], repeats=2)
+    ten = _create(workspace, admin, pack_version, [deployment], repeats=10)
+    tasks.drain()
+    client.get(f"/w/acme/runs/{two.pk}/")  # warm-up
+    with CaptureQueriesContext(connection) as at_two:
+        client.get(f"/w/acme/runs/{two.pk}/")
+    with django_assert_max_num_queries(len(at_two)):
+        html = client.get(f"/w/acme/runs/{ten.pk}/").content.decode()
+    assert "10/10 passed" in html

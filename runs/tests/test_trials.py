@@ -460,3 +460,25 @@ def test_the_run_page_reads_as_many_queries_at_ten_trials_as_at_two(
     with django_assert_max_num_queries(len(at_two)):
         html = client.get(f"/w/acme/runs/{ten.pk}/").content.decode()
     assert "10/10 passed" in html
+
+
+# -- the New-run page --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_new_run_page_starts_an_adaptive_run_and_names_a_missing_max_repeats(client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="second")
+    client = client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto"}
+    refused = client.post("/w/acme/runs/new/", base)
+    assert refused.status_code == 200 and not Run.objects.exists()
+    body = refused.content.decode()
+    section = body.split('id="run-repeats"')[1].split('id="run-race-context"')[0]
+    assert "repeats &quot;auto&quot; needs max_repeats" in section  # next to the field
+    preview = client.get("/w/acme/runs/new/", base, HTTP_HX_REQUEST="true").content.decode()
+    assert "2 agents × 3 cases × adaptive trials (rounds until decided)" in preview
+    started = client.post("/w/acme/runs/new/", {**base, "max_repeats": "6"})
+    assert started.status_code == 302
+    run = Run.objects.get()
+    assert run.is_adaptive and run.max_repeats == 6 and run.repeats == 2
+    assert CaseRun.objects.filter(run=run).count() == 3 * 2 * 2

@@ -482,3 +482,19 @@ def test_the_new_run_page_starts_an_adaptive_run_and_names_a_missing_max_repeats
     run = Run.objects.get()
     assert run.is_adaptive and run.max_repeats == 6 and run.repeats == 2
     assert CaseRun.objects.filter(run=run).count() == 3 * 2 * 2
+
+
+@pytest.mark.django_db
+def test_manage_py_run_pack_takes_repeats_and_refuses_a_bad_value(workspace, pack_version, deployment, tasks):
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    call_command(
+        "run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader", "--repeats", "3", stdout=out
+    )
+    run = Run.objects.get(pk=int(out.getvalue().strip()))
+    assert run.repeats == 3 and CaseRun.objects.filter(run=run).count() == 9
+    with pytest.raises(CommandError, match="repeats must be an integer from 1 to 50"):
+        call_command("run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader", "--repeats", "0")

@@ -14,7 +14,8 @@ open lane waiting decides the round:
 - those lanes get trial ``n + 1`` of every case and go back to ``executing``; the others (decided)
   get their scorecard and finish. Every round's decisions are appended to ``Run.round_log``.
 
-Safe to repeat: the round is claimed by a compare-and-set on ``Run.rounds``, new case runs are
+Safe to repeat: the round is claimed by a compare-and-set on ``Run.rounds`` and the row's
+``updated_at``, new case runs are
 unique per (lane, case, trial), and a call that finds a lane still executing does nothing.
 """
 
@@ -25,6 +26,7 @@ from collections import defaultdict
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from engine.scoring import stats
 from runs.lifecycle import lane_transition
@@ -92,7 +94,11 @@ def run_round_advance(*, run_id: int) -> str:
         else:
             entry, extend, finish = _decide(run, lanes, open_lanes)
             next_rounds = run.rounds + (1 if extend else 0)
-            claimed = Run.objects.filter(pk=run_id, rounds=run.rounds).update(rounds=next_rounds, round_log=[*log, entry])
+            # Compare and set on the round and the row's last change: of two calls that read the same
+            # round (even a last one, which does not move ``rounds``), one records it.
+            claimed = Run.objects.filter(pk=run_id, rounds=run.rounds, updated_at=run.updated_at).update(
+                rounds=next_rounds, round_log=[*log, entry], updated_at=timezone.now()
+            )
             if claimed != 1:
                 return WAITING  # another call took this round
             if extend:

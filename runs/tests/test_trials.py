@@ -498,3 +498,28 @@ def test_manage_py_run_pack_takes_repeats_and_refuses_a_bad_value(workspace, pac
     assert run.repeats == 3 and CaseRun.objects.filter(run=run).count() == 9
     with pytest.raises(CommandError, match="repeats must be an integer from 1 to 50"):
         call_command("run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader", "--repeats", "0")
+
+
+@pytest.mark.django_db
+def test_a_round_read_by_two_calls_is_recorded_once(workspace, admin, tasks, monkeypatch):
+    from runs.pipeline import rounds
+
+    version = publish(workspace, admin, native_pack_yaml(cases=3))
+    one, two = make_deployment(workspace, name="one"), make_deployment(workspace, name="two")
+    run = _create(workspace, admin, version, [one, two], repeats="auto", max_repeats=2)  # round 1 is the last
+    tasks.drain(skip={"runs.run_round_advance"})
+    real = rounds._decide
+
+    def racing(run_row, lanes, open_lanes):
+        found = real(run_row, lanes, open_lanes)
+        # Another call records the same round between this call's read and its write.
+        Run.objects.filter(pk=run_row.pk).update(round_log=[found[0]], updated_at=run_row.updated_at.replace(year=2030))
+        return found
+
+    monkeypatch.setattr(rounds, "_decide", racing)
+    assert run_round_advance(run_id=run.pk) == "waiting"
+    monkeypatch.setattr(rounds, "_decide", real)
+    assert run_round_advance(run_id=run.pk) == "settled"  # the recorded decision, not a second one
+    run.refresh_from_db()
+    assert len(run.round_log) == 1 and run.round_log[0]["reason"] == "budget_spent"
+    assert run.status == RunStatus.COMPLETED

@@ -222,13 +222,14 @@ def _waiting_on_provider(run: Run) -> dict[int, int]:
     return {row["lane_id"]: row["cases"] for row in rows}
 
 
-def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:
+def case_run_list(*, run: Run, lane_id: Any = None, trial: Any = None) -> QuerySet[CaseRun]:
     cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position", "trial")
-    if lane_id not in (None, ""):
-        try:
-            cases = cases.filter(lane_id=int(lane_id))
-        except (TypeError, ValueError):
-            cases = cases.none()
+    for field, value in (("lane_id", lane_id), ("trial", trial)):
+        if value not in (None, ""):
+            try:
+                cases = cases.filter(**{field: int(value)})
+            except (TypeError, ValueError):
+                cases = cases.none()
     return cases
 
 

@@ -107,11 +107,16 @@ class RunCaseListApi(WorkspaceApiView):
     @extend_schema(
         responses=CaseRunOutputSerializer(many=True),
         summary="Case results of a run",
-        parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")],
+        parameters=[
+            OpenApiParameter("lane", int, description="Only this lane's cases"),
+            OpenApiParameter("trial", int, description="Only this trial of each case (1, 2, …; runs with repeats)"),
+        ],
     )
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
-        return self.paginate(request, selectors.case_run_list(run=run, lane_id=request.query_params.get("lane")), CaseRunOutputSerializer)
+        params = request.query_params
+        cases = selectors.case_run_list(run=run, lane_id=params.get("lane"), trial=params.get("trial"))
+        return self.paginate(request, cases, CaseRunOutputSerializer)
 
 
 class RunEventListApi(WorkspaceApiView):

@@ -107,6 +107,9 @@ def test_the_api_starts_a_run_with_repeats_and_reports_trials(api_client_for, me
     assert cases["count"] == 9
     assert sorted((c["case_key"], c["trial"]) for c in cases["results"]) == [(f"case-{i}", t) for i in range(3) for t in (1, 2, 3)]
     assert all(c["attempt"] == 1 for c in cases["results"])
+    second = api_client_for(member).get(f"{BASE}/{created['id']}/cases?trial=2").json()
+    assert second["count"] == 6 and {c["trial"] for c in second["results"]} == {2}
+    assert api_client_for(member).get(f"{BASE}/{created['id']}/cases?trial=x").json()["count"] == 0
 
 
 @pytest.mark.django_db

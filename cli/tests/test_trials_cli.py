@@ -32,9 +32,7 @@ def test_run_repeats_starts_every_case_that_many_times(cli, demo, captured_tasks
 
 @pytest.mark.django_db(transaction=True)
 def test_run_repeats_auto_with_max_repeats_starts_an_adaptive_run(cli, demo, captured_tasks):
-    result = cli(
-        "run", "--pack", PACK, "--deployment", GOOD, "--deployment", SLOPPY, "--repeats", "auto", "--max-repeats", "6", "--json"
-    )
+    result = cli("run", "--pack", PACK, "--deployment", GOOD, "--deployment", SLOPPY, "--repeats", "auto", "--max-repeats", "6", "--json")
     assert result.code == 0, result
     run = Run.objects.get(pk=json.loads(result.out)["id"])
     assert run.is_adaptive and run.max_repeats == 6 and run.repeats == 2

@@ -212,6 +212,7 @@ def test_the_matrix_shows_k_of_n_passed_per_cell(client_for, member, workspace, 
         first = rows.get(trial=1)
         assert f"{k}/6 passed" in html
         assert f'data-cell="{first.pk}"' in html  # the cell links to trial 1
+    assert "mean per trial" in html  # the cells' latency, tokens and cost are their trials' means
 
 
 @pytest.mark.django_db
@@ -219,7 +220,7 @@ def test_one_trial_cells_are_unchanged(client_for, member, workspace, admin, pac
     run = _create(workspace, admin, pack_version, [deployment])
     tasks.drain()
     html = client_for(member).get(f"/w/acme/runs/{run.pk}/").content.decode()
-    assert "passed</span>" not in html and "/1 passed" not in html
+    assert "/1 passed" not in html and "mean per trial" not in html and "every trial counted" not in html
     assert 'class="cell-label">Pass<' in html
 
 
@@ -526,3 +527,31 @@ def test_a_round_read_by_two_calls_is_recorded_once(workspace, admin, tasks, mon
     run.refresh_from_db()
     assert len(run.round_log) == 1 and run.round_log[0]["reason"] == "budget_spent"
     assert run.status == RunStatus.COMPLETED
+
+
+@pytest.mark.django_db
+def test_a_cell_of_several_trials_shows_their_mean_latency_tokens_and_cost(workspace, admin, pack_version, deployment, tasks):
+    from runs import selectors
+    from runs.matrix import matrix_attach_details, matrix_rows
+
+    run = _create(workspace, admin, pack_version, [deployment], repeats=2)
+    tasks.drain()
+    first, second = CaseRun.objects.filter(run=run, case_key="case-0").order_by("trial")
+    CaseRun.objects.filter(pk=first.pk).update(duration_ms=100, total_tokens=10)
+    CaseRun.objects.filter(pk=second.pk).update(duration_ms=300, total_tokens=30)
+    for case_run, cost in ((first, 0.01), (second, 0.03)):
+        score = case_run.case_score
+        score.document = {**score.document, "cost_usd": cost}
+        score.save(update_fields=["document"])
+    lanes = list(run.lanes.all())
+    counted = matrix_rows(
+        selectors.case_matrix_rows(run=run, first_trials=True), lanes, trial_counts=selectors.case_matrix_trial_counts(run=run)
+    )
+    folded = matrix_rows(selectors.case_matrix_rows(run=run), lanes)
+    for rows in (counted, folded):
+        matrix_attach_details(
+            rows, costs={}, inputs={}, cost_means=selectors.case_cost_means(run=run, case_keys=[r.case_key for r in rows])
+        )
+        cell = next(r for r in rows if r.case_key == "case-0").cells[0]
+        assert (cell.latency_ms, cell.tokens) == (200, 20)
+        assert cell.cost_usd == pytest.approx(0.02)

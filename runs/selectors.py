@@ -460,14 +460,14 @@ def case_output_full(*, case_run: CaseRun, masker: Redactor) -> str | None:
 
 
 EXPORT_FIELDS = (
-    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "status", "stop_reason", "passed", "score",
+    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "trial", "status", "stop_reason", "passed", "score",
     "score_status", "duration_ms", "input_tokens", "output_tokens", "total_tokens", "final_output", "case_score__document__cost_usd",
 )  # fmt: skip
 
 
 def results_rows(*, run: Run) -> Iterator[dict[str, Any]]:
     """Every case run of the run, in case order then lane order, read in chunks (the exports stream it)."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*EXPORT_FIELDS)
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index", "trial").values(*EXPORT_FIELDS)
     yield from rows.iterator(chunk_size=500)
 
 

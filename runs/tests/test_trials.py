@@ -555,3 +555,24 @@ def test_a_cell_of_several_trials_shows_their_mean_latency_tokens_and_cost(works
         cell = next(r for r in rows if r.case_key == "case-0").cells[0]
         assert (cell.latency_ms, cell.tokens) == (200, 20)
         assert cell.cost_usd == pytest.approx(0.02)
+
+
+@pytest.mark.django_db
+def test_the_exports_have_one_line_per_trial_and_the_report_counts_them(
+    client_for, member, workspace, admin, pack_version, deployment, tasks
+):
+    import csv
+    import io
+    import json
+
+    from runs.tests.test_results import streamed, url
+
+    run = _create(workspace, admin, pack_version, [deployment], repeats=3)
+    tasks.drain()
+    client = client_for(member)
+    rows = list(csv.DictReader(io.StringIO(streamed(client.get(url("results_csv", run.pk))))))
+    assert len(rows) == 9 and [(r["case_key"], r["trial"]) for r in rows[:3]] == [("case-0", "1"), ("case-0", "2"), ("case-0", "3")]
+    body = json.loads(streamed(client.get(url("results_json", run.pk))))
+    assert sorted({(r["case_key"], r["trial"]) for r in body["results"]}) == [(f"case-{i}", t) for i in range(3) for t in (1, 2, 3)]
+    report = client.get(url("report", run.pk)).content.decode()
+    assert "3/3 passed" in report

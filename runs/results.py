@@ -26,11 +26,11 @@ from django.utils.safestring import SafeString, mark_safe
 from engine.redact import Redactor
 from runs.matrix import MatrixCell, MatrixRow, inputs_text, matrix_attach_details, matrix_attach_outputs, matrix_rows
 from runs.models import Run
-from runs.selectors import case_costs, case_inputs_shown, case_matrix_rows, case_outputs, results_rows, run_masker
+from runs.selectors import case_cost_means, case_costs, case_inputs_shown, case_matrix_rows, case_outputs, results_rows, run_masker
 from scoring.presenters import run_scorecard_rows
 
 CSV_COLUMNS = (
-    "case_key", "lane", "lane_index", "status", "passed", "score", "latency_ms",
+    "case_key", "lane", "lane_index", "trial", "status", "passed", "score", "latency_ms",
     "input_tokens", "output_tokens", "total_tokens", "cost_usd", "stop_reason", "output",
 )  # fmt: skip
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
@@ -57,6 +57,7 @@ def result_record(row: dict[str, Any], masker: Redactor) -> dict[str, Any]:
         "case_key": row["case_key"],
         "lane": row["lane__label"],
         "lane_index": row["lane__lane_index"],
+        "trial": row["trial"],  # 1, 2, …: repeats of the case in its lane (docs/runs.md, "Trials")
         "case_run_id": row["pk"],
         "status": row["status"],
         "passed": row["passed"],
@@ -73,7 +74,7 @@ def result_record(row: dict[str, Any], masker: Redactor) -> dict[str, Any]:
 
 
 def csv_lines(run: Run) -> Iterator[str]:
-    """``results.csv``: a header, then one line per case × lane."""
+    """``results.csv``: a header, then one line per case × lane × trial."""
     masker = run_masker(run=run)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -143,9 +144,10 @@ def report_context(run: Run, *, shared: bool = False) -> dict[str, Any]:
     its inputs and every lane's whole output (masked)."""
     masker = run_masker(run=run)
     lanes = list(run.lanes.order_by("lane_index"))
-    rows = matrix_rows(case_matrix_rows(run=run), lanes)
+    rows = matrix_rows(case_matrix_rows(run=run), lanes)  # a case's trials folded in its cell: k/n passed, means
     ids = [c.case_run_id for r in rows for c in r.cells if c is not None]
-    matrix_attach_details(rows, costs=case_costs(case_run_ids=ids), inputs=case_inputs_shown(run=run, masker=masker))
+    means = case_cost_means(run=run, case_keys=[r.case_key for r in rows]) if run.repeats > 1 or run.is_adaptive else None
+    matrix_attach_details(rows, costs=case_costs(case_run_ids=ids), inputs=case_inputs_shown(run=run, masker=masker), cost_means=means)
     matrix_attach_outputs(rows, case_outputs(case_run_ids=ids))
     return {
         "run": run,

@@ -22,6 +22,7 @@ from django.db.models import (
     Subquery,
     Sum,
 )
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
 
 from engine import events as ev
@@ -252,13 +253,14 @@ def _waiting_on_provider(run: Run) -> dict[int, int]:
     return {row["lane_id"]: row["cases"] for row in rows}
 
 
-def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:
-    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position")
-    if lane_id not in (None, ""):
-        try:
-            cases = cases.filter(lane_id=int(lane_id))
-        except (TypeError, ValueError):
-            cases = cases.none()
+def case_run_list(*, run: Run, lane_id: Any = None, trial: Any = None) -> QuerySet[CaseRun]:
+    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position", "trial")
+    for field, value in (("lane_id", lane_id), ("trial", trial)):
+        if value not in (None, ""):
+            try:
+                cases = cases.filter(**{field: int(value)})
+            except (TypeError, ValueError):
+                cases = cases.none()
     return cases
 
 
@@ -295,7 +297,7 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
 
 MATRIX_FIELDS = (
     "pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt",
-    "duration_ms", "total_tokens",
+    "duration_ms", "total_tokens", "trial",
 )  # fmt: skip
 
 
@@ -314,18 +316,83 @@ class CaseMatrixRow(TypedDict):
     attempt: int
     duration_ms: int | None
     total_tokens: int
+    trial: int
 
 
-def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
-    """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS)
-    return cast(list[CaseMatrixRow], list(rows))
+def case_matrix_rows(*, run: Run, first_trials: bool = False) -> list[CaseMatrixRow]:
+    """Every case run of the run (``first_trials``: trial 1 of each case) as a small dict (no
+    outputs), in case order: one cheap query."""
+    rows = CaseRun.objects.filter(run=run)
+    if first_trials:
+        rows = rows.filter(trial=1)
+    values = rows.order_by("position", "case_key", "lane__lane_index", "trial").values(*MATRIX_FIELDS)
+    return cast(list[CaseMatrixRow], list(values))
+
+
+class MatrixTrialCounts(TypedDict):
+    """Every trial of one case in one lane, counted (the matrix's ``k/n passed``)."""
+
+    trials: int
+    open: int  # queued or running
+    running: int
+    passed: int
+    judged: int  # with a verdict
+    score_mean: float | None  # over the finished trials with a score
+    latency_mean: float | None  # ms, over the finished trials with a duration
+    tokens_mean: float | None
+
+
+_OPEN = [CaseStatus.QUEUED, CaseStatus.RUNNING]
+_NO_VERDICT = [CaseStatus.QUEUED, CaseStatus.RUNNING, CaseStatus.CANCELLED]  # as runs/matrix.py words a cell
+
+
+def case_matrix_trial_counts(*, run: Run) -> dict[tuple[int, str], MatrixTrialCounts]:
+    """Per (lane id, case key), its trials counted in the database: one query, whatever the trials."""
+    rows = (
+        CaseRun.objects.filter(run=run)
+        .values("lane_id", "case_key")
+        .annotate(
+            n_trials=Count("pk"),
+            n_open=Count("pk", filter=Q(status__in=_OPEN)),
+            n_running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
+            n_passed=Count("pk", filter=Q(passed=True) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            n_judged=Count("pk", filter=Q(passed__isnull=False) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            mean_score=Avg("score", filter=Q(score__isnull=False) & ~Q(status__in=_OPEN)),
+            mean_latency=Avg("duration_ms", filter=Q(duration_ms__isnull=False) & ~Q(status__in=_OPEN)),
+            mean_tokens=Avg("total_tokens"),
+        )
+        .order_by()
+    )
+    return {
+        (row["lane_id"], row["case_key"]): {
+            "trials": row["n_trials"],
+            "open": row["n_open"],
+            "running": row["n_running"],
+            "passed": row["n_passed"],
+            "judged": row["n_judged"],
+            "score_mean": row["mean_score"],
+            "latency_mean": row["mean_latency"],
+            "tokens_mean": row["mean_tokens"],
+        }
+        for row in rows
+    }
 
 
 def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[int, str | None]:
     """The first ``length`` characters of each case run's final output (None: no answer)."""
     rows = CaseRun.objects.filter(pk__in=case_run_ids).annotate(start=Substr("final_output", 1, length)).values_list("pk", "start")
     return dict(rows)
+
+
+def case_cost_means(*, run: Run, case_keys: list[str]) -> dict[tuple[int, str], float | None]:
+    """Per (lane id, case key) of ``case_keys``, the mean cost in USD of its priced trials (runs with trials)."""
+    rows = (
+        CaseScore.objects.filter(case_run__run=run, case_run__case_key__in=case_keys)
+        .values("case_run__lane_id", "case_run__case_key")
+        .annotate(mean_cost=Avg(Cast(KT("document__cost_usd"), FloatField())))
+        .order_by()
+    )
+    return {(row["case_run__lane_id"], row["case_run__case_key"]): row["mean_cost"] for row in rows}
 
 
 def case_costs(*, case_run_ids: list[int]) -> dict[int, float | None]:
@@ -393,14 +460,14 @@ def case_output_full(*, case_run: CaseRun, masker: Redactor) -> str | None:
 
 
 EXPORT_FIELDS = (
-    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "status", "stop_reason", "passed", "score",
+    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "trial", "status", "stop_reason", "passed", "score",
     "score_status", "duration_ms", "input_tokens", "output_tokens", "total_tokens", "final_output", "case_score__document__cost_usd",
 )  # fmt: skip
 
 
 def results_rows(*, run: Run) -> Iterator[dict[str, Any]]:
     """Every case run of the run, in case order then lane order, read in chunks (the exports stream it)."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*EXPORT_FIELDS)
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index", "trial").values(*EXPORT_FIELDS)
     yield from rows.iterator(chunk_size=500)
 
 
@@ -433,24 +500,43 @@ def validator_verdicts(*, run: Run, key: str) -> dict[int, ValidatorDetail]:
 
 @dataclasses.dataclass
 class CaseNeighbours:
-    previous: CaseRun | None
+    previous: CaseRun | None  # the case before this one in its lane, same trial
     next: CaseRun | None
-    same_case: list[CaseRun]  # the same case in the run's other lanes, in lane order
+    same_case: list[CaseRun]  # the same case and trial in the run's other lanes, in lane order
+    trials: list[CaseRun] = dataclasses.field(default_factory=list)  # every trial of this case in this lane (one: no switcher)
+    previous_trial: CaseRun | None = None
+    next_trial: CaseRun | None = None
 
 
 def case_neighbours(*, case_run: CaseRun) -> CaseNeighbours:
-    """The cases before and after this one in its lane, and the same case in the other lanes."""
-    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id).only("pk", "case_key", "position", "status")
+    """The cases before and after this one in its lane (same trial), the same case in the other
+    lanes, and this case's other trials in its lane (docs/runs.md, "Trials")."""
+    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id, trial=case_run.trial).only(
+        "pk", "case_key", "position", "status", "trial"
+    )
     previous = lane_cases.filter(Q(position__lt=case_run.position) | Q(position=case_run.position, pk__lt=case_run.pk))
     following = lane_cases.filter(Q(position__gt=case_run.position) | Q(position=case_run.position, pk__gt=case_run.pk))
     same = (
-        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key)
+        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key, trial=case_run.trial)
         .exclude(pk=case_run.pk)
         .select_related("lane")
         .order_by("lane__lane_index")
     )
+    trials = list(
+        CaseRun.objects.filter(lane_id=case_run.lane_id, case_key=case_run.case_key)
+        .only("pk", "trial", "status", "passed", "score_status", "case_key")
+        .order_by("trial")
+    )
+    if len(trials) < 2:
+        trials = []
+    index = next((i for i, t in enumerate(trials) if t.pk == case_run.pk), -1)
     return CaseNeighbours(
-        previous=previous.order_by("-position", "-pk").first(), next=following.order_by("position", "pk").first(), same_case=list(same)
+        previous=previous.order_by("-position", "-pk").first(),
+        next=following.order_by("position", "pk").first(),
+        same_case=list(same),
+        trials=trials,
+        previous_trial=trials[index - 1] if index > 0 else None,
+        next_trial=trials[index + 1] if 0 <= index < len(trials) - 1 else None,
     )
 
 

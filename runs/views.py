@@ -32,6 +32,7 @@ from runs.matrix import (
     matrix_filter,
     matrix_rows,
     matrix_search,
+    trial_cells,
 )
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
 from runs.services.shares import SHARE_DAYS_DEFAULT
@@ -79,6 +80,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     regression_suite_ids=[s.pk for s in data.get("regression_suite_ids") or []],
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
+                    repeats=(data.get("repeats") or "").strip() or 1, max_repeats=data.get("max_repeats"),
                 )  # fmt: skip
             except DomainError as exc:  # a refused request, or a deployment or version gone since the form was drawn
                 form_add_domain_error(form, exc)
@@ -132,9 +134,11 @@ def _polled(response: HttpResponse, live: bool) -> HttpResponse:
 def _status_context(request: WorkspaceRequest, run) -> dict:
     counts = lookups.case_counts(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
+    lanes = presenters.lanes_with_activity(selectors.lane_progress(run=run))
     return {
         "run": run,
-        "lanes": presenters.lanes_with_activity(selectors.lane_progress(run=run)),
+        "lanes": lanes,
+        "trials": presenters.trials_summary(run, lanes),
         "elapsed": _elapsed(run),
         "failures": failures,
         "failed_cases": failed_case_count(run=run),
@@ -152,7 +156,12 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     filters = MatrixFilters.from_query(request.GET, validators)
     lanes = list(run.lanes.order_by("lane_index"))
     verdicts = selectors.validator_verdicts(run=run, key=filters.validator) if filters.validator else None
-    all_rows = matrix_rows(selectors.case_matrix_rows(run=run), lanes, validator_key=filters.validator, validator_verdicts=verdicts)
+    # With trials, the matrix reads trial 1 of each case and its trials' counts (two queries whatever
+    # the trials); the list view and a validator's verdicts need every trial's row.
+    counted = (run.repeats > 1 or run.is_adaptive) and view == "matrix" and not filters.validator
+    small_rows = selectors.case_matrix_rows(run=run, first_trials=counted)
+    counts = selectors.case_matrix_trial_counts(run=run) if counted else None
+    all_rows = matrix_rows(small_rows, lanes, validator_key=filters.validator, validator_verdicts=verdicts, trial_counts=counts)
     shown = matrix_filter(all_rows, filters)
     search = request.GET.get("q", "").strip()[: selectors.SEARCH_MAX_CHARS]
     inputs: dict | None = None
@@ -179,10 +188,10 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     }
     if view == "list":
         case_runs = selectors.case_run_list(run=run, lane_id=lane_filter)
-        if filters.active or search:
-            case_runs = case_runs.filter(pk__in=[c.case_run_id for r in shown for c in r.cells if c is not None])
+        if filters.active or search:  # every trial of the cases the filters and the search keep
+            case_runs = case_runs.filter(case_key__in=[r.case_key for r in shown])
         list_page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
-        cells = {c.case_run_id: c for r in shown for c in r.cells if c is not None}
+        cells = trial_cells(small_rows, validator_key=filters.validator, validator_verdicts=verdicts)
         rows = [(case_run, cells.get(case_run.pk)) for case_run in list_page.object_list]
         digest = matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows], list_page.number)
         context.update(cases=list_page, case_rows=rows, digest=digest)
@@ -196,7 +205,9 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
         matrix_attach_outputs(matrix, {pk: masker.text(text)[:400] if text else text for pk, text in starts.items()})
         if inputs is None:  # no search: read the inputs of this page's cases only
             inputs = selectors.case_inputs_shown(run=run, masker=masker, case_keys=[r.case_key for r in matrix])
-        matrix_attach_details(matrix, costs=selectors.case_costs(case_run_ids=ids), inputs=inputs)
+        trials = run.repeats > 1 or run.is_adaptive
+        cost_means = selectors.case_cost_means(run=run, case_keys=[r.case_key for r in matrix]) if trials else None
+        matrix_attach_details(matrix, costs=selectors.case_costs(case_run_ids=ids), inputs=inputs, cost_means=cost_means)
         context.update(cases=matrix_page, matrix=matrix, digest=matrix_digest(matrix, matrix_page.number, len(shown)))
     return context
 

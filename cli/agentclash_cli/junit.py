@@ -61,7 +61,9 @@ def suite(
     total = 0.0
     for case in cases:
         key = str(case.get("case_key"))
-        testcase = ET.SubElement(element, "testcase", classname=_text(classname), name=_text(key), time=f"{_seconds(case):.3f}")
+        trial = case.get("trial") or 1  # repeated trials: one test case per trial, named apart
+        title = key if trial == 1 else f"{key} (trial {trial})"
+        testcase = ET.SubElement(element, "testcase", classname=_text(classname), name=_text(title), time=f"{_seconds(case):.3f}")
         counts["tests"] += 1
         total += _seconds(case)
         found = _outcome(case, key in marked)

@@ -124,7 +124,7 @@ def test_results_csv_has_one_row_per_case_and_lane_and_neutralises_formulas(race
     rows = list(csv.DictReader(io.StringIO(streamed(response))))
     assert len(rows) == 6
     assert list(rows[0]) == [
-        "case_key", "lane", "lane_index", "status", "passed", "score", "latency_ms",
+        "case_key", "lane", "lane_index", "trial", "status", "passed", "score", "latency_ms",
         "input_tokens", "output_tokens", "total_tokens", "cost_usd", "stop_reason", "output",
     ]  # fmt: skip
     assert {(r["case_key"], r["lane"], r["passed"]) for r in rows} >= {("case-0", "reader", "true"), ("case-0", "guesser", "false")}

@@ -120,6 +120,22 @@ class LaneGate(TypedDict):
     comparisons: list[PairedComparison]
 
 
+class GateStatistics(LaneGate):
+    """What a release gate read from the trials (``gates.trial_statistics``), stored with its verdict."""
+
+    max_regression: float
+    confidence: float
+    more_trials_per_case: int | None  # when undecided: about how many more trials per case would decide
+    note: str  # one sentence: how many trials, and whether the trials or today's rules decided
+
+
+class TrialColumns(TypedDict):
+    """One case's trials, stored compactly (a comparison's ``trials``): trial ``i`` is ``passed[i]``, ``score[i]``."""
+
+    passed: list[bool | None]
+    score: list[float | None]
+
+
 class AdaptivePlan(TypedDict):
     stop: bool
     reason: str  # decided | budget_spent | undecided
@@ -127,6 +143,26 @@ class AdaptivePlan(TypedDict):
     baseline: bool  # the baseline gets another round too
     trials_done: int
     max_repeats: int
+
+
+def trials_to_columns(trials: LaneTrials) -> dict[str, TrialColumns]:
+    return {key: {"passed": [t.get("passed") for t in case], "score": [t.get("score") for t in case]} for key, case in trials.items()}
+
+
+def columns_to_trials(columns: Mapping[str, object]) -> dict[str, list[Trial]]:
+    """The inverse of :func:`trials_to_columns`, tolerant of a stored document's odd values (left out)."""
+    out: dict[str, list[Trial]] = {}
+    for key, column in columns.items():
+        if not isinstance(column, dict):
+            continue
+        passed, score = column.get("passed"), column.get("score")
+        passed = passed if isinstance(passed, list) else []
+        score = score if isinstance(score, list) else []
+        out[str(key)] = [
+            {"passed": p if isinstance(p, bool) else None, "score": _unit(s)}
+            for p, s in zip(passed + [None] * (len(score) - len(passed)), score + [None] * (len(passed) - len(score)))
+        ]
+    return out
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -449,7 +485,7 @@ def _settle(result: PairedComparison, difference: float, low: float, high: float
         result["reason"] = f"the {label} changed by {difference:+.3f} ({interval}): no drop beyond the tolerated {m:g}"
     elif more is not None:
         result["reason"] = (
-            f"the {interval} of the {label}'s change includes a drop of {m:g}: about {more} more trial(s) per case would decide"
+            f"the {interval} of the {label}'s change includes a drop of {m:g}: about {more} more trial(s) per case would likely decide"
         )
     else:
         result["reason"] = (

@@ -84,6 +84,16 @@ class ScoreStatus(models.TextChoices):
     SKIPPED = "skipped", "Not scored"
 
 
+# Repeated trials (docs/runs.md, "Trials"): a run plays every case of every lane `repeats` times.
+MAX_REPEATS = 50  # engine.scoring.stats.MAX_REPEATS
+DEFAULT_AUTO_FIRST_ROUND = 2  # trials per case in an adaptive run's first round
+
+
+class RepeatsMode(models.TextChoices):
+    FIXED = "fixed", "Fixed"
+    AUTO = "auto", "Adaptive"
+
+
 class Run(models.Model):
     class Mode(models.TextChoices):
         SINGLE_AGENT = "single_agent", "Single agent"
@@ -117,6 +127,20 @@ class Run(models.Model):
         help_text="Whether the workspace had any secret when the run was created: a case of a run without one, whose "
         "deployments and pack reference none, skips reading secrets (docs/secrets.md). True for older runs.",
     )
+    repeats = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Trials of every case in every lane (fixed mode); in adaptive mode the trials of the first round.",
+    )
+    repeats_mode = models.CharField(max_length=8, choices=RepeatsMode.choices, default=RepeatsMode.FIXED)
+    max_repeats = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Adaptive mode: the most trials of one case the rounds may reach (null in fixed mode)."
+    )
+    rounds = models.PositiveSmallIntegerField(default=1, help_text="Rounds of trials scheduled so far (1 in fixed mode).")
+    round_log = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Adaptive mode: one entry per finished round (its decisions and the lanes given another round).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -128,10 +152,23 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=models.Q(repeats__gte=1, repeats__lte=MAX_REPEATS), name="run_repeats_range"),
+            models.CheckConstraint(condition=models.Q(repeats_mode__in=RepeatsMode.values), name="run_repeats_mode_valid"),
+            models.CheckConstraint(
+                condition=(models.Q(repeats_mode=RepeatsMode.FIXED, max_repeats__isnull=True))
+                | models.Q(repeats_mode=RepeatsMode.AUTO, max_repeats__gte=1, max_repeats__lte=MAX_REPEATS),
+                name="run_max_repeats_with_auto",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_adaptive(self) -> bool:
+        return self.repeats_mode == RepeatsMode.AUTO
 
     @property
     def is_terminal(self) -> bool:
@@ -195,6 +232,9 @@ class Lane(models.Model):
     status = models.CharField(max_length=16, choices=LaneStatus.choices, default=LaneStatus.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)
     next_sequence = models.PositiveBigIntegerField(default=1)
+    trials = models.PositiveSmallIntegerField(
+        default=1, help_text="Trials of every case scheduled in this lane so far (the run's repeats; adaptive rounds add more)."
+    )
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -273,13 +313,14 @@ class LaneStatusHistory(models.Model):
 
 
 class CaseRun(models.Model):
-    """One lane × one case."""
+    """One lane × one case × one trial (1, 2, …: repeats of the case; a retry is a new ``attempt`` of the same trial)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_runs")
     lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="case_runs")
     case = models.ForeignKey("packs.Case", on_delete=models.PROTECT, related_name="+")
     case_key = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0)
+    trial = models.PositiveSmallIntegerField(default=1, help_text="Which trial of the case in its lane (1-based; docs/runs.md).")
     status = models.CharField(max_length=16, choices=CaseStatus.choices, default=CaseStatus.QUEUED, db_index=True)
     attempt = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True)
@@ -310,8 +351,11 @@ class CaseRun(models.Model):
     )  # fmt: skip
 
     class Meta:
-        ordering = ["lane", "position"]
-        constraints = [models.UniqueConstraint(fields=["lane", "case_key"], name="uniq_case_per_lane")]
+        ordering = ["lane", "position", "trial"]
+        constraints = [
+            models.UniqueConstraint(fields=["lane", "case_key", "trial"], name="uniq_case_trial_per_lane"),
+            models.CheckConstraint(condition=models.Q(trial__gte=1, trial__lte=MAX_REPEATS), name="caserun_trial_range"),
+        ]
         indexes = [
             models.Index(fields=["run", "status"]),
             models.Index(fields=["lane", "status"]),
@@ -331,7 +375,7 @@ class CaseRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.lane} / {self.case_key}"
+        return f"{self.lane} / {self.case_key}" + (f" / trial {self.trial}" if self.trial != 1 else "")
 
     @property
     def is_terminal(self) -> bool:

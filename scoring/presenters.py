@@ -29,7 +29,7 @@ from engine.types import JSON
 from runs.models import CaseRun, Lane, Run
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.selectors import EvidenceTier, lane_evidence_tiers
-from scoring.statistics import pass_rate_text, score_text, statistics_by_lane
+from scoring.statistics import KRow, interval_note, k_rows, pass_rate_text, score_text, statistics_by_lane
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 
@@ -62,6 +62,7 @@ class LaneRow(TypedDict):
     evidence_tier_label: str
     statistics: LaneStatistics | None  # the lane's trial statistics (scoring/statistics.py)
     pass_rate_text: str  # "62 % (48–74 %, 95 % CI, 10 trials)"
+    pass_rate_interval: str  # "48–74 %, 95 % CI, 10 trials", or "1 trial: no uncertainty estimate"
     bars: NotRequired[dict[str, int | None]]  # added by the page (scoring/views.py)
     dimension_cells: NotRequired[list[DimensionCell]]  # added by the page
 
@@ -175,6 +176,7 @@ class LaneScorecardView(TypedDict):
     statistics: LaneStatistics | None  # None until the lane has a scorecard (scoring/statistics.py)
     pass_rate_text: str  # "62 % (48–74 %, 95 % CI, 10 trials)"
     score_text: str
+    k_rows: list[KRow]  # pass@k and pass^k, k = 1 … trials
     markdown: NotRequired[str]  # added by the page (scoring/views.py)
     run: NotRequired[Run]  # added by the page
 
@@ -242,6 +244,7 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
                 "evidence_tier_label": tiers[lane.pk]["label"],
                 "statistics": statistics.get(lane.pk),
                 "pass_rate_text": pass_rate_text(statistics.get(lane.pk)),
+                "pass_rate_interval": interval_note(statistics.get(lane.pk)),
             }
         )
     ranked = _run_document(card)
@@ -354,6 +357,7 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         "statistics": statistics,
         "pass_rate_text": pass_rate_text(statistics),
         "score_text": score_text(statistics),
+        "k_rows": k_rows(statistics),
     }
 
 

@@ -49,30 +49,31 @@ def _trials(count: int) -> str:
     return f"{count} trial{'s' if count != 1 else ''}"
 
 
+def interval_note(statistics: LaneStatistics | None, metric: str = "pass_rate") -> str:
+    """``48–74 %, 95 % CI, 10 trials`` (the pass rate) or ``0.65–0.77, 95 % CI, 10 trials`` (the
+    score); ``1 trial: no uncertainty estimate`` without an interval; "" without a value."""
+    bar = error_bar(statistics, metric)
+    if not statistics or (statistics.get("pass_rate") if metric == "pass_rate" else statistics.get("score")) is None:
+        return ""
+    trials = _trials(statistics.get("trials") or 0)
+    if bar is None:
+        return f"{trials}: no uncertainty estimate"
+    confidence = f"{statistics.get('confidence', 0.95) * 100:.0f} % CI"
+    if metric == "pass_rate":
+        return f"{bar['low'] * 100:.0f}–{bar['high'] * 100:.0f} %, {confidence}, {trials}"
+    return f"{bar['low']:.2f}–{bar['high']:.2f}, {confidence}, {trials}"
+
+
 def pass_rate_text(statistics: LaneStatistics | None) -> str:
     """``62 % (48–74 %, 95 % CI, 10 trials)``; with one trial per case, ``62 % (1 trial: no uncertainty estimate)``."""
-    if not statistics or statistics.get("pass_rate") is None:
-        return "—"
-    rate = cast(float, statistics["pass_rate"])
-    interval = statistics.get("pass_rate_ci")
-    if not interval:
-        return f"{_percent(rate)} ({_trials(statistics.get('trials') or 0)}: no uncertainty estimate)"
-    low, high = interval
-    confidence = f"{statistics.get('confidence', 0.95) * 100:.0f} % CI"
-    return f"{_percent(rate)} ({low * 100:.0f}–{high * 100:.0f} %, {confidence}, {_trials(statistics['trials'])})"
+    rate = statistics.get("pass_rate") if statistics else None
+    return "—" if rate is None else f"{_percent(rate)} ({interval_note(statistics)})"
 
 
 def score_text(statistics: LaneStatistics | None) -> str:
     """``0.71 (0.65–0.77, 95 % CI, 10 trials)``; with one trial per case, ``0.71 (1 trial: no uncertainty estimate)``."""
-    if not statistics or statistics.get("score") is None:
-        return "—"
-    score = cast(float, statistics["score"])
-    interval = statistics.get("score_ci")
-    if not interval:
-        return f"{score:.2f} ({_trials(statistics.get('trials') or 0)}: no uncertainty estimate)"
-    low, high = interval
-    confidence = f"{statistics.get('confidence', 0.95) * 100:.0f} % CI"
-    return f"{score:.2f} ({low:.2f}–{high:.2f}, {confidence}, {_trials(statistics['trials'])})"
+    score = statistics.get("score") if statistics else None
+    return "—" if score is None else f"{score:.2f} ({interval_note(statistics, 'score')})"
 
 
 def error_bar(statistics: LaneStatistics | None, metric: str) -> ErrorBar | None:
@@ -84,3 +85,17 @@ def error_bar(statistics: LaneStatistics | None, metric: str) -> ErrorBar | None
     if value is None or not interval:
         return None
     return {"value": float(value), "low": float(interval[0]), "high": float(interval[1])}
+
+
+class KRow(TypedDict):
+    k: int
+    pass_at_k: float
+    pass_hat_k: float | None
+
+
+def k_rows(statistics: LaneStatistics | None) -> list[KRow]:
+    """pass@k and pass^k for k = 1 … trials, as table rows."""
+    if not statistics:
+        return []
+    at, hat = statistics.get("pass_at_k") or {}, statistics.get("pass_hat_k") or {}
+    return [{"k": int(k), "pass_at_k": at[k], "pass_hat_k": hat.get(k)} for k in sorted(at, key=int)]

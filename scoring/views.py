@@ -11,6 +11,7 @@ from packs.models import Pack
 from runs.models import Lane, Run, ScoreStatus
 from scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
 from scoring.selectors import lane_standings
+from scoring.statistics import error_bar
 from scoring.trends import pack_trends
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 
@@ -28,9 +29,12 @@ def _run_scorecard_context(run: Run) -> dict[str, object]:
     max_cost = max((r["cost_usd"] or 0 for r in data["lanes"]), default=0) or None
     max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None
     for row in data["lanes"]:
+        interval = error_bar(row["statistics"], "pass_rate")
         row["bars"] = {
             "overall": _bar(row["overall_score"]),
             "pass_rate": _bar(row["pass_rate"]),
+            "pass_rate_low": _bar(interval["low"]) if interval else None,
+            "pass_rate_high": _bar(interval["high"]) if interval else None,
             "cost": _bar(row["cost_usd"], max_cost),
             "latency": _bar(row["latency_p50_ms"], max_latency),
         }

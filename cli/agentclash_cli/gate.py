@@ -138,6 +138,8 @@ def print_outcome(outcome: GateOutcome, out: TextIO | None = None) -> None:
     out.write(f"reason: {gate.get('reason_code')} — {gate.get('summary')}\n")
     reason = f", {comparison['reason_code']}" if comparison.get("reason_code") else ""
     out.write(f"comparison: #{comparison['id']} ({comparison.get('status')}{reason})\n")
+    for line in gate.get("trials_text") or []:  # the trials behind the verdict (the server words them)
+        out.write(f"{line}\n")
     for condition in gate.get("triggered_conditions") or []:
         out.write(f"  - {condition.get('condition')}: {condition.get('outcome')}\n")
     for key, result in sorted((gate.get("dimension_results") or {}).items()):
@@ -153,4 +155,11 @@ def write_json(path: str | Path, value: Any) -> None:
 
 
 def gate_result(outcome: GateOutcome) -> dict[str, Any]:
-    return {"verdict": outcome.verdict, "exit_code": outcome.exit_code, "comparison": outcome.comparison, "gate": outcome.gate}
+    return {
+        "verdict": outcome.verdict,
+        "exit_code": outcome.exit_code,
+        # What the trials said (trials_per_case, the paired intervals, more_trials_per_case); null without trials.
+        "statistics": outcome.gate.get("statistics"),
+        "comparison": outcome.comparison,
+        "gate": outcome.gate,
+    }

@@ -15,6 +15,7 @@ from comparisons import services as comparison_services
 from comparisons.models import Comparison, GateResult
 from core.api import ApiError
 from engine.scoring.documents import ComparisonSummary, GateDimensionResult, GatePolicy, GateResultDocument, TriggeredCondition
+from engine.scoring.gates import statistics_lines
 from engine.scoring.stats import GateStatistics
 from runs.models import Lane, Run
 from workspaces.access import object_get_for_workspace
@@ -49,6 +50,7 @@ class GateOut(TypedDict):
     dimension_results: dict[str, GateDimensionResult]
     triggered_conditions: list[TriggeredCondition]
     statistics: GateStatistics | None
+    trials_text: list[str]
     created_at: dt.datetime
 
 
@@ -94,6 +96,7 @@ def gate_out(gate: GateResult) -> GateOut:
         "dimension_results": (details.get("dimension_results") if details else None) or {},
         "triggered_conditions": (details.get("triggered_conditions") if details else None) or [],
         "statistics": (details.get("statistics") if details else None) or None,
+        "trials_text": statistics_lines(details.get("statistics") if details else None),
         "created_at": gate.created_at,
     }
 
@@ -131,6 +134,9 @@ class GateOutputSerializer(serializers.Serializer[GateOut]):
         help_text="What the trials said: decision, trials_per_case, single_trial, max_regression, confidence, "
         "more_trials_per_case, note, and per metric (pass_rate, score) the paired difference with its interval; "
         "null for a comparison stored without trials.",
+    )
+    trials_text = serializers.ListField(
+        child=serializers.CharField(), help_text="The trials behind the verdict in words, one line each (empty without trials)."
     )
     created_at = serializers.DateTimeField()
 

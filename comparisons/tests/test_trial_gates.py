@@ -7,6 +7,7 @@ gated through the API; docs/scorecards-and-gates.md, "How a gate decides on tria
 from __future__ import annotations
 
 import pytest
+from django.core.management import call_command
 
 from comparisons.services import comparison_create, gate_evaluate
 from scoring.tests.factories import make_pack_version, make_run
@@ -129,3 +130,29 @@ def test_the_gate_api_refuses_bad_trial_fields_naming_them(workspace, admin, mem
     response = api_client_for(member).post(url, {"policy": policy}, format="json")
     assert response.status_code == 400
     assert needle in str(response.json())
+
+
+def test_the_comparison_page_shows_the_trials_behind_the_verdict(workspace, admin, viewer, client_for, version):
+    baseline = make_run(workspace, pack_version=version, lanes=[_outputs(4, 4)], name="baseline")
+    candidate = make_run(workspace, pack_version=version, lanes=[_outputs(3, 4)], name="candidate")
+    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=baseline, candidate_run=candidate)
+    gate = gate_evaluate(comparison=comparison, user=admin, policy=LENIENT)
+    page = client_for(viewer).get(f"/w/{workspace.slug}/comparisons/{comparison.pk}/").content.decode()
+    trials = page.split('id="gate-trials"')[1].split("</div>")[0]
+    assert "<strong>4 trials per case</strong>" in trials and "−0.2" in trials
+    more = gate.details["statistics"]["more_trials_per_case"]
+    assert f"About <strong>{more} more trial{'s' if more != 1 else ''} per case</strong> would likely decide." in trials
+    assert trials.count("badge-insufficient_evidence") >= 1 and "-0.250" in trials
+
+
+def test_the_gate_command_prints_the_interval_and_the_trials(workspace, version, tmp_path, capsys):
+    baseline = make_run(workspace, pack_version=version, lanes=[_outputs(4, 4)], name="baseline")
+    candidate = make_run(workspace, pack_version=version, lanes=[_outputs(1, 4)], name="candidate")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("max_regression: 0.2\n")
+    with pytest.raises(SystemExit) as info:
+        call_command("gate", "--baseline", str(baseline.pk), "--candidate", str(candidate.pk), "--policy", str(policy))
+    assert info.value.code == 1
+    out = capsys.readouterr().out
+    assert "reason: trial_regression" in out and "trials: 4 per case, paired case by case (95% confidence, tolerated drop 0.2)" in out
+    assert "  pass_rate: candidate 0.250 vs baseline 1.000, change -0.750 (97.5% interval" in out

@@ -800,3 +800,34 @@ def _rules_verdict(comparison: ComparisonSummary, normalized: GatePolicy, statis
         summary = "release gate warns: " + "; ".join(_describe(c, dims, weakly) for c in sorted(warns))
         return _result("warn", sorted(warns)[0], summary, normalized, comparison, dims, triggered)
     return _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)
+
+
+def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
+    """The trials behind a verdict in words, one line each (the gate page, ``manage.py gate`` and,
+    through the API's ``trials_text``, ``agentclash gate``); none for a comparison without trials."""
+    if not statistics:
+        return []
+    fewest = statistics["trials_per_case"]
+    if not decided_by_trials(statistics):
+        return [f"trials: {statistics['note']}"]
+    lines = [
+        f"trials: {fewest} per case, paired case by case ({statistics['confidence']:.0%} confidence, "
+        f"tolerated drop {statistics['max_regression']:g})"
+    ]
+    for one in statistics["comparisons"]:
+        interval = one["interval"]
+        if interval is None or one["difference"] is None:
+            lines.append(f"  {one['metric']}: {one['decision']} — {one['reason']}")
+            continue
+        lines.append(
+            f"  {one['metric']}: candidate {one['candidate']:.3f} vs baseline {one['baseline']:.3f}, change {one['difference']:+.3f} "
+            f"({one['confidence']:.1%} interval {interval[0]:+.3f} to {interval[1]:+.3f}, {one['cases']} cases): {one['decision']}"
+        )
+    more = statistics["more_trials_per_case"]
+    if statistics["decision"] == stats.INSUFFICIENT:
+        lines.append(
+            f"  about {more} more trial(s) per case would likely decide"
+            if more is not None
+            else "  more trials per case alone are unlikely to decide: the change differs too much from case to case (more cases would)"
+        )
+    return lines

@@ -72,10 +72,18 @@ class CaseRunDeadline(Job):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class RunRoundAdvance(Job):
+    """An adaptive run's round may be over: decide, then add a round of trials or finish the lanes."""
+
+    task_name: ClassVar[str] = "runs.run_round_advance"
+    run_id: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RunReap(Job):
     """The periodic safety net (celery beat)."""
 
     task_name: ClassVar[str] = "runs.run_reap"
 
 
-JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunReap)
+JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunRoundAdvance, RunReap)

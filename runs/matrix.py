@@ -53,6 +53,13 @@ class MatrixCell:
     detail: str = ""  # a stop reason, a validator's reason
     output: str | None = None  # the start of the final output
     verdict: bool | None = None  # pass/fail as compared across lanes (None: no verdict yet)
+    # Repeated trials (docs/runs.md, "Trials"): the cell stands for every trial of the case in its
+    # lane and links to trial 1; ``trials`` counts them, ``passed_trials`` of ``judged_trials`` passed.
+    trials: int = 1
+    passed_trials: int = 0
+    judged_trials: int = 0
+    open_trials: int = 0
+    scores: list[float] = dataclasses.field(default_factory=list, repr=False)
 
     @property
     def key(self) -> str:
@@ -119,10 +126,44 @@ def _validator_cell(cell: MatrixCell, validator: ValidatorDetail | None, row: Ca
         cell.tone, cell.label = ("pass", "Pass") if cell.verdict else ("fail", "Fail")
 
 
+def _add_trial(cell: MatrixCell, trial: MatrixCell) -> None:
+    """Fold one more trial of the case into its lane's cell (the cell shows ``k/n passed``)."""
+    if cell.trials == 1:  # the first trial's own counts, before its label is replaced
+        _count_trial(cell, cell)
+    cell.trials += 1
+    _count_trial(cell, trial)
+    done = cell.trials - cell.open_trials
+    cell.score = sum(cell.scores) / len(cell.scores) if cell.scores else None
+    if not done:
+        running = "running" in (trial.tone, cell.tone)
+        cell.tone, cell.label = ("running", "Running") if running else ("queued", "Queued")
+        cell.label += f" ({cell.trials} trials)"
+        cell.verdict = None
+        return
+    k, n = cell.passed_trials, cell.judged_trials
+    cell.label = f"{k}/{n} passed" if n else f"0/{done} judged"
+    cell.tone = "pending" if not n else "pass" if k == n else "fail" if k == 0 else "mixed"
+    cell.verdict = (2 * k > n) if n else None  # across lanes, a cell's verdict is its trials' majority
+    extra = [f"{cell.open_trials} not finished"] if cell.open_trials else []
+    if n < done:
+        extra.append(f"{done - n} without a verdict")
+    cell.detail = ", ".join(extra) if extra else ""
+
+
+def _count_trial(cell: MatrixCell, trial: MatrixCell) -> None:
+    if trial.tone in ("queued", "running"):
+        cell.open_trials += 1
+    elif trial.verdict is not None:
+        cell.judged_trials += 1
+        cell.passed_trials += int(trial.verdict)
+    if trial.score is not None and trial.tone not in ("queued", "running"):
+        cell.scores.append(float(trial.score))
+
+
 def matrix_rows(
     rows: list[CaseMatrixRow], lanes: list[Lane], *, validator_key: str = "", validator_verdicts: dict[int, ValidatorDetail] | None = None
 ) -> list[MatrixRow]:
-    """Case runs grouped by case (in the run's case order), one cell per lane."""
+    """Case runs grouped by case (in the run's case order), one cell per lane (every trial of the case in it)."""
     column = {lane.pk: index for index, lane in enumerate(lanes)}
     by_case: dict[str, MatrixRow] = {}
     verdicts = validator_verdicts or {}
@@ -131,8 +172,22 @@ def matrix_rows(
         if matrix_row is None:
             matrix_row = by_case[row["case_key"]] = MatrixRow(case_key=row["case_key"], cells=[None] * len(lanes))
         if row["lane_id"] in column:
-            matrix_row.cells[column[row["lane_id"]]] = _cell(row, verdicts.get(row["pk"]), validator_key)
+            index = column[row["lane_id"]]
+            cell = _cell(row, verdicts.get(row["pk"]), validator_key)
+            first = matrix_row.cells[index]
+            if first is None:
+                matrix_row.cells[index] = cell
+            else:
+                _add_trial(first, cell)
     return list(by_case.values())
+
+
+def trial_cells(
+    rows: list[CaseMatrixRow], *, validator_key: str = "", validator_verdicts: dict[int, ValidatorDetail] | None = None
+) -> dict[int, MatrixCell]:
+    """Each case run's own cell (the list view: one row per trial), by case run id."""
+    verdicts = validator_verdicts or {}
+    return {row["pk"]: _cell(row, verdicts.get(row["pk"]), validator_key) for row in rows}
 
 
 def matrix_filter(rows: list[MatrixRow], filters: MatrixFilters) -> list[MatrixRow]:

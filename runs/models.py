@@ -11,6 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from engine.scoring.stats import MAX_REPEATS
+
 # Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
 # execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
 # the simulator's turns fed to the agent, which the protocol does not carry yet).
@@ -57,7 +59,8 @@ LANE_TRANSITIONS: dict[str, frozenset[str]] = {
     LaneStatus.QUEUED: frozenset({LaneStatus.READY, LaneStatus.FAILED, LaneStatus.CANCELLED}),
     LaneStatus.READY: frozenset({LaneStatus.EXECUTING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
     LaneStatus.EXECUTING: frozenset({LaneStatus.EVALUATING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
-    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED}),
+    # evaluating → executing: an adaptive run's next round of trials (runs/pipeline/rounds.py).
+    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED, LaneStatus.EXECUTING}),
     LaneStatus.COMPLETED: frozenset(),
     LaneStatus.FAILED: frozenset(),
     LaneStatus.CANCELLED: frozenset(),
@@ -85,7 +88,6 @@ class ScoreStatus(models.TextChoices):
 
 
 # Repeated trials (docs/runs.md, "Trials"): a run plays every case of every lane `repeats` times.
-MAX_REPEATS = 50  # engine.scoring.stats.MAX_REPEATS
 DEFAULT_AUTO_FIRST_ROUND = 2  # trials per case in an adaptive run's first round
 
 
@@ -158,7 +160,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=models.Q(repeats_mode__in=RepeatsMode.values), name="run_repeats_mode_valid"),
             models.CheckConstraint(
                 condition=(models.Q(repeats_mode=RepeatsMode.FIXED, max_repeats__isnull=True))
-                | models.Q(repeats_mode=RepeatsMode.AUTO, max_repeats__gte=1, max_repeats__lte=MAX_REPEATS),
+                | models.Q(repeats_mode=RepeatsMode.AUTO, max_repeats__isnull=False, max_repeats__gte=1, max_repeats__lte=MAX_REPEATS),
                 name="run_max_repeats_with_auto",
             ),
         ]

@@ -223,7 +223,7 @@ def _waiting_on_provider(run: Run) -> dict[int, int]:
 
 
 def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:
-    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position")
+    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position", "trial")
     if lane_id not in (None, ""):
         try:
             cases = cases.filter(lane_id=int(lane_id))
@@ -263,7 +263,7 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
 
 # -- the results matrix --------------------------------------------------------------------------
 
-MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt")
+MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt", "trial")
 
 
 class CaseMatrixRow(TypedDict):
@@ -279,11 +279,12 @@ class CaseMatrixRow(TypedDict):
     score_status: str
     stop_reason: str
     attempt: int
+    trial: int
 
 
 def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
     """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS)
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index", "trial").values(*MATRIX_FIELDS)
     return cast(list[CaseMatrixRow], list(rows))
 
 
@@ -317,24 +318,43 @@ def validator_verdicts(*, run: Run, key: str) -> dict[int, ValidatorDetail]:
 
 @dataclasses.dataclass
 class CaseNeighbours:
-    previous: CaseRun | None
+    previous: CaseRun | None  # the case before this one in its lane, same trial
     next: CaseRun | None
-    same_case: list[CaseRun]  # the same case in the run's other lanes, in lane order
+    same_case: list[CaseRun]  # the same case and trial in the run's other lanes, in lane order
+    trials: list[CaseRun] = dataclasses.field(default_factory=list)  # every trial of this case in this lane (one: no switcher)
+    previous_trial: CaseRun | None = None
+    next_trial: CaseRun | None = None
 
 
 def case_neighbours(*, case_run: CaseRun) -> CaseNeighbours:
-    """The cases before and after this one in its lane, and the same case in the other lanes."""
-    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id).only("pk", "case_key", "position", "status")
+    """The cases before and after this one in its lane (same trial), the same case in the other
+    lanes, and this case's other trials in its lane (docs/runs.md, "Trials")."""
+    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id, trial=case_run.trial).only(
+        "pk", "case_key", "position", "status", "trial"
+    )
     previous = lane_cases.filter(Q(position__lt=case_run.position) | Q(position=case_run.position, pk__lt=case_run.pk))
     following = lane_cases.filter(Q(position__gt=case_run.position) | Q(position=case_run.position, pk__gt=case_run.pk))
     same = (
-        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key)
+        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key, trial=case_run.trial)
         .exclude(pk=case_run.pk)
         .select_related("lane")
         .order_by("lane__lane_index")
     )
+    trials = list(
+        CaseRun.objects.filter(lane_id=case_run.lane_id, case_key=case_run.case_key)
+        .only("pk", "trial", "status", "passed", "score_status", "case_key")
+        .order_by("trial")
+    )
+    if len(trials) < 2:
+        trials = []
+    index = next((i for i, t in enumerate(trials) if t.pk == case_run.pk), -1)
     return CaseNeighbours(
-        previous=previous.order_by("-position", "-pk").first(), next=following.order_by("position", "pk").first(), same_case=list(same)
+        previous=previous.order_by("-position", "-pk").first(),
+        next=following.order_by("position", "pk").first(),
+        same_case=list(same),
+        trials=trials,
+        previous_trial=trials[index - 1] if index > 0 else None,
+        next_trial=trials[index + 1] if 0 <= index < len(trials) - 1 else None,
     )
 
 

@@ -19,7 +19,7 @@ from regression.failures.selectors import failed_case_count
 from runs import lookups, presenters, run_table, selectors, services, timeline
 from runs.events import payload_hydrate
 from runs.forms import RunCreateForm
-from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
+from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows, trial_cells
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
@@ -65,6 +65,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     regression_suite_ids=[s.pk for s in data.get("regression_suite_ids") or []],
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
+                    repeats=(data.get("repeats") or "").strip() or 1, max_repeats=data.get("max_repeats"),
                 )  # fmt: skip
             except DomainError as exc:  # a refused request, or a deployment or version gone since the form was drawn
                 form_add_domain_error(form, exc)
@@ -118,9 +119,11 @@ def _polled(response: HttpResponse, live: bool) -> HttpResponse:
 def _status_context(request: WorkspaceRequest, run) -> dict:
     counts = lookups.case_counts(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
+    lanes = presenters.lanes_with_activity(selectors.lane_progress(run=run))
     return {
         "run": run,
-        "lanes": presenters.lanes_with_activity(selectors.lane_progress(run=run)),
+        "lanes": lanes,
+        "trials": presenters.trials_summary(run, lanes),
         "elapsed": _elapsed(run),
         "failures": failures,
         "failed_cases": failed_case_count(run=run),
@@ -138,7 +141,8 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     filters = MatrixFilters.from_query(request.GET, validators)
     lanes = list(run.lanes.order_by("lane_index"))
     verdicts = selectors.validator_verdicts(run=run, key=filters.validator) if filters.validator else None
-    all_rows = matrix_rows(selectors.case_matrix_rows(run=run), lanes, validator_key=filters.validator, validator_verdicts=verdicts)
+    small_rows = selectors.case_matrix_rows(run=run)
+    all_rows = matrix_rows(small_rows, lanes, validator_key=filters.validator, validator_verdicts=verdicts)
     shown = matrix_filter(all_rows, filters)
     lane_filter = request.GET.get("lane", "") if view == "list" else ""
     query = {"view": view if view != "matrix" else "", "show": filters.show if filters.active else "", "validator": filters.validator}
@@ -157,10 +161,10 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     }
     if view == "list":
         case_runs = selectors.case_run_list(run=run, lane_id=lane_filter)
-        if filters.active:
-            case_runs = case_runs.filter(pk__in=[c.case_run_id for r in shown for c in r.cells if c is not None])
+        if filters.active:  # every trial of the cases the filter keeps
+            case_runs = case_runs.filter(case_key__in=[r.case_key for r in shown])
         list_page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
-        cells = {c.case_run_id: c for r in shown for c in r.cells if c is not None}
+        cells = trial_cells(small_rows, validator_key=filters.validator, validator_verdicts=verdicts)
         rows = [(case_run, cells.get(case_run.pk)) for case_run in list_page.object_list]
         digest = matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows], list_page.number)
         context.update(cases=list_page, case_rows=rows, digest=digest)

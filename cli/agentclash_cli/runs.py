@@ -148,6 +148,8 @@ def start_run(
     name: str = "",
     judge_choices: list[str] | None = None,
     allow_missing_judges: bool = False,
+    repeats: int | str = 1,
+    max_repeats: int | None = None,
 ) -> dict[str, Any]:
     """Resolve every name and check the deployments fit the pack, then POST the run; the created run."""
     suite_ids = suites.resolve(client, suite_names or [])  # first: fails fast on servers without suites
@@ -170,6 +172,10 @@ def start_run(
         body["name"] = name
     if suite_ids:
         body.update(suites.run_fields(suite_ids))
+    if repeats != 1:  # a server without trials never sees the field for a one-trial run
+        body["repeats"] = repeats
+    if max_repeats is not None:
+        body["max_repeats"] = max_repeats
     return create_run(client, body, judges.RUN_WORDS)
 
 
@@ -179,7 +185,9 @@ def progress_line(run: dict[str, Any], width: int = 30) -> str:
     done = sum(int(counts.get(s) or 0) for s in DONE_STATUSES)
     filled = int(width * done / total) if total else 0
     failed = f" · {counts.get('failed')} failed" if counts.get("failed") else ""
-    return f"run {run['id']} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} cases{failed} · {run['status']}"
+    noun = "case runs" if run.get("repeats", 1) != 1 else "cases"  # trials: each case runs several times
+    rounds = f" · round {run['rounds']}" if run.get("repeats") == "auto" and run.get("rounds") else ""
+    return f"run {run['id']} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {noun}{failed}{rounds} · {run['status']}"
 
 
 def follow(

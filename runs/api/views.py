@@ -11,7 +11,8 @@ from rest_framework.response import Response
 from core.api import ApiError
 from packs.models import PackVersion
 from runs import lookups, selectors, services
-from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
+from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RepeatsField, RunOutputSerializer
+from runs.models import MAX_REPEATS
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 
@@ -67,6 +68,11 @@ class RunCreateApi(WorkspaceApiView):
             required=False, default=False,
             help_text="Peer standings: between steps each agent is told how the other lanes stand. Needs two or more deployments.",
         )  # fmt: skip
+        repeats = RepeatsField(required=False, default=1)
+        max_repeats = serializers.IntegerField(
+            required=False, allow_null=True, min_value=2, max_value=MAX_REPEATS,
+            help_text='With repeats "auto": the most trials of one case the rounds may reach.',
+        )  # fmt: skip
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
     def post(self, request: Request, workspace_slug: str) -> Response:
@@ -81,7 +87,7 @@ class RunCreateApi(WorkspaceApiView):
             simulator_deployment_id=values.get("simulator_deployment_id"),
             regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
             regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
-            race_context=values["race_context"],
+            race_context=values["race_context"], repeats=values["repeats"], max_repeats=values.get("max_repeats"),
         )  # fmt: skip
         run = lookups.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -71,6 +71,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('max_repeats__isnull', True), ('repeats_mode', 'fixed')), models.Q(('max_repeats__gte', 1), ('max_repeats__lte', 50), ('repeats_mode', 'auto')), _connector='OR'), name='run_max_repeats_with_auto'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('max_repeats__isnull', True), ('repeats_mode', 'fixed')), models.Q(('max_repeats__gte', 1), ('max_repeats__isnull', False), ('max_repeats__lte', 50), ('repeats_mode', 'auto')), _connector='OR'), name='run_max_repeats_with_auto'),
         ),
     ]

@@ -137,7 +137,7 @@ def _with_regression(summary: ComparisonSummary, baseline: Lane, candidate: Lane
     return summary
 
 
-def _with_trials(summary: ComparisonSummary, baseline: Lane, candidate: Lane) -> ComparisonSummary:
+def _with_trials(summary: ComparisonSummary, baseline: Lane, candidate: Lane, *, adaptive: bool) -> ComparisonSummary:
     """Add both lanes' trials by case (one query) to a comparable summary: the gate pairs them case
     by case (engine.scoring.gates.trial_statistics). Stored with the comparison, so a gate
     evaluated later reads the trials the compared scorecards were made of."""
@@ -145,6 +145,8 @@ def _with_trials(summary: ComparisonSummary, baseline: Lane, candidate: Lane) ->
         return summary
     trials = lane_trials(lane_ids=[baseline.pk, candidate.pk])
     summary["trials"] = {"baseline": trials_to_columns(trials[baseline.pk]), "candidate": trials_to_columns(trials[candidate.pk])}
+    if adaptive:
+        summary["trials_sequential"] = True
     return summary
 
 
@@ -165,7 +167,10 @@ def comparison_get_or_create(
         candidate_lane=candidate_lane,
     )
     summary = _race_context_refusal(baseline_run, candidate_run, baseline, candidate) or _with_trials(
-        _with_regression(build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate), baseline, candidate
+        _with_regression(build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate),
+        baseline,
+        candidate,
+        adaptive=baseline_run.is_adaptive or candidate_run.is_adaptive,
     )
     fingerprint = _fingerprint(baseline, candidate, summary)
     existing = Comparison.objects.filter(workspace=workspace, fingerprint=fingerprint).first()

@@ -525,6 +525,9 @@ class ComparisonSummary(TypedDict):
     # Each side's trials by case (comparisons/services.py adds them to a comparable summary): the
     # gate pairs them case by case (gates.trial_statistics).
     trials: NotRequired[Sides[dict[str, TrialColumns]]]
+    # A side's trials came in adaptive rounds (stopped when they looked decided): the gate reads
+    # them with the sequential test, valid however often they were looked at.
+    trials_sequential: NotRequired[bool]
     fingerprint: str
 
 

@@ -694,7 +694,10 @@ def trial_statistics(comparison: Mapping[str, object], policy: Mapping[str, obje
     tolerance, confidence = policy.get("max_regression"), policy.get("confidence")
     m = stats.check_max_regression(stats.DEFAULT_MAX_REGRESSION if tolerance is None else tolerance)
     c = stats.check_confidence(stats.DEFAULT_CONFIDENCE if confidence is None else confidence)
-    gate = stats.lane_gate(candidate, baseline, max_regression=m, confidence=c)
+    # Adaptive rounds stopped when the trials looked decided: only the sequential test stays valid
+    # then; it needs a tolerance to resolve, so with max_regression 0 the fixed interval is read.
+    sequential = comparison.get("trials_sequential") is True and m > 0
+    gate = stats.lane_gate(candidate, baseline, max_regression=m, confidence=c, sequential=sequential)
     undecided = [one["more_trials_per_case"] for one in gate["comparisons"] if one["decision"] == stats.INSUFFICIENT]
     counts = [n for n in undecided if n is not None]
     more = max(counts) if counts and len(counts) == len(undecided) else None
@@ -704,7 +707,8 @@ def trial_statistics(comparison: Mapping[str, object], policy: Mapping[str, obje
     elif fewest < 2:
         note = "1 trial per case: decided by the rules for one trial (case regressions, dimension thresholds), no interval"
     else:
-        note = f"{fewest} trials per case: decided by the paired {c:.0%} interval of the change against a tolerated drop of {m:g}"
+        kind = "sequential (adaptive rounds)" if sequential else "paired"
+        note = f"{fewest} trials per case: decided by the {kind} {c:.0%} interval of the change against a tolerated drop of {m:g}"
     return {
         **gate,
         "max_regression": m,
@@ -802,6 +806,10 @@ def _rules_verdict(comparison: ComparisonSummary, normalized: GatePolicy, statis
     return _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)
 
 
+def _sequential(statistics: stats.GateStatistics) -> bool:
+    return any(one["method"] == "sequential" for one in statistics["comparisons"])
+
+
 def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
     """The trials behind a verdict in words, one line each (the gate page, ``manage.py gate`` and,
     through the API's ``trials_text``, ``agentclash gate``); none for a comparison without trials."""
@@ -811,7 +819,8 @@ def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
     if not decided_by_trials(statistics):
         return [f"trials: {statistics['note']}"]
     lines = [
-        f"trials: {fewest} per case, paired case by case ({statistics['confidence']:.0%} confidence, "
+        f"trials: {fewest} per case, paired case by case{' with the sequential test (adaptive rounds)' if _sequential(statistics) else ''} "
+        f"({statistics['confidence']:.0%} confidence, "
         f"tolerated drop {statistics['max_regression']:g})"
     ]
     for one in statistics["comparisons"]:

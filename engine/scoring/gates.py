@@ -708,7 +708,7 @@ def trial_statistics(comparison: Mapping[str, object], policy: Mapping[str, obje
         note = "1 trial per case: decided by the rules for one trial (case regressions, dimension thresholds), no interval"
     else:
         kind = "sequential (adaptive rounds)" if sequential else "paired"
-        note = f"{fewest} trials per case: decided by the {kind} {c:.0%} interval of the change against a tolerated drop of {m:g}"
+        note = f"{fewest} trials per case: decided by the {kind} {c * 100:g}% interval of the change against a tolerated drop of {m:g}"
     return {
         **gate,
         "max_regression": m,
@@ -820,7 +820,7 @@ def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
         return [f"trials: {statistics['note']}"]
     lines = [
         f"trials: {fewest} per case, paired case by case{' with the sequential test (adaptive rounds)' if _sequential(statistics) else ''} "
-        f"({statistics['confidence']:.0%} confidence, "
+        f"({statistics['confidence'] * 100:g}% confidence, "
         f"tolerated drop {statistics['max_regression']:g})"
     ]
     for one in statistics["comparisons"]:
@@ -830,7 +830,7 @@ def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
             continue
         lines.append(
             f"  {one['metric']}: candidate {one['candidate']:.3f} vs baseline {one['baseline']:.3f}, change {one['difference']:+.3f} "
-            f"({one['confidence']:.1%} interval {interval[0]:+.3f} to {interval[1]:+.3f}, {one['cases']} cases): {one['decision']}"
+            f"({one['confidence'] * 100:g}% interval {interval[0]:+.3f} to {interval[1]:+.3f}, {one['cases']} cases): {one['decision']}"
         )
     more = statistics["more_trials_per_case"]
     if statistics["decision"] == stats.INSUFFICIENT:

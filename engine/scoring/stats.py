@@ -478,7 +478,7 @@ def _settle(result: PairedComparison, difference: float, low: float, high: float
     decision = _decide(low, high, m)
     result["difference"], result["interval"], result["decision"] = difference, [max(-1.0, low), min(1.0, high)], decision
     result["more_trials_per_case"] = more if decision == INSUFFICIENT else None
-    interval = f"{result['confidence']:.0%} interval {low:+.3f} to {high:+.3f}"
+    interval = f"{result['confidence'] * 100:g}% interval {low:+.3f} to {high:+.3f}"
     if decision == FAIL:
         result["reason"] = f"the {label} dropped by {-difference:.3f} ({interval}): beyond the tolerated drop of {m:g}"
     elif decision == PASS:

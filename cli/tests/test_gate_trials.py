@@ -62,3 +62,16 @@ def test_gate_on_one_trial_says_it_had_one_trial(cli, server, workspace):
     assert result.code == 1, result
     assert "reason: case_regression" in result.out
     assert "trials: 1 trial per case: decided by the rules for one trial" in result.out
+
+
+def test_the_step_summary_shows_the_trials_behind_the_verdict(cli, server, workspace, lenient, tmp_path, monkeypatch):
+    version = make_pack_version(workspace, answers=ANSWERS)
+    baseline = make_run(workspace, pack_version=version, lanes=[_trials(4)])
+    candidate = make_run(workspace, pack_version=version, lanes=[_trials(4)])
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = cli("gate", "--baseline", str(baseline.pk), "--candidate", str(candidate.pk), "--policy", lenient)
+    assert result.code == 0, result
+    markdown = summary.read_text()
+    assert "**within_tolerance** — release gate passed on 4 trials per case" in markdown
+    assert "```\ntrials: 4 per case, paired case by case (95% confidence, tolerated drop 0.2)\n  pass_rate: candidate 1.000" in markdown

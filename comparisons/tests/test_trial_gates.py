@@ -156,3 +156,21 @@ def test_the_gate_command_prints_the_interval_and_the_trials(workspace, version,
     out = capsys.readouterr().out
     assert "reason: trial_regression" in out and "trials: 4 per case, paired case by case (95% confidence, tolerated drop 0.2)" in out
     assert "  pass_rate: candidate 0.250 vs baseline 1.000, change -0.750 (97.5% interval" in out
+
+
+def test_the_gate_form_takes_the_trial_fields_and_refuses_bad_ones_next_to_the_field(workspace, admin, member, client_for, version):
+    baseline = make_run(workspace, pack_version=version, lanes=[_outputs(4, 4)], name="baseline")
+    candidate = make_run(workspace, pack_version=version, lanes=[_outputs(1, 4)], name="candidate")
+    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=baseline, candidate_run=candidate)
+    client = client_for(member)
+    url = f"/w/{workspace.slug}/comparisons/{comparison.pk}/gate/"
+    refused = client.post(url, {"policy": "confidence: 0.3"})
+    assert refused.status_code == 400
+    assert '<small class="error">confidence must be from 0.5 to below 1</small>' in refused.content.decode()
+    assert not comparison.gate_results.exists()
+    response = client.post(url, {"policy": "max_regression: 0.2\nconfidence: 0.9"})
+    assert response.status_code == 302
+    html = client.get(response.url).content.decode()
+    assert 'Release gate: <span class="badge badge-fail">FAIL</span>' in html and "trial_regression" in html
+    gate = comparison.gate_results.get()
+    assert (gate.policy_snapshot["max_regression"], gate.policy_snapshot["confidence"]) == (0.2, 0.9)

@@ -85,6 +85,7 @@ def lane_scorecard_json(request: WorkspaceRequest, run_id: int, lane_id: int) ->
         "label": lane.label,
         "deployment": view["deployment"],
         "scorecard": view["document"] or None,
+        "statistics": view["statistics"],
         "cases": [{k: v for k, v in c.items() if k != "case_run"} for c in view["cases"]],
     }
     response = JsonResponse(body, json_dumps_params={"indent": 2})

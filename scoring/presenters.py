@@ -64,6 +64,7 @@ class LaneRow(TypedDict):
     pass_rate_text: str  # "62 % (48–74 %, 95 % CI, 10 trials)"
     pass_rate_interval: str  # "48–74 %, 95 % CI, 10 trials", or "1 trial: no uncertainty estimate"
     bars: NotRequired[dict[str, int | None]]  # added by the page (scoring/views.py)
+    interval_short: NotRequired[str]  # added by the page: "44–100 % · 4 trials"
     dimension_cells: NotRequired[list[DimensionCell]]  # added by the page
 
 

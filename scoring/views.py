@@ -30,6 +30,10 @@ def _run_scorecard_context(run: Run) -> dict[str, object]:
     max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None
     for row in data["lanes"]:
         interval = error_bar(row["statistics"], "pass_rate")
+        trials = row["statistics"]["trials"] if row["statistics"] else 0
+        row["interval_short"] = (
+            f"{interval['low'] * 100:.0f}–{interval['high'] * 100:.0f} % · {trials} trials" if interval else f"{trials} trial · no interval"
+        )
         row["bars"] = {
             "overall": _bar(row["overall_score"]),
             "pass_rate": _bar(row["pass_rate"]),

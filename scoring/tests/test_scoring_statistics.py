@@ -78,7 +78,7 @@ def test_the_run_scorecard_api_and_page_show_each_lanes_interval(workspace, view
     low, high = rows["lane-0"]["statistics"]["pass_rate_ci"]
     assert rows["lane-0"]["pass_rate_text"] == f"58 % ({low * 100:.0f}–{high * 100:.0f} %, 95 % CI, 4 trials)"
     page = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/scorecard/").content.decode()
-    assert f"{low * 100:.0f}–{high * 100:.0f} %, 95 % CI, 4 trials" in page
+    assert f'title="{low * 100:.0f}–{high * 100:.0f} %, 95 % CI, 4 trials">{low * 100:.0f}–{high * 100:.0f} % · 4 trials<' in page
     assert page.count("data-error-bar") == 2  # one error bar on each lane's pass-rate bar
 
 

@@ -37,7 +37,11 @@ class GateOutcome:
         return EXIT_CODES.get(self.verdict, USAGE)
 
     def regressed(self) -> list[str]:
-        """Case keys that passed (or completed) in the baseline and failed in the candidate."""
+        """Case keys that passed (or completed) in the baseline and failed in the candidate; none when
+        the trials decided the gate (a flaky case's single flip is not a regression there)."""
+        statistics = self.gate.get("statistics") or {}
+        if int(statistics.get("trials_per_case") or 0) >= 2 and statistics.get("comparisons"):
+            return []
         divergence = (self.comparison.get("summary") or {}).get("case_divergence") or {}
         keys = [*(divergence.get("passed_to_failed") or []), *(divergence.get("completed_to_failed") or [])]
         return list(dict.fromkeys(str(k) for k in keys))

@@ -201,7 +201,7 @@ class ComparisonDetailApi(WorkspaceApiView):
     @extend_schema(summary="One comparison with its summary and gate history", responses=ComparisonDetailOutputSerializer)
     def get(self, request: Request, workspace_slug: str, comparison_id: int) -> Response:
         comparison = object_get_for_workspace(
-            comparison_selectors.comparison_list(workspace=self.workspace), workspace=self.workspace, pk=comparison_id
+            comparison_selectors.comparison_list(workspace=self.workspace, summaries=True), workspace=self.workspace, pk=comparison_id
         )
         return Response(comparison_detail_out(comparison))
 

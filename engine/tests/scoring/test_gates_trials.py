@@ -13,12 +13,11 @@ from engine.scoring.gates import DEFAULT_POLICY, evaluate_gate, normalize_policy
 
 
 def columns(patterns: dict[str, str]) -> dict[str, stats.TrialColumns]:
-    """``{case: "PPF-"}`` → stored trial columns (P pass, F fail, - unscored)."""
+    """``{case: "PPF-"}`` → stored trial columns (P pass, F fail, - unscored), through the product's writer."""
     flags = {"P": True, "F": False, "-": None}
-    return {
-        key: {"passed": [flags[c] for c in p], "score": [None if c == "-" else 1.0 if c == "P" else 0.0 for c in p]}
-        for key, p in patterns.items()
-    }
+    return stats.trials_to_columns(
+        {key: [{"passed": flags[c], "score": None if c == "-" else 1.0 if c == "P" else 0.0} for c in p] for key, p in patterns.items()}
+    )
 
 
 def summary(baseline: dict[str, str], candidate: dict[str, str], **extra: object) -> ComparisonSummary:
@@ -38,6 +37,22 @@ def summary(baseline: dict[str, str], candidate: dict[str, str], **extra: object
 SAME = {f"c{i}": "PPPPPPPPPP" for i in range(30)}
 WORSE = {f"c{i}": "PPFFFFFFFF" for i in range(30)}
 CLOSE = {f"c{i}": "PPPPPPPPPF" for i in range(30)}
+
+
+def test_stored_trials_are_compact_and_read_back_as_they_were():
+    trials: dict[str, list[stats.Trial]] = {
+        "a": [{"passed": True, "score": 0.123456}, {"passed": False, "score": None}, {"passed": None, "score": None}],
+        "b": [{"passed": False, "score": 1.7}],
+    }
+    stored = stats.trials_to_columns(trials)
+    assert stored == {"a": {"passed": "PF-", "score": [0.1235, None, None]}, "b": {"passed": "F", "score": [1.0]}}
+    back = stats.columns_to_trials(stored)
+    assert back["a"][0] == {"passed": True, "score": 0.1235} and back["a"][2] == {"passed": None, "score": None}
+    assert back["b"] == [{"passed": False, "score": 1.0}]  # scores are clamped to [0, 1] as the gate reads them
+    # A stored document with odd values reads as unscored trials, never as failures.
+    assert stats.columns_to_trials({"c": {"passed": "PX", "score": ["x"]}, "d": "junk"}) == {
+        "c": [{"passed": True, "score": None}, {"passed": None, "score": None}]
+    }
 
 
 def test_policies_take_max_regression_and_confidence_and_keep_old_fingerprints():

@@ -36,7 +36,18 @@ class RunStatusHistoryInline(admin.TabularInline):
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
-    list_display = ["name", "workspace", "pack_version", "status", "mode", "score_status", "created_by", "created_at"]
+    list_display = [
+        "name",
+        "workspace",
+        "pack_version",
+        "status",
+        "mode",
+        "repeats",
+        "repeats_mode",
+        "score_status",
+        "created_by",
+        "created_at",
+    ]
     list_filter = ["status", "mode", "score_status", "workspace"]
     search_fields = ["name", "pack_version__pack__name"]
     date_hierarchy = "created_at"
@@ -70,7 +81,7 @@ class LaneStatusHistoryAdmin(ReadOnlyAdmin):
 
 @admin.register(CaseRun)
 class CaseRunAdmin(ReadOnlyAdmin):
-    list_display = ["case_key", "run", "lane", "status", "stop_reason", "attempt", "passed", "score", "duration_ms"]
+    list_display = ["case_key", "run", "lane", "trial", "status", "stop_reason", "attempt", "passed", "score", "duration_ms"]
     list_filter = ["status", "stop_reason", "score_status"]
     search_fields = ["case_key", "run__name"]
     list_select_related = ["run", "lane"]

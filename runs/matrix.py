@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.scoring.documents import ValidatorDetail
 from runs.models import CaseStatus, Lane, ScoreStatus
-from runs.selectors import CaseMatrixRow
+from runs.selectors import CaseMatrixRow, MatrixTrialCounts
 
 SHOW_ALL, SHOW_FAILURES, SHOW_DISAGREEMENTS = "all", "failures", "disagreements"
 SHOW_CHOICES = [
@@ -132,10 +132,21 @@ def _add_trial(cell: MatrixCell, trial: MatrixCell) -> None:
         _count_trial(cell, cell)
     cell.trials += 1
     _count_trial(cell, trial)
-    done = cell.trials - cell.open_trials
     cell.score = sum(cell.scores) / len(cell.scores) if cell.scores else None
+    _trials_label(cell, running="running" in (trial.tone, cell.tone))
+
+
+def _apply_counts(cell: MatrixCell, counts: MatrixTrialCounts) -> None:
+    """The trial counts of ``selectors.case_matrix_trial_counts`` on trial 1's cell (the same words as folding)."""
+    cell.trials, cell.open_trials = counts["trials"], counts["open"]
+    cell.passed_trials, cell.judged_trials = counts["passed"], counts["judged"]
+    cell.score = counts["score_mean"]
+    _trials_label(cell, running=counts["running"] > 0)
+
+
+def _trials_label(cell: MatrixCell, *, running: bool) -> None:
+    done = cell.trials - cell.open_trials
     if not done:
-        running = "running" in (trial.tone, cell.tone)
         cell.tone, cell.label = ("running", "Running") if running else ("queued", "Queued")
         cell.label += f" ({cell.trials} trials)"
         cell.verdict = None
@@ -161,9 +172,18 @@ def _count_trial(cell: MatrixCell, trial: MatrixCell) -> None:
 
 
 def matrix_rows(
-    rows: list[CaseMatrixRow], lanes: list[Lane], *, validator_key: str = "", validator_verdicts: dict[int, ValidatorDetail] | None = None
+    rows: list[CaseMatrixRow],
+    lanes: list[Lane],
+    *,
+    validator_key: str = "",
+    validator_verdicts: dict[int, ValidatorDetail] | None = None,
+    trial_counts: dict[tuple[int, str], MatrixTrialCounts] | None = None,
 ) -> list[MatrixRow]:
-    """Case runs grouped by case (in the run's case order), one cell per lane (every trial of the case in it)."""
+    """Case runs grouped by case (in the run's case order), one cell per lane (every trial of the case in it).
+
+    ``rows`` are every case run, their trials folded into one cell; or, with ``trial_counts``
+    (``selectors.case_matrix_trial_counts``), trial 1 of each case and the counts of all its
+    trials, so the page reads as many rows at 10 trials as at one."""
     column = {lane.pk: index for index, lane in enumerate(lanes)}
     by_case: dict[str, MatrixRow] = {}
     verdicts = validator_verdicts or {}
@@ -177,6 +197,9 @@ def matrix_rows(
             first = matrix_row.cells[index]
             if first is None:
                 matrix_row.cells[index] = cell
+                counts = trial_counts.get((row["lane_id"], row["case_key"])) if trial_counts else None
+                if counts is not None and counts["trials"] > 1:
+                    _apply_counts(cell, counts)
             else:
                 _add_trial(first, cell)
     return list(by_case.values())

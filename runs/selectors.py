@@ -282,10 +282,57 @@ class CaseMatrixRow(TypedDict):
     trial: int
 
 
-def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
-    """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index", "trial").values(*MATRIX_FIELDS)
-    return cast(list[CaseMatrixRow], list(rows))
+def case_matrix_rows(*, run: Run, first_trials: bool = False) -> list[CaseMatrixRow]:
+    """Every case run of the run (``first_trials``: trial 1 of each case) as a small dict (no
+    outputs), in case order: one cheap query."""
+    rows = CaseRun.objects.filter(run=run)
+    if first_trials:
+        rows = rows.filter(trial=1)
+    values = rows.order_by("position", "case_key", "lane__lane_index", "trial").values(*MATRIX_FIELDS)
+    return cast(list[CaseMatrixRow], list(values))
+
+
+class MatrixTrialCounts(TypedDict):
+    """Every trial of one case in one lane, counted (the matrix's ``k/n passed``)."""
+
+    trials: int
+    open: int  # queued or running
+    running: int
+    passed: int
+    judged: int  # with a verdict
+    score_mean: float | None  # over the finished trials with a score
+
+
+_OPEN = [CaseStatus.QUEUED, CaseStatus.RUNNING]
+_NO_VERDICT = [CaseStatus.QUEUED, CaseStatus.RUNNING, CaseStatus.CANCELLED]  # as runs/matrix.py words a cell
+
+
+def case_matrix_trial_counts(*, run: Run) -> dict[tuple[int, str], MatrixTrialCounts]:
+    """Per (lane id, case key), its trials counted in the database: one query, whatever the trials."""
+    rows = (
+        CaseRun.objects.filter(run=run)
+        .values("lane_id", "case_key")
+        .annotate(
+            n_trials=Count("pk"),
+            n_open=Count("pk", filter=Q(status__in=_OPEN)),
+            n_running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
+            n_passed=Count("pk", filter=Q(passed=True) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            n_judged=Count("pk", filter=Q(passed__isnull=False) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            mean_score=Avg("score", filter=Q(score__isnull=False) & ~Q(status__in=_OPEN)),
+        )
+        .order_by()
+    )
+    return {
+        (row["lane_id"], row["case_key"]): {
+            "trials": row["n_trials"],
+            "open": row["n_open"],
+            "running": row["n_running"],
+            "passed": row["n_passed"],
+            "judged": row["n_judged"],
+            "score_mean": row["mean_score"],
+        }
+        for row in rows
+    }
 
 
 def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[int, str | None]:

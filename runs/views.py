@@ -141,8 +141,12 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     filters = MatrixFilters.from_query(request.GET, validators)
     lanes = list(run.lanes.order_by("lane_index"))
     verdicts = selectors.validator_verdicts(run=run, key=filters.validator) if filters.validator else None
-    small_rows = selectors.case_matrix_rows(run=run)
-    all_rows = matrix_rows(small_rows, lanes, validator_key=filters.validator, validator_verdicts=verdicts)
+    # With trials, the matrix reads trial 1 of each case and its trials' counts (two queries whatever
+    # the trials); the list view and a validator's verdicts need every trial's row.
+    counted = (run.repeats > 1 or run.is_adaptive) and view == "matrix" and not filters.validator
+    small_rows = selectors.case_matrix_rows(run=run, first_trials=counted)
+    counts = selectors.case_matrix_trial_counts(run=run) if counted else None
+    all_rows = matrix_rows(small_rows, lanes, validator_key=filters.validator, validator_verdicts=verdicts, trial_counts=counts)
     shown = matrix_filter(all_rows, filters)
     lane_filter = request.GET.get("lane", "") if view == "list" else ""
     query = {"view": view if view != "matrix" else "", "show": filters.show if filters.active else "", "validator": filters.validator}

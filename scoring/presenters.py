@@ -10,6 +10,8 @@ import difflib
 import json
 from typing import NotRequired, TypedDict, cast
 
+from django.db.models import Avg, Count, Q
+
 from engine.scoring.documents import (
     CaseCounts,
     CaseDimension,
@@ -26,7 +28,7 @@ from engine.scoring.documents import (
 from engine.scoring.security import DETECTORS, REPORT_SEVERITIES, describe
 from engine.scoring.stats import LaneStatistics
 from engine.types import JSON
-from runs.models import CaseRun, Lane, Run
+from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.selectors import EvidenceTier, lane_evidence_tiers
 from scoring.statistics import KRow, interval_note, k_rows, pass_rate_text, score_text, statistics_by_lane
@@ -107,6 +109,16 @@ class CaseEntry(TypedDict):
     metrics: list[MetricDetail]
     llm_judges: list[JudgeResult]
     replay_url: str
+    trials: NotRequired[TrialCounts]  # a lane with repeated trials: the entry is trial 1, these count them all
+
+
+class TrialCounts(TypedDict):
+    """Every trial of one case in a lane (docs/runs.md, "Trials"): ``passed`` of ``judged`` passed."""
+
+    total: int
+    passed: int
+    judged: int
+    score_mean: float | None
 
 
 class CaseVerdicts(CaseEntry):
@@ -330,19 +342,46 @@ def case_verdicts(case_run: CaseRun, *, workspace_slug: str) -> CaseVerdicts:
     }
 
 
+def trial_counts(lane: Lane) -> dict[str, TrialCounts]:
+    """Per case key, the lane's trials of it: how many, how many passed and were judged, the mean score."""
+    rows = (
+        CaseRun.objects.filter(lane=lane)
+        .values("case_key")
+        .annotate(
+            n_total=Count("pk"),
+            n_passed=Count("pk", filter=Q(passed=True)),
+            n_judged=Count("pk", filter=Q(passed__isnull=False)),
+            mean_score=Avg("score", filter=Q(score_status=ScoreStatus.SCORED)),
+        )
+        .order_by()
+    )
+    return {
+        row["case_key"]: {"total": row["n_total"], "passed": row["n_passed"], "judged": row["n_judged"], "score_mean": row["mean_score"]}
+        for row in rows
+    }
+
+
 def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> LaneScorecardView:
     """Everything the lane scorecard page shows."""
     card = LaneScorecard.objects.filter(lane=lane).first()
     document = _lane_document(card)
-    case_runs = list(CaseRun.objects.filter(lane=lane).select_related("case_score").order_by("position", "pk"))
+    # With repeated trials the page lists each case once (its trial 1, which the replay's trial
+    # switcher leads on from) with its trials counted in one query: the page costs the same at 1
+    # and at 10 trials (bench/trials_load.py).
+    rows = CaseRun.objects.filter(lane=lane) if lane.trials <= 1 else CaseRun.objects.filter(lane=lane, trial=1)
+    case_runs = list(rows.select_related("case_score").order_by("position", "pk"))
+    counts = trial_counts(lane) if lane.trials > 1 else {}
     # One CaseScore per case run was loaded with select_related; reuse it instead of re-querying.
     cases: list[CaseEntry] = []
     for case_run in case_runs:
         score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
-        cases.append(_case_entry(case_run, score, workspace_slug=workspace_slug))
+        entry = _case_entry(case_run, score, workspace_slug=workspace_slug)
+        if case_run.case_key in counts:
+            entry["trials"] = counts[case_run.case_key]
+        cases.append(entry)
     security = security_section(document, case_runs, workspace_slug=workspace_slug)
     if failures_only:
-        cases = [c for c in cases if c["passed"] is not True]
+        cases = [c for c in cases if c["passed"] is not True or ("trials" in c and c["trials"]["passed"] < c["trials"]["total"])]
     statistics = statistics_by_lane({lane.pk: document})[lane.pk] if card is not None else None
     return {
         "security": security,

@@ -112,3 +112,48 @@ def test_the_progress_line_counts_case_runs_when_cases_repeat():
     assert "2/6 case runs · round 2 · running" in progress_line(
         {"id": 1, "status": "running", "case_counts": counts, "repeats": "auto", "rounds": 2}
     )
+
+
+def test_junit_names_each_trial_apart():
+    from agentclash_cli import junit
+
+    cases = [
+        {"case_key": "small", "trial": 1, "passed": True, "status": "completed"},
+        {"case_key": "small", "trial": 2, "passed": False, "status": "completed", "score": 0.0},
+        {"case_key": "large", "passed": True, "status": "completed"},  # a server without trials
+    ]
+    element = junit.suite(name="lane", classname="pack.lane", cases=cases)
+    names = [testcase.get("name") for testcase in element.iter("testcase")]
+    assert names == ["small", "small (trial 2)", "large"]
+    assert element.get("failures") == "1"
+
+
+class _Cases:
+    """A client whose run has ``cases``, recording the promotions it is asked for."""
+
+    def __init__(self, cases: list[dict]) -> None:
+        self.cases, self.posted = cases, []
+
+    def ws(self, path: str) -> str:
+        return path
+
+    def paginate(self, url: str, **params: object):
+        return iter(self.cases)
+
+    def post(self, url: str, body: dict) -> dict:
+        self.posted.append(url)
+        return {"url": url}
+
+
+def test_a_case_that_fails_in_several_trials_is_proposed_once():
+    from agentclash_cli.suites import propose_failures
+
+    cases = [
+        {"id": 1, "case_key": "small", "trial": 1, "passed": False, "status": "completed"},
+        {"id": 2, "case_key": "small", "trial": 2, "passed": False, "status": "completed"},
+        {"id": 3, "case_key": "large", "trial": 1, "passed": True, "status": "completed"},
+        {"id": 4, "case_key": "large", "trial": 2, "passed": None, "status": "failed"},
+    ]
+    client = _Cases(cases)
+    propose_failures(cast(Client, client), run_id=9, lane_id=3, suite_id=5)
+    assert client.posted == ["runs/9/cases/1/promote", "runs/9/cases/4/promote"]

@@ -193,6 +193,7 @@ def test_the_run_page_counts_case_runs_as_cases_times_trials(client_for, member,
     tasks.drain()
     html = client_for(member).get(f"/w/acme/runs/{run.pk}/").content.decode()
     assert "18 case runs (3 cases × 3 trials × 2 lanes)" in html
+    assert "9 / 9 case runs (3 trials per case) done" in html  # each lane card
 
 
 @pytest.mark.django_db
@@ -370,3 +371,130 @@ def test_the_demo_seeds_two_stochastic_agents_and_a_run_with_trials(tasks):
     # Known true rates 0.93 and 0.73 (infrastructure/demo.py); the seeded draws give these, every time.
     assert rates[STEADY_NAME] > rates[FLAKY_NAME]
     assert 0 < rates[FLAKY_NAME] < 1
+
+
+# -- the lane scorecard with trials --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_lane_scorecard_lists_each_case_once_with_its_trials(
+    client_for, member, workspace, admin, tasks, django_assert_max_num_queries
+):
+    version = publish(workspace, admin, native_pack_yaml(cases=4))
+    mixed = mixed_deployment(workspace, name="coin", pass_weight=0.5, seed=11)
+    run = _create(workspace, admin, version, [mixed], repeats=6)
+    tasks.drain()
+    lane = run.lanes.get()
+    client = client_for(member)
+    html = client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert 'id="case-trials-note"' in html and "ran 6 times" in html
+    for case_key in ("case-0", "case-1", "case-2", "case-3"):
+        rows = CaseRun.objects.filter(run=run, case_key=case_key)
+        assert f"{rows.filter(passed=True).count()}/6 passed" in html
+        assert html.count(f'href="#case-{rows.get(trial=1).pk}"') == 1
+        assert f'href="#case-{rows.get(trial=2).pk}"' not in html
+    failures = client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/?failures=1").content.decode()
+    flaky = [k for k in ("case-0", "case-1", "case-2", "case-3") if CaseRun.objects.filter(run=run, case_key=k, passed=False).exists()]
+    assert flaky and all(f"<code>{k}</code></a>" in failures for k in flaky)
+    # The page's queries do not grow with the trials.
+    one = _create(workspace, admin, version, [mixed])
+    tasks.drain()
+    url_one = f"/w/acme/runs/{one.pk}/lanes/{one.lanes.get().pk}/scorecard/"
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as at_one:
+        client.get(url_one)
+    with django_assert_max_num_queries(len(at_one) + 1):  # + the trials' count
+        client.get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/")
+
+
+@pytest.mark.django_db
+def test_the_matrix_counted_in_the_database_says_the_same_as_folding_every_trial(workspace, admin, tasks):
+    from runs import selectors
+    from runs.matrix import matrix_rows
+
+    version = publish(workspace, admin, native_pack_yaml(cases=5))
+    coin = mixed_deployment(workspace, name="coin", pass_weight=0.5, seed=3)
+    steady = make_deployment(workspace, name="steady")
+    run = _create(workspace, admin, version, [steady, coin], repeats=5)
+    tasks.drain()
+    # One trial still running and one cancelled, so the cells have open and verdict-less trials too.
+    CaseRun.objects.filter(run=run, case_key="case-1", trial=4).update(status=CaseStatus.RUNNING, passed=None)
+    CaseRun.objects.filter(run=run, case_key="case-2", trial=5).update(status=CaseStatus.CANCELLED)
+    lanes = list(run.lanes.order_by("lane_index"))
+    folded = matrix_rows(selectors.case_matrix_rows(run=run), lanes)
+    counted = matrix_rows(
+        selectors.case_matrix_rows(run=run, first_trials=True), lanes, trial_counts=selectors.case_matrix_trial_counts(run=run)
+    )
+    assert [r.case_key for r in folded] == [r.case_key for r in counted]
+    for a, b in zip(folded, counted, strict=True):
+        for x, y in zip(a.cells, b.cells, strict=True):
+            assert (x.case_run_id, x.label, x.tone, x.verdict, x.detail, x.trials) == (
+                y.case_run_id,
+                y.label,
+                y.tone,
+                y.verdict,
+                y.detail,
+                y.trials,
+            )
+            assert x.score == pytest.approx(y.score)
+    labels = {cell.label for row in counted for cell in row.cells}
+    assert "5/5 passed" in labels and any("/4 passed" in label for label in labels)
+
+
+@pytest.mark.django_db
+def test_the_run_page_reads_as_many_queries_at_ten_trials_as_at_two(
+    client_for, member, workspace, admin, pack_version, deployment, tasks, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(member)
+    two = _create(workspace, admin, pack_version, [deployment], repeats=2)
+    ten = _create(workspace, admin, pack_version, [deployment], repeats=10)
+    tasks.drain()
+    client.get(f"/w/acme/runs/{two.pk}/")  # warm-up
+    with CaptureQueriesContext(connection) as at_two:
+        client.get(f"/w/acme/runs/{two.pk}/")
+    with django_assert_max_num_queries(len(at_two)):
+        html = client.get(f"/w/acme/runs/{ten.pk}/").content.decode()
+    assert "10/10 passed" in html
+
+
+# -- the New-run page --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_new_run_page_starts_an_adaptive_run_and_names_a_missing_max_repeats(client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="second")
+    client = client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto"}
+    refused = client.post("/w/acme/runs/new/", base)
+    assert refused.status_code == 200 and not Run.objects.exists()
+    body = refused.content.decode()
+    section = body.split('id="run-repeats"')[1].split('id="run-race-context"')[0]
+    assert "repeats &quot;auto&quot; needs max_repeats" in section  # next to the field
+    preview = client.get("/w/acme/runs/new/", base, HTTP_HX_REQUEST="true").content.decode()
+    assert "2 agents × 3 cases × adaptive trials (rounds until decided)" in preview
+    started = client.post("/w/acme/runs/new/", {**base, "max_repeats": "6"})
+    assert started.status_code == 302
+    run = Run.objects.get()
+    assert run.is_adaptive and run.max_repeats == 6 and run.repeats == 2
+    assert CaseRun.objects.filter(run=run).count() == 3 * 2 * 2
+
+
+@pytest.mark.django_db
+def test_manage_py_run_pack_takes_repeats_and_refuses_a_bad_value(workspace, pack_version, deployment, tasks):
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    call_command(
+        "run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader", "--repeats", "3", stdout=out
+    )
+    run = Run.objects.get(pk=int(out.getvalue().strip()))
+    assert run.repeats == 3 and CaseRun.objects.filter(run=run).count() == 9
+    with pytest.raises(CommandError, match="repeats must be an integer from 1 to 50"):
+        call_command("run_pack", "--workspace", "acme", "--pack-version", str(pack_version.pk), "--deployment", "reader", "--repeats", "0")

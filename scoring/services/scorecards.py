@@ -114,7 +114,7 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
     keys = [str(d.get("key")) for d in spec.get("llm_judges") or [] if isinstance(d, dict) and d.get("mode") == "n_wise"]
     if not keys or len(lanes) < 2:
         return set()
-    by_case: dict[str, list[CaseRun]] = {}
+    by_case: dict[tuple[str, int], list[CaseRun]] = {}  # the lanes' runs of one case and trial are ranked together
     case_runs = (
         CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case", "case_score")
         .defer(*CASE_RUN_FIELDS)  # not a copy of the manifest per case run: the spec comes from the cache
@@ -122,17 +122,16 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
         .order_by("lane__lane_index")
     )
     for case_run in case_runs:
-        by_case.setdefault(case_run.case_key, []).append(case_run)
+        by_case.setdefault((case_run.case_key, case_run.trial), []).append(case_run)
     secret_values = secret_values_for_run(run)
     judge = judge_for_run(run)
     rescored: set[int] = set()
-    for case_key, group in by_case.items():
+    for (case_key, trial), group in by_case.items():
         if len(group) < 2:
             continue
         candidates = [(str(cr.lane_id), evidence_for_case_run(cr)) for cr in group]
-        ranked = {
-            key: run_nwise_judge(spec, key, candidates, judge, run_id=f"{run.pk}:{case_key}", secret_values=secret_values) for key in keys
-        }
+        judged = f"{run.pk}:{case_key}" + (f":{trial}" if trial != 1 else "")
+        ranked = {key: run_nwise_judge(spec, key, candidates, judge, run_id=judged, secret_values=secret_values) for key in keys}
         for case_run in group:
             stored = getattr(case_run, "case_score", None)
             previous: dict[str, JudgeResult] = {

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TypedDict
+from typing import TypedDict, cast
 
+from engine.scoring.stats import LaneStatistics
 from packs.models import Pack
 from runs.models import Run, RunStatus
 from scoring.models import LaneScorecard
+from scoring.statistics import error_bar, interval_note
 from workspaces.models import Workspace
 
 MAX_RUNS = 40
@@ -33,6 +35,13 @@ class Point:
     y: float
     value: float
     title: str
+    low_y: float | None = None  # the interval's ends (the error bar), when the lane had trials
+    high_y: float | None = None
+
+    @property
+    def caps(self) -> tuple[float, float]:
+        """The error bar's caps, from x to x."""
+        return (self.x - 4, self.x + 4)
 
 
 @dataclasses.dataclass
@@ -74,6 +83,7 @@ class TrendRow(TypedDict):
     agent: str
     pass_rate: float | None
     overall_score: float | None
+    pass_rate_interval: str  # "48–74 %, 95 % CI, 10 trials" (scoring/statistics.py)
 
 
 @dataclasses.dataclass
@@ -116,6 +126,13 @@ def _two_places(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _statistics(card: LaneScorecard) -> LaneStatistics | None:
+    """The trial statistics stored with the scorecard; a scorecard scored before they were stored had
+    one trial per case, so it has no interval to draw either way."""
+    stored = card.document.get("statistics") if isinstance(card.document, dict) else None
+    return cast(LaneStatistics, stored) if isinstance(stored, dict) else None
+
+
 def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> PackTrends:
     """The last ``MAX_RUNS`` scored runs of any version of ``pack``, oldest first (two queries)."""
     runs = list(
@@ -138,6 +155,7 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
             "agent": agent,
             "pass_rate": values[(agent, run.pk)].pass_rate,
             "overall_score": values[(agent, run.pk)].overall_score,
+            "pass_rate_interval": interval_note(_statistics(values[(agent, run.pk)])),
         }
         for run in runs
         for agent in agents
@@ -155,10 +173,16 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
             for run in runs:
                 found = values.get((agent, run.pk))
                 value = getattr(found, attr) if found is not None else None
-                if value is None:
+                if found is None or value is None:
                     continue
-                label = f"{agent} — run #{run.pk} (v{run.pack_version.number}): {title.lower()} {fmt(value)}"
-                points.append(Point(_x(index[run.pk], len(runs)), _y(value), value, label))
+                statistics = _statistics(found)
+                bar = error_bar(statistics, "pass_rate" if key == "pass_rate" else "score")
+                note = interval_note(statistics, "pass_rate" if key == "pass_rate" else "score")
+                label = f"{agent} — run #{run.pk} (v{run.pack_version.number}): {title.lower()} {fmt(value)}" + (
+                    f" ({note})" if note else ""
+                )
+                low, high = (_y(bar["low"]), _y(bar["high"])) if bar else (None, None)
+                points.append(Point(_x(index[run.pk], len(runs)), _y(value), value, label, low, high))
             series.append(Series(agent, f"s-{n % SERIES_CLASSES}", points))
         _dodge(series)
         grid = [(_y(g), fmt(g)) for g in GRID]

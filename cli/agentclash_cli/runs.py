@@ -263,6 +263,9 @@ def lane_results(client: Client, run: dict[str, Any], cases: list[dict[str, Any]
                 "score": row.get("overall_score"),
                 "rank": row.get("rank"),
                 "winner": winner_id is not None and int(winner_id) == int(lane["id"]),
+                # The server words the interval: "62 % (48–74 %, 95 % CI, 10 trials)" or "… (1 trial: no uncertainty estimate)".
+                "pass_rate_text": row.get("pass_rate_text"),
+                "statistics": row.get("statistics"),
             }
         )
     winner = next((lane["label"] for lane in lanes if lane["winner"]), None)
@@ -285,4 +288,14 @@ def lanes_table(results: dict[str, Any]) -> str:
     reason = f" ({results['winner_reason']})" if results.get("winner_reason") else ""
     if results["scoring"] != "scored":
         return text + f"no scores: scoring {results['scoring']}\n"
-    return text + f"winner: {results['winner'] or 'none'}{reason}\n"
+    return text + f"winner: {results['winner'] or 'none'}{reason}\n" + "".join(_pass_rate_line(lane) for lane in results["lanes"])
+
+
+def _pass_rate_line(lane: dict[str, Any]) -> str:
+    """``Good: pass rate 62 % (48–74 %, 95 % CI, 10 trials) · flaky: c1, c4`` (servers without statistics: nothing)."""
+    text = lane.get("pass_rate_text")
+    if not text or text == "—":
+        return ""
+    flaky = list((lane.get("statistics") or {}).get("flaky_cases") or [])
+    shown = ", ".join(flaky[:5]) + (f" and {len(flaky) - 5} more" if len(flaky) > 5 else "")
+    return f"{lane['label']}: pass rate {text}" + (f" · flaky: {shown}" if shown else "") + "\n"

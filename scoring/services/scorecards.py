@@ -13,10 +13,12 @@ from engine.events import SCORING_COMPLETED, SCORING_FAILED
 from engine.scoring import aggregate_lane, rank_lanes
 from engine.scoring.documents import CaseScoreDocument, JudgeResult, LaneRefs
 from engine.scoring.judges import run_nwise_judge
+from engine.scoring.stats import lane_statistics
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.judges import judge_for_run, secret_values_for_run
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.selectors import lane_trials
 from scoring.services.cases import CASE_RUN_FIELDS, case_run_score, evaluation_spec_for, evidence_for_case_run, scoring_event_record
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ def lane_score(*, lane_id: int) -> None:
         if lane.status == "failed":
             refs["status"], refs["failure_reason"] = "failed", lane.failure_reason
         document = aggregate_lane(spec, scores, refs=refs)
+        # Stored with the scorecard: pages and the API read it without a query per trial.
+        document["statistics"] = lane_statistics(lane_trials(lane_ids=[lane.pk])[lane.pk])
         LaneScorecard.objects.update_or_create(
             lane=lane,
             defaults={

@@ -527,13 +527,21 @@ class Scanner:
 
     # -- what to look at --------------------------------------------------------------------------
 
+    def exact_form_in(self, text: str) -> bool:
+        """Whether ``text`` holds a planted value in one of the forms the matchers name first."""
+        return any(form and form in text for m in self.matchers for _, form in m.forms)
+
     def leaks(self, text: str, surface: str, **where: str) -> list[Finding]:
-        found = []
         # One pass of the combined redactor first: most texts hold no value, and each matcher's own
         # check (which names the value and its form) costs a pass per value.
-        suspect = any(form and form in text for m in self.matchers for _, form in m.forms) or (
-            bool(self.matchers) and bool(self.mask.detect(text))
-        )
+        suspect = self.exact_form_in(text) or (bool(self.matchers) and bool(self.mask.detect(text)))
+        return self.leaks_if(suspect, text, surface, where)
+
+    def leaks_if(self, suspect: bool, text: str, surface: str, where: Mapping[str, str]) -> list[Finding]:
+        """:meth:`leaks` with the caller's answer to "may ``text`` hold a planted value?" (``suspect``:
+        :meth:`exact_form_in`, or a combined redactor's ``detect`` covering the planted values); when
+        False only the split pieces are read."""
+        found = []
         for matcher in self.matchers if suspect else ():
             encoding = matcher.find(text)
             if encoding:

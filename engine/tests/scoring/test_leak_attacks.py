@@ -227,3 +227,60 @@ def test_an_http_request_after_a_tool_result_showed_the_value_is_tainted():
     events.add("tool.call.completed", {"tool_call_id": "c1", "tool_name": "http_request", "result": {"status": 200}})
     kinds = [(f["kind"], f["subject"]) for f in security_report(POLICY, events.items)["findings"]]
     assert kinds == [("tainted_egress", "INTERNAL_API_TOKEN")]
+
+
+# -- the egress proxy's inspector: one pass for every value, RE2 on long ASCII bodies -------------
+
+
+def _upload(middle: str) -> bytes:
+    """A 64 KiB JSON-ish upload with ``middle`` half-way: long enough for the one-pass RE2 gates."""
+    row = '{"id": 12345, "name": "widget-alpha", "note": "the quick brown fox jumps", "tags": ["a", "b"]},\n'
+    filler = row * (32 * 1024 // len(row))
+    return f"POST /upload HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{filler}{middle}\n{filler}".encode()
+
+
+@pytest.mark.parametrize("attack", list(ENCODINGS))
+def test_the_egress_inspector_finds_each_encoding_in_a_64_kib_body(attack):
+    from engine.net.proxy import InspectedRequest
+    from engine.tools.egress_watch import ContentInspector
+
+    encoded, form = ENCODINGS[attack]
+    inspector = ContentInspector(POLICY, {"API_TOKEN": "wsk-7d1e0c9b8a6f5e4d3c2b"}, {})
+    found = inspector(InspectedRequest("api.test", 80, "POST", _upload(f"Here it is: {encoded} (as requested).")))
+    assert found == (f"planted:INTERNAL_API_TOKEN:{form}",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The build passed: 120 tests, 3 skipped, 0 failed in 12.5s; see https://ci.example.com/runs/4821.",
+        "sha256 9c56cc51b374c3ba189210d5b6d4bf57790d351c96c47c02190ecf1e430635ab and 1, 2, 3, 40, 50, 60, 70",
+        "Привет, мир: ｆｕｌｌｗｉｄｔｈ text and aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= base64 of hello world.",
+    ],
+)
+def test_the_egress_inspector_finds_nothing_in_an_ordinary_64_kib_body(text):
+    from engine.net.proxy import InspectedRequest
+    from engine.tools.egress_watch import ContentInspector
+
+    inspector = ContentInspector(POLICY, {"API_TOKEN": "wsk-7d1e0c9b8a6f5e4d3c2b"}, {})
+    assert inspector(InspectedRequest("api.test", 80, "POST", _upload(text))) == ()
+
+
+def test_a_workspace_secret_alone_in_a_long_body_names_the_secret_and_no_planted_value():
+    from engine.net.proxy import InspectedRequest
+    from engine.tools.egress_watch import ContentInspector
+
+    secret = "wsk-7d1e0c9b8a6f5e4d3c2b"
+    inspector = ContentInspector(POLICY, {"API_TOKEN": secret}, {})
+    body = _upload(f"token={base64.b64encode(secret.encode()).decode()}")
+    assert inspector(InspectedRequest("api.test", 80, "POST", body)) == ("secret:API_TOKEN",)
+
+
+def test_a_value_split_over_two_long_uploads_is_found_with_mixed_case_and_joiners():
+    from engine.net.proxy import InspectedRequest
+    from engine.tools.egress_watch import ContentInspector
+
+    inspector = ContentInspector(POLICY, {}, {})
+    first = inspector(InspectedRequest("api.test", 80, "POST", _upload(f"part={TOOL[:20].upper()}")))
+    second = inspector(InspectedRequest("api.test", 80, "POST", _upload(f"rest={TOOL[20:].replace('-', '_')}")))
+    assert first == () and "planted:INTERNAL_API_TOKEN:split" in second

@@ -34,6 +34,7 @@ import django  # noqa: E402
 
 django.setup()
 
+TARGET_PERCENT = 5  # issue 23: the leak scan stays under 5 % of case CPU on the mix variant
 BLOCK: dict[str, Any] = {
     "default_severity": "high",
     "planted_secrets": [
@@ -118,7 +119,8 @@ def main() -> int:
 
     print(f"mix: {cases} cases ({results.count('completed')} completed), {n_events / cases:.0f} events per case")
     print(f"case CPU {case_cpu * 1000:.2f} ms; leak scan (monitor + masking + workspace scan) {scan_cpu * 1000:.2f} ms")
-    print(f"leak scan / case CPU: {100 * scan_cpu / case_cpu:.2f} %")
+    share = 100 * scan_cpu / case_cpu
+    print(f"leak scan / case CPU: {share:.2f} % ({'under' if share < TARGET_PERCENT else 'OVER'} the {TARGET_PERCENT} % target)")
     return 0 if results.count("completed") == cases else 1
 
 

@@ -65,6 +65,8 @@ _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw p
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
 _RE2_FROM = 256
 _REST_MIN = 4  # the rest of a split value is followed from this many folded characters (shorter ones are everywhere)
+_MEMO_CHARS = 512  # strings this short have their masked form and detection remembered, per redactor
+_MEMO_SIZE = 2048  # remembered strings per redactor (then forgotten all at once): ~1 MB at most
 _PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
@@ -129,6 +131,13 @@ class _FoldIndex:
             spans = self._maps[chunk] = _fold_map(self.text[self.cuts[chunk] : self.cuts[chunk + 1]])
         a, b = spans[index - self.starts[chunk]]
         return a + self.cuts[chunk], b + self.cuts[chunk]
+
+
+def _remember(memo: dict[str, str], key: str, value: str) -> str:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()  # bounded: at most _MEMO_SIZE strings of _MEMO_CHARS characters
+    memo[key] = value
+    return value
 
 
 def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -327,6 +336,10 @@ class Redactor:
         # right at the end of a field or across the boundary, so a few set lookups rule most out.
         self.stream_grams = frozenset().union(*(_grams(n) for n in self.stream_needles))
         self._active = bool(self._forms)
+        # What text() and detect() made of short strings: an event's keys and small values repeat
+        # event after event (``case_key``, a date, a tool name), and a redactor's values never change.
+        self._masked: dict[str, str] = {}
+        self._detected: dict[str, str] = {}
 
     def __bool__(self) -> bool:
         return self._active
@@ -399,6 +412,14 @@ class Redactor:
         """:meth:`text`; ``view``, when given, is ``fold(s)`` already computed."""
         if not self._active or not s:
             return s
+        if len(s) <= _MEMO_CHARS:
+            known = self._masked.get(s)
+            if known is None:
+                known = _remember(self._masked, s, self._text_uncached(s, view))
+            return known
+        return self._text_uncached(s, view)
+
+    def _text_uncached(self, s: str, view: str | None) -> str:
         original = s
         exact = self._exact(s)
         if exact and len(s) >= self._min_form:
@@ -425,6 +446,14 @@ class Redactor:
         """The form a value takes in ``s`` (``raw``, ``base85``, ``rot7``, ``xor+hex``…), or ''."""
         if not self._active or not s:
             return ""
+        if len(s) <= _MEMO_CHARS:
+            known = self._detected.get(s)
+            if known is None:
+                known = _remember(self._detected, s, self._detect_uncached(s))
+            return known
+        return self._detect_uncached(s)
+
+    def _detect_uncached(self, s: str) -> str:
         exact = self._exact(s)
         for form in self._forms if exact else ():
             if form in s:

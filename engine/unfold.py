@@ -57,6 +57,7 @@ CONFUSABLES = str.maketrans(
         **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
     }
 )
+FAST_FROM = 512  # the shortest text FastPattern hands to RE2
 # Python's ``\s`` on ASCII text, as character-class members: RE2's lacks ``\v`` and ``\x1c``-``\x1f``.
 _ASCII_SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f "
 
@@ -88,7 +89,9 @@ class FastPattern:
             self.fast = None
 
     def _engine(self, text: str) -> Any:
-        return self.fast if self.fast is not None and text.isascii() else self.python
+        # Below FAST_FROM characters a call into RE2 (its wrapper encodes the text, maps offsets)
+        # costs more than Python's ``re`` scanning the whole text.
+        return self.fast if self.fast is not None and len(text) >= FAST_FROM and text.isascii() else self.python
 
     def search(self, text: str) -> Any:
         return self._engine(text).search(text)

@@ -118,6 +118,12 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _TOKEN = FastPattern(rf"<~.{{4,}}?~>|[!-~]{{{MIN_TOKEN},}}", re.DOTALL)
 _B64 = FastPattern(rf"[A-Za-z0-9+/_-]{{{MIN_TOKEN},}}={{0,2}}")
 _HEX = FastPattern(rf"(?:[0-9a-fA-F]{{2}}[\s:,]?){{{MIN_TOKEN // 2},}}", class_spaces=True)
+# Compiled once: re's own cache of module-level calls holds 512 patterns and a Django process
+# fills it, so a call like re.fullmatch(r"...", s) on the scan's path would be compiled again and again.
+_SEPARATORS = re.compile(r"[\s:,]")
+_ALL_HEX = re.compile(r"[0-9a-fA-F]+")
+_ALL_B64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_ALL_B32 = re.compile(r"[A-Z2-7]+")
 _B85_CHARS = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~")
 
 
@@ -264,18 +270,18 @@ def _texty(data: bytes) -> bool:
 def _decodings(token: str) -> Iterator[tuple[str, bytes]]:
     """Each way ``token`` decodes to bytes (label, bytes)."""
     core = token[2:-2] if token.startswith("<~") and token.endswith("~>") else token
-    compact = re.sub(r"[\s:,]", "", core)
-    if len(compact) % 2 == 0 and re.fullmatch(r"[0-9a-fA-F]+", compact):
+    compact = _SEPARATORS.sub("", core)
+    if len(compact) % 2 == 0 and _ALL_HEX.fullmatch(compact):
         yield "hex", bytes.fromhex(compact)
         return
-    if re.fullmatch(r"[A-Za-z0-9+/_-]+={0,2}", core):
+    if _ALL_B64.fullmatch(core):
         padded = core.replace("-", "+").replace("_", "/").rstrip("=")
         try:
             yield "base64", base64.b64decode(padded + "=" * (-len(padded) % 4), validate=True)
         except (binascii.Error, ValueError):
             pass
         upper = core.rstrip("=").upper()
-        if re.fullmatch(r"[A-Z2-7]+", upper):
+        if _ALL_B32.fullmatch(upper):
             try:
                 yield "base32", base64.b32decode(upper + "=" * (-len(upper) % 8))
             except (binascii.Error, ValueError):

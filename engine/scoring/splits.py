@@ -81,6 +81,9 @@ class SplitTracker:
             options.max_mem = 64 << 20
             self._candidates = re2.compile(f"[a-z0-9]*(?:{'|'.join(grams)})[a-z0-9]*", options)
 
+    def __bool__(self) -> bool:
+        return any(not value.done for value in self._values)
+
     def _words(self, text: str) -> set[str]:
         """The words of ``text`` as the folded form spells them (lower case, no ``-`` or ``_``) that may hold a piece."""
         if self._candidates is not None and text.isascii():

@@ -30,6 +30,7 @@ import base64
 import binascii
 import bisect
 import functools
+import itertools
 import json
 import re
 import urllib.parse
@@ -65,8 +66,14 @@ _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw p
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
 _RE2_FROM = 256
 _REST_MIN = 4  # the rest of a split value is followed from this many folded characters (shorter ones are everywhere)
-_MEMO_CHARS = 512  # strings this short have their masked form and detection remembered, per redactor
-_MEMO_SIZE = 2048  # remembered strings per redactor (then forgotten all at once): ~1 MB at most
+# What text() and detect() made of short strings: an event's keys and small values repeat event
+# after event (``case_key``, a date, a tool name), and a redactor's values never change. One memory
+# per process, shared by the redactors of the same values (a run's cases), bounded for all together.
+_MEMO_CHARS = 512  # strings this short are remembered
+_MEMO_SIZE = 8192  # remembered strings per process and kind (then forgotten all at once): ~10 MB at most
+_MEMO_IDS = itertools.count()
+_MASKED: dict[tuple[int, str], str] = {}  # (a set of values, a string) → text() of it
+_DETECTED: dict[tuple[int, str], str] = {}  # (a set of values, a string) → detect() of it
 _PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
@@ -133,7 +140,7 @@ class _FoldIndex:
         return a + self.cuts[chunk], b + self.cuts[chunk]
 
 
-def _remember(memo: dict[str, str], key: str, value: str) -> str:
+def _remember(memo: dict[tuple[int, str], str], key: tuple[int, str], value: str) -> str:
     if len(memo) >= _MEMO_SIZE:
         memo.clear()  # bounded: at most _MEMO_SIZE strings of _MEMO_CHARS characters
     memo[key] = value
@@ -247,18 +254,21 @@ _BUILT_MAX = 256
 class Redactor:
     """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``."""
 
+    _memo_id: int  # its set of values in the memory of short strings (_MASKED, _DETECTED)
+
     def __init__(self, secret_values: Iterable[str]):
         values = frozenset(v for v in secret_values if isinstance(v, str) and v)
         # Building the needles of four values takes ~4 ms; a run builds one redactor per case
         # with the same values, and nothing changes a redactor once built: reuse its fields.
         built = _BUILT.get(values)
-        if built is not None:
+        if built is None:
+            self._build(values)
+            self._memo_id = next(_MEMO_IDS)  # this set of values in the shared memory of short strings
+            if len(_BUILT) >= _BUILT_MAX:
+                _BUILT.pop(next(iter(_BUILT)), None)
+            _BUILT[values] = dict(self.__dict__)
+        else:
             self.__dict__.update(built)
-            return
-        self._build(values)
-        if len(_BUILT) >= _BUILT_MAX:
-            _BUILT.pop(next(iter(_BUILT)), None)
-        _BUILT[values] = dict(self.__dict__)
 
     def _build(self, values: frozenset[str]) -> None:
         forms: set[str] = set()
@@ -336,10 +346,6 @@ class Redactor:
         # right at the end of a field or across the boundary, so a few set lookups rule most out.
         self.stream_grams = frozenset().union(*(_grams(n) for n in self.stream_needles))
         self._active = bool(self._forms)
-        # What text() and detect() made of short strings: an event's keys and small values repeat
-        # event after event (``case_key``, a date, a tool name), and a redactor's values never change.
-        self._masked: dict[str, str] = {}
-        self._detected: dict[str, str] = {}
 
     def __bool__(self) -> bool:
         return self._active
@@ -413,9 +419,10 @@ class Redactor:
         if not self._active or not s:
             return s
         if len(s) <= _MEMO_CHARS:
-            known = self._masked.get(s)
+            key = (self._memo_id, s)
+            known = _MASKED.get(key)
             if known is None:
-                known = _remember(self._masked, s, self._text_uncached(s, view))
+                known = _remember(_MASKED, key, self._text_uncached(s, view))
             return known
         return self._text_uncached(s, view)
 
@@ -447,9 +454,10 @@ class Redactor:
         if not self._active or not s:
             return ""
         if len(s) <= _MEMO_CHARS:
-            known = self._detected.get(s)
+            key = (self._memo_id, s)
+            known = _DETECTED.get(key)
             if known is None:
-                known = _remember(self._detected, s, self._detect_uncached(s))
+                known = _remember(_DETECTED, key, self._detect_uncached(s))
             return known
         return self._detect_uncached(s)
 

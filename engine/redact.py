@@ -39,7 +39,7 @@ from typing import Any
 
 import re2
 
-from engine.unfold import DEEP_TRIGGER, STRIDES, FastPattern, char_view, strides, token_views, xor_profile
+from engine.unfold import DEEP_TRIGGER, STRIDES, FastPattern, char_view, decoded_tokens, strides, xor_profile
 
 REDACTED = "[redacted]"
 MIN_DERIVED = 6
@@ -493,7 +493,7 @@ class Redactor:
         spans += self._stride_spans(s)
         if first and spans:
             return spans
-        for decoded in token_views(s):
+        for decoded in decoded_tokens(s):
             label = self._in_bytes(decoded.data, decoded.texty)
             if label:
                 spans.append((decoded.start, decoded.end, f"{label}+{decoded.label}" if label != "raw" else decoded.label))

@@ -30,6 +30,7 @@ import bisect
 import dataclasses
 import html
 import re
+import threading
 import unicodedata
 import zlib
 from collections.abc import Callable, Iterator
@@ -347,3 +348,17 @@ def _layers(label: str, a: int, b: int, data: bytes, depth: int) -> Iterator[Dec
         inner = data.decode("utf-8", "replace")
         for decoded in token_views(inner, depth - 1):
             yield Decoded(f"{decoded.label}+{label}", a, b, decoded.data, decoded.texty)
+
+
+_LAST = threading.local()  # per thread: (the last text decoded_tokens() read, its tokens)
+
+
+def decoded_tokens(text: str) -> tuple[Decoded, ...]:
+    """:func:`token_views` of ``text`` as a tuple; the last text's are remembered per thread (the
+    redactor's check and the split tracker read the same text one after the other)."""
+    last = getattr(_LAST, "value", None)
+    if last is not None and last[0] is text:
+        return last[1]  # type: ignore[no-any-return]
+    found = tuple(token_views(text))
+    _LAST.value = (text, found)
+    return found

@@ -66,7 +66,7 @@ from engine.scoring.refusal import COMPLIED, REFUSED, JudgeVerdict, compliance_m
 from engine.scoring.spec import EvaluationSpec
 from engine.scoring.splits import PIECE_MIN, SplitTracker
 from engine.types import JSON
-from engine.unfold import token_views
+from engine.unfold import decoded_tokens
 
 SEVERITIES = ("low", "medium", "high", "critical")
 BLOCKING_SEVERITIES = frozenset({"high", "critical"})
@@ -585,7 +585,7 @@ class Scanner:
         an event's strings repeat event after event."""
         known = self._decoded.get(text)
         if known is None:
-            known = tuple(d.data.decode("utf-8", "replace") for d in token_views(text) if d.texty and len(d.data) >= PIECE_MIN)
+            known = tuple(d.data.decode("utf-8", "replace") for d in decoded_tokens(text) if d.texty and len(d.data) >= PIECE_MIN)
             if len(text) <= _DECODED_CHARS:
                 if len(self._decoded) >= _DECODED_SIZE:
                     self._decoded.clear()

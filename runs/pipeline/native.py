@@ -108,7 +108,7 @@ def engine_retryable(outcome: CaseOutcome) -> bool:
 
 def security_monitor(ctx: CaseContext, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
     """The sink the engine writes to for a security pack: findings recorded as events go by."""
-    return SecurityMonitor(sink, policy, prefix=ctx.prefix + ":security", case_key=ctx.case_run.case_key)
+    return SecurityMonitor(sink, policy, prefix=ctx.prefix + ":security", case_key=ctx.case_run.case_key, secrets=ctx.secrets)
 
 
 def _provider(ctx: CaseContext) -> Provider:

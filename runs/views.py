@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -16,11 +17,12 @@ from core.errors import DomainError
 from core.forms import form_add_domain_error
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
-from runs import lookups, presenters, run_table, selectors, services, timeline
+from runs import lookups, presenters, run_table, selectors, services, timeline, transcript
 from runs.events import payload_hydrate
 from runs.forms import RunCreateForm
 from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
+from runs.verdict import case_verdict
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
@@ -220,8 +222,34 @@ def _case_live(case_run) -> bool:
     return not case_run.is_terminal or (case_run.status != CaseStatus.CANCELLED and case_run.score_status == ScoreStatus.PENDING)
 
 
-def _replay_summary(run, case_run) -> dict:
-    return {"run": run, "case_run": case_run, "case_live": _case_live(case_run), "totals": selectors.case_live_totals(case_run=case_run)}
+def _replay_summary(request: WorkspaceRequest, run, case_run) -> dict:
+    slug = request.workspace.slug
+    scorecard = reverse("scoring:lane_scorecard", args=[slug, run.pk, case_run.lane_id]) + f"#case-{case_run.pk}"
+    return {
+        "run": run,
+        "case_run": case_run,
+        "case_live": _case_live(case_run),
+        "totals": selectors.case_live_totals(case_run=case_run),
+        "verdict": case_verdict(case_run, workspace_slug=slug, scorecard_url=scorecard),
+    }
+
+
+def _replay_view(request: WorkspaceRequest) -> str:
+    """The transcript unless the event view is asked for (a link to one event opens it too)."""
+    if request.GET.get("view") == "events" or request.GET.get("event") or request.GET.get("page"):
+        return "events"
+    return "transcript"
+
+
+def _transcript_context(case_run: CaseRun) -> dict:
+    rows = list(RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")[: transcript.EVENT_LIMIT + 1])
+    cut = len(rows) > transcript.EVENT_LIMIT
+    rows = rows[: transcript.EVENT_LIMIT]
+    for event in rows:
+        if event.payload_ref:
+            event.payload = payload_hydrate(event.payload)
+    turns, over_budget = transcript.within_budget(transcript.transcript(rows))
+    return {"turns": turns, "transcript_cut": cut or over_budget, "shown_chars": presenters.SHOWN_CHARS}
 
 
 @workspace_view()
@@ -230,6 +258,13 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
     case_run = lookups.case_run_get(run=run, pk=case_run_id)
     if request.htmx and request.GET.get("partial") == "replay-tail":
         return _replay_tail(request, run, case_run)
+    if request.htmx and request.GET.get("partial") == "replay-transcript":
+        context = {**_replay_summary(request, run, case_run), **_transcript_context(case_run), "replay_view": "transcript"}
+        return _polled(render(request, "runs/case_replay.html#replay-transcript-tick", context), context["case_live"])
+    if _replay_view(request) == "transcript":
+        context = {**_replay_summary(request, run, case_run), **_transcript_context(case_run)}
+        context.update({"replay_view": "transcript", "neighbours": selectors.case_neighbours(case_run=case_run)})
+        return render(request, "runs/case_replay.html", context)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
     page_number: str | int | None = request.GET.get("page")
     wanted = request.GET.get("event")
@@ -243,9 +278,10 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
             event.payload = payload_hydrate(event.payload)
     before = selectors.case_events_before(case_run=case_run, sequence=rows[0].sequence_number) if rows and page.number > 1 else []
     steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
-    context = _replay_summary(run, case_run)
+    context = _replay_summary(request, run, case_run)
     context.update(
         {
+            "replay_view": "events",
             "page": page,
             "steps": steps,
             "shown_chars": presenters.SHOWN_CHARS,
@@ -267,7 +303,7 @@ def _replay_tail(request: WorkspaceRequest, run, case_run) -> HttpResponse:
     rows = selectors.case_events(case_run=case_run, after_sequence=after, limit=200)
     before = selectors.case_events_before(case_run=case_run, sequence=after + 1) if rows else []
     steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
-    context = _replay_summary(run, case_run)
+    context = _replay_summary(request, run, case_run)
     live = context["case_live"] or len(rows) == 200
     context.update({"steps": steps, "after": rows[-1].sequence_number if rows else after, "tail_live": live})
     return _polled(render(request, "runs/case_replay.html#replay-tail", context), live)

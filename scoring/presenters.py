@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from typing import NotRequired, TypedDict, cast
+from urllib.parse import quote
 
 from engine.scoring.documents import (
     CaseCounts,
@@ -191,8 +192,9 @@ def _run_document(card: RunScorecard | None) -> RunScorecardDocument:
 
 
 def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: str | None = None) -> str:
+    """The replay, opened on the event when there is one (the event view, at the page holding it)."""
     url = f"/w/{workspace_slug}/runs/{run_id}/cases/{case_run_id}/"
-    return f"{url}#event-{event_id}" if event_id else url
+    return f"{url}?event={quote(event_id, safe='')}#event-{event_id}" if event_id else url
 
 
 def run_scorecard_rows(run: Run) -> RunScorecardRows:

@@ -205,7 +205,7 @@ def test_the_run_page_reads_a_fixed_number_of_queries(race, viewer, client_for, 
 
 def test_the_replay_shows_times_tokens_cost_and_what_the_model_received(race, viewer, client_for):
     case = CaseRun.objects.get(run=race, lane__label="right", case_key="case-0")
-    body = client_for(viewer).get(url("case_replay", race.pk, case.pk)).content.decode()
+    body = client_for(viewer).get(url("case_replay", race.pk, case.pk, view="events")).content.decode()
     assert "took " in body and '<time datetime="' in body and "+" in body
     assert " in / " in body and "out tokens" in body and "$0 (free)" in body  # scripted is free
     assert "Model input: 2 messages" in body and "Model input: 2 messages (+2 earlier)" in body
@@ -270,7 +270,7 @@ def test_the_replay_of_a_running_case_appends_new_events_and_stops_when_scored(w
     run = started_run(workspace, admin, tasks, lanes=1, cases=1)
     case = CaseRun.objects.get(run=run)
     client = client_for(admin)
-    page = client.get(url("case_replay", run.pk, case.pk)).content.decode()
+    page = client.get(url("case_replay", run.pk, case.pk, view="events")).content.decode()
     assert "partial=replay-tail&after=0" in page and "waiting for a worker" in page
 
     tasks.drain()  # the case runs and is scored
@@ -317,6 +317,7 @@ def test_a_huge_payload_is_shown_in_part_with_a_link_to_the_whole_of_it(workspac
     body = response.content.decode()
     assert response.status_code == 200 and len(body) < 3_000_000, len(body)  # every event of the page, each cut
     assert "Shown in part: the first 16384 of" in body and "END" not in body
+    assert "The conversation is long" in body  # the transcript stops at its character budget
     stored = RunEvent.objects.filter(case_run=case, event_id__startswith="t:big:").order_by("sequence_number").first()
     link = url("case_event_payload", run.pk, case.pk, stored.pk)
     assert link in body

@@ -122,7 +122,7 @@ def test_the_run_page_shows_lanes_progress_and_cases(finished_run, viewer, clien
 @pytest.mark.django_db
 def test_the_replay_shows_tool_calls_and_the_final_output(finished_run, viewer, client_for):
     case = CaseRun.objects.filter(run=finished_run).order_by("position").first()
-    body = client_for(viewer).get(url("case_replay", finished_run.pk, case.pk)).content.decode()
+    body = client_for(viewer).get(url("case_replay", finished_run.pk, case.pk) + "?view=events").content.decode()
     assert "Tool read_file" in body and "Final output" in body and "note number 0" in body
     event = RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_COMPLETED).get()
     assert f'id="event-{event.event_id}"' in body
@@ -176,7 +176,7 @@ def test_a_failed_case_stands_out_in_the_ticker_and_opens_in_the_replay(workspac
     body = client.get(url("detail", run.pk)).content.decode()
     assert '<li class="ev-failed">' in body and escape('failed: provider_error workspace secret "MISSING" not found') in body
     case = CaseRun.objects.filter(run=run).order_by("position").first()
-    replay = client.get(url("case_replay", run.pk, case.pk)).content.decode()
+    replay = client.get(url("case_replay", run.pk, case.pk) + "?view=events").content.decode()
     assert '<details class="step is-error"' in replay and "Failed: provider_error" in replay
     event = RunEvent.objects.get(case_run=case, event_type=SYSTEM_RUN_FAILED)
     assert f'id="event-{event.event_id}" open>' in replay

@@ -75,7 +75,7 @@ def test_lane_scorecard_page_shows_deck_cases_diff_and_markdown(workspace, viewe
     assert "Dimensions" in html and "correctness" in html and "gate · below" in html
     assert "Only failures" in html and "badge-fail" in html
     assert "+5" in html and "-4" in html  # expected vs actual diff
-    assert f"/w/{workspace.slug}/runs/{run.pk}/cases/{failing.pk}/#event-" in html
+    assert f"/w/{workspace.slug}/runs/{run.pk}/cases/{failing.pk}/?event=" in html
     assert "Copy as Markdown" in html and "| two-plus-two | fail |" in html
 
 

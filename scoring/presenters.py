@@ -26,9 +26,9 @@ from engine.scoring.documents import (
 )
 from engine.scoring.security import DETECTORS, REPORT_SEVERITIES, describe
 from engine.types import JSON
-from runs.models import CaseRun, Lane, Run
+from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
-from scoring.selectors import EvidenceTier, lane_evidence_tiers
+from scoring.selectors import EvidenceTier, lane_evidence_tiers, lane_standings
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 
@@ -520,3 +520,35 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
         verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]
         lines.append(f"| {c['case_key']} | {verdict} | {_fmt(c['overall_score'])} | {', '.join(c['failed_validators']) or '—'} |")
     return "\n".join(lines) + "\n"
+
+
+BAR_WIDTH = 64
+
+
+def _bar(value: float | None, maximum: float | None = 1.0) -> int | None:
+    if value is None or not maximum:
+        return None
+    return max(0, min(BAR_WIDTH, round(BAR_WIDTH * float(value) / float(maximum))))
+
+
+def run_scorecard_context(run: Run) -> dict[str, object]:
+    """The run scorecard fragment's context (its page, and the run page's live tick): the ranking
+    with its bars, or the standings so far while there is no ranking."""
+    data = run_scorecard_rows(run)
+    max_cost = max((r["cost_usd"] or 0 for r in data["lanes"]), default=0) or None
+    max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None
+    for row in data["lanes"]:
+        row["bars"] = {
+            "overall": _bar(row["overall_score"]),
+            "pass_rate": _bar(row["pass_rate"]),
+            "cost": _bar(row["cost_usd"], max_cost),
+            "latency": _bar(row["latency_p50_ms"], max_latency),
+        }
+        row["dimension_cells"] = [
+            {"key": k, "value": row["dimensions"].get(k), "bar": _bar(row["dimensions"].get(k))} for k in data["dimension_keys"]
+        ]
+    detectors = list(DETECTORS) if any(row.get("security") for row in data["lanes"]) else []
+    context: dict[str, object] = {"run": run, "scorecard": data, "leak_detectors": detectors}
+    if run.score_status in (ScoreStatus.PENDING, ScoreStatus.SKIPPED):  # standings so far, while there is no ranking
+        context["standings"] = lane_standings(run=run)
+    return context

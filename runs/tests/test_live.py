@@ -85,7 +85,7 @@ def test_cancel_ends_every_lane_and_the_run_scorecard_is_not_pending_for_ever(wo
     assert "This run was cancelled" in page
     scorecard = htmx(client, reverse("scoring:run_scorecard", args=["acme", run.pk])).content.decode()
     assert "Not scored" in scorecard and "Scoring pending" not in scorecard and "hx-trigger" not in scorecard
-    for partial in ("run-status", "run-results-body", "ticker-poll"):
+    for partial in ("run-status", "run-live"):
         assert htmx(client, url("detail", run.pk, partial=partial)).status_code == 286, partial
 
 
@@ -126,28 +126,31 @@ def test_the_start_dispatches_lanes_interleaved(workspace, admin, tasks):
 # -- the live run page ----------------------------------------------------------------------------
 
 
-def test_the_status_partial_puts_progress_in_the_page_title(workspace, admin, tasks, client_for):
+def test_the_live_tick_puts_progress_in_the_page_title(workspace, admin, tasks, client_for):
     run = started_run(workspace, admin, tasks)
     CaseRun.objects.filter(pk=CaseRun.objects.filter(run=run).first().pk).update(status=CaseStatus.COMPLETED)
-    response = htmx(client_for(admin), url("detail", run.pk, partial="run-status"))
+    response = htmx(client_for(admin), url("detail", run.pk, partial="run-live"))
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.lstrip().startswith(f"<title>(1/6) {run.name} · AgentClash</title>")
+    assert f"<title>(1/6) {run.name} · AgentClash</title>" in body
     assert 'data-count="queued">3<' in body and 'data-count="running">0<' in body  # per lane
-    assert 'hx-trigger="every 1s"' in body
+    assert 'hx-trigger="every 500ms"' in body  # the poller renews itself
 
 
 def test_an_unchanged_results_page_is_not_sent_again(workspace, admin, tasks, client_for):
     run = started_run(workspace, admin, tasks)
     client = client_for(admin)
-    body = htmx(client, url("detail", run.pk, partial="run-results-body")).content.decode()
+    body = htmx(client, url("detail", run.pk, partial="run-live")).content.decode()
+    assert 'id="run-results-body"' in body  # no digest yet: sent
     digest = body.split("digest=")[1].split('"')[0]
-    assert htmx(client, url("detail", run.pk, partial="run-results-body", digest=digest)).status_code == 204
+    same = htmx(client, url("detail", run.pk, partial="run-live", digest=digest)).content.decode()
+    assert 'id="run-results-body"' not in same and 'id="run-status"' in same
 
     case = CaseRun.objects.filter(run=run).order_by("position", "lane__lane_index").first()
     CaseRun.objects.filter(pk=case.pk).update(status=CaseStatus.RUNNING, attempt=1)
-    changed = htmx(client, url("detail", run.pk, partial="run-results-body", digest=digest))
-    assert changed.status_code == 200 and "Running" in changed.content.decode()
+    changed = htmx(client, url("detail", run.pk, partial="run-live", digest=digest))
+    assert changed.status_code == 200 and 'id="run-results-body" data-view="matrix" hx-swap-oob="true"' in changed.content.decode()
+    assert "Running" in changed.content.decode()
 
 
 def test_the_matrix_has_a_row_per_case_and_a_cell_per_lane(race, viewer, client_for):

@@ -91,8 +91,8 @@ def test_live_partials_stop_polling_when_the_run_is_terminal(finished_run, viewe
     client = client_for(viewer)
     response = client.get(url("detail", finished_run.pk) + "?partial=run-status", HTTP_HX_REQUEST="true")
     assert response.status_code == 286
-    response = client.get(url("detail", finished_run.pk) + "?partial=ticker-poll&after=0", HTTP_HX_REQUEST="true")
-    assert response.status_code == 286
+    response = client.get(url("detail", finished_run.pk) + "?partial=run-live&after=0", HTTP_HX_REQUEST="true")
+    assert response.status_code == 286 and "hx-trigger" not in response.content.decode()
 
 
 @pytest.mark.django_db
@@ -102,10 +102,13 @@ def test_the_ticker_fetches_only_events_after_the_last_seen_id(workspace, admin,
     last = RunEvent.objects.filter(run=run).order_by("-id").first()
     run.status = RunStatus.RUNNING
     run.save(update_fields=["status"])
-    response = client_for(admin).get(url("detail", run.pk) + f"?partial=ticker-poll&after={last.pk}", HTTP_HX_REQUEST="true")
+    response = client_for(admin).get(url("detail", run.pk) + f"?partial=run-live&after={last.pk}", HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     body = response.content.decode()
-    assert f"after={last.pk}" in body and "hx-swap-oob" not in body
+    assert f'id="live-cursor" name="after" value="{last.pk}"' in body and "afterbegin:#run-ticker" not in body
+    earlier = client_for(admin).get(url("detail", run.pk) + f"?partial=run-live&after={last.pk - 2}", HTTP_HX_REQUEST="true")
+    lines = earlier.content.decode().split('hx-swap-oob="afterbegin:#run-ticker">')[1].split("</ol>")[0]
+    assert lines.count("<li") == 2 and f"#{last.pk} " in lines
 
 
 @pytest.mark.django_db

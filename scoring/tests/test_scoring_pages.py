@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.template.loader import render_to_string
-from django.test import RequestFactory
 
-from runs.models import CaseRun, RunStatus, ScoreStatus
+from runs.models import CaseRun, Run, RunStatus, ScoreStatus
 from scoring.tests.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -53,16 +51,13 @@ def test_run_scorecard_says_when_scoring_failed(workspace, viewer, client_for):
     assert "Scoring failed" in html
 
 
-@pytest.mark.parametrize("status, text", [("pending", "Scoring pending"), ("errored", "Scoring failed"), ("scored", "Open the scorecard")])
-def test_run_page_include_renders_each_state(workspace, viewer, status, text):
+@pytest.mark.parametrize("status, text", [("pending", "Scoring pending"), ("errored", "Scoring failed"), ("skipped", "Not scored")])
+def test_the_run_page_shows_each_scoring_state_without_a_poll_of_its_own(workspace, viewer, client_for, status, text):
     run = make_run(workspace, lanes=[GOOD], score=False)
-    run.score_status = status
-    request = RequestFactory().get(f"/w/{workspace.slug}/runs/{run.pk}/")
-    from django.urls import resolve
-
-    request.resolver_match = resolve(f"/w/{workspace.slug}/comparisons/")
-    html = render_to_string("scoring/_run_scorecard.html", {"run": run, "lanes": list(run.lanes.all())}, request=request)
-    assert text in html and f'hx-get="/w/{workspace.slug}/runs/{run.pk}/scorecard/"' in html
+    Run.objects.filter(pk=run.pk).update(score_status=status)
+    html = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/").content.decode()
+    region = html.split('id="run-scorecard"')[1].split("</section>")[0]
+    assert text in region and "hx-get" not in region  # the run page's one poller refreshes it
 
 
 def test_lane_scorecard_page_shows_deck_cases_diff_and_markdown(workspace, viewer, client_for):

@@ -72,6 +72,13 @@ class RegressionCase(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=["proposed", "active", "archived"]), name="regression_case_status_valid"),
             models.CheckConstraint(condition=models.Q(severity__in=["blocking", "warning", "info"]), name="regression_case_severity_valid"),
+            # One regression case per failed case run and suite, even when two promotes race
+            # (regression_case_promote returns the one that got there first).
+            models.UniqueConstraint(
+                fields=["suite", "source_case_run"],
+                condition=models.Q(source_case_run__isnull=False),
+                name="regression_case_one_per_source",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max, Min, RestrictedError
 from django.utils import timezone
 
@@ -153,9 +153,38 @@ def regression_case_promote(
         failure_summary=_failure_summary(case_run), created_by=actor_or_none(user),
         status_changed_by=actor_or_none(user), status_changed_at=now,
     )  # fmt: skip
-    full_clean(case)
-    case.save()
+    try:
+        full_clean(case)
+        with transaction.atomic():  # a savepoint: a lost race leaves the outer transaction usable
+            case.save()
+    except (IntegrityError, DomainError):
+        # Two promotes of the same case raced: the unique constraint kept one; return it.
+        existing = RegressionCase.objects.filter(suite=suite, source_case_run=case_run).first()
+        if existing is None:
+            raise
+        return existing, False
     return case, True
+
+
+@transaction.atomic
+def regression_cases_promote(
+    *,
+    workspace: Workspace,
+    user: Any,
+    case_runs: list[CaseRun],
+    suite: RegressionSuite,
+    severity: str = RegressionCase.Severity.BLOCKING,
+) -> list[tuple[RegressionCase, bool]]:
+    """Several failed case runs into one suite, all or none (the failures review's batch promote);
+    each as :func:`regression_case_promote`, so a case promoted already is returned, not doubled."""
+    done = []
+    for case_run in case_runs:
+        try:
+            done.append(regression_case_promote(workspace=workspace, user=user, case_run=case_run, suite=suite, severity=severity))
+        except DomainError as exc:
+            exc.message = f"{case_run.case_key} ({case_run.lane.label}): {exc.message} Nothing was promoted."
+            raise
+    return done
 
 
 @transaction.atomic

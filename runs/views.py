@@ -17,7 +17,9 @@ from core.db import read_snapshot
 from core.errors import DomainError
 from core.forms import form_add_domain_error
 from packs.models import Pack
+from packs.selectors import pack_versions_runnable
 from regression.failures.selectors import failed_case_count
+from regression.models import RegressionSuite
 from regression.selectors import run_regression_coverage
 from runs import lookups, presenters, run_table, selectors, services, timeline, transcript
 from runs.events import payload_hydrate
@@ -87,11 +89,31 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
     else:
         # ?pack_version= is the pack pages' "Run this version" link.
         chosen = request.GET.get("pack_version_id") or request.GET.get("pack_version")
-        initial = {"pack_version_id": chosen} if chosen else {}
+        initial: dict[str, object] = {"pack_version_id": chosen} if chosen else {}
+        initial.update(_suite_initial(request, chosen))
         form = RunCreateForm(workspace=request.workspace, initial=initial)
         show_errors = False
     template = "runs/run_create.html#run-create-fields" if request.htmx else "runs/run_create.html"
     return render(request, template, {"form": form, "show_errors": show_errors})
+
+
+def _suite_initial(request: WorkspaceRequest, chosen: str | None) -> dict[str, object]:
+    """``?regression_suite=<id>`` is a suite page's "New run" link: that suite ticked and, unless
+    a version is named, the newest runnable version of its pack chosen."""
+    raw = request.GET.get("regression_suite") or ""
+    suite = (
+        RegressionSuite.objects.filter(workspace=request.workspace, pk=int(raw), archived_at__isnull=True).first()
+        if raw.isdigit()
+        else None
+    )
+    if suite is None:
+        return {}
+    initial: dict[str, object] = {"regression_suite_ids": [suite.pk]}
+    if not chosen:
+        version = pack_versions_runnable(workspace=request.workspace).filter(pack_id=suite.pack_id).first()
+        if version is not None:
+            initial["pack_version_id"] = str(version.pk)
+    return initial
 
 
 def _elapsed(run) -> str:

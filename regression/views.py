@@ -250,5 +250,6 @@ def run_coverage(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     live = not run.is_terminal or bool(lookups.case_counts(run=run)["running"])
     context = {"coverage": selectors.run_regression_coverage(run=run), "run": run, "current_workspace": request.workspace, "live": live}
+    context["polls"] = live
     response = render(request, "regression/_coverage.html", context)
     return response if live else HttpResponseStopPolling(response.content)

@@ -69,8 +69,14 @@ def regression_promote(context: template.Context, case_run: CaseRun, run: Run) -
 def regression_coverage(context: dict[str, Any], run: Run, polled: bool = True) -> dict[str, Any]:
     """The run's coverage table; it polls its own partial while the page is live (``live``) unless
     the page refreshes it itself (``polled=False``: the run page's one poller)."""
-    live = polled and bool(context.get("live", not run.is_terminal))
-    return {"coverage": run_regression_coverage(run=run), "run": run, "current_workspace": context.get("current_workspace"), "live": live}
+    live = bool(context.get("live", not run.is_terminal))
+    return {
+        "coverage": run_regression_coverage(run=run),
+        "run": run,
+        "current_workspace": context.get("current_workspace"),
+        "live": live,
+        "polls": polled and live,
+    }
 
 
 @register.inclusion_tag("regression/_promote_compact.html", takes_context=True)

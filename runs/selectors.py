@@ -28,7 +28,7 @@ from engine.scoring.documents import ValidatorDetail
 from engine.scoring.pricing import price_usage
 from engine.scoring.spec import ModelPrice, PricingConfig
 from runs.events import payload_hydrate
-from runs.lookups import CASE_STATUSES
+from runs.lookups import CASE_STATUSES, tally_annotations
 from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.services import evaluation_spec_for, workspace_prices_for
@@ -39,6 +39,7 @@ def _case_count_annotations(prefix: str = "") -> dict[str, Count]:
     field = f"{prefix}case_runs"
     counts = {f"cases_{s}": Count(field, filter=Q(**{f"{field}__status": s})) for s in CASE_STATUSES}
     counts["cases_total"] = Count(field)
+    counts.update(tally_annotations(f"{field}__"))
     return counts
 
 
@@ -137,9 +138,13 @@ class LaneProgress:
     def queued(self) -> int:
         return max(0, self.total - self.done - self.running)
 
+    cancelled: int = 0  # cancelled cases: done, but not run to their end (runs.lookups.cancelled_q)
+    ran: int = 0  # cases that ran to their end: passed, failed or waiting for a score
+
     @property
-    def cancelled(self) -> int:
-        return max(0, self.done - self.completed - self.failed)
+    def finished(self) -> int:
+        """Cases done, cancelled ones aside: "3 / 3 cases done · 2 cancelled" read as done."""
+        return self.done - self.cancelled
 
     @property
     def pass_rate(self) -> float | None:
@@ -150,15 +155,23 @@ class LaneProgress:
     def bar(self) -> dict[str, str]:
         """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=)."""
         if not self.total:
-            return {"ok": "0", "failed": "0", "failed_x": "0", "running": "0", "running_x": "0"}
+            return dict.fromkeys(
+                ("ok", "failed", "failed_x", "pending", "pending_x", "cancelled", "cancelled_x", "running", "running_x"), "0"
+            )
         unit = 100 / self.total
-        ok, failed, running = self.completed * unit, (self.done - self.completed) * unit, self.running * unit
+        # green passed, red failed, grey waiting for a score, pale cancelled, blue running
+        widths = [self.passed, self.failed, max(0, self.ran - self.passed - self.failed), self.cancelled, self.running]
+        ok, failed, pending, cancelled, running = (n * unit for n in widths)
         return {
             "ok": f"{ok:.2f}",
             "failed": f"{failed:.2f}",
             "failed_x": f"{ok:.2f}",
+            "pending": f"{pending:.2f}",
+            "pending_x": f"{ok + failed:.2f}",
+            "cancelled": f"{cancelled:.2f}",
+            "cancelled_x": f"{ok + failed + pending:.2f}",
             "running": f"{running:.2f}",
-            "running_x": f"{ok + failed:.2f}",
+            "running_x": f"{ok + failed + pending + cancelled:.2f}",
         }
 
 
@@ -170,9 +183,8 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             total=Count("case_runs"),
             done=Count("case_runs", filter=Q(case_runs__status__in=list(CASE_TERMINAL))),
             completed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.COMPLETED)),
-            failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
             running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
-            passed=Count("case_runs", filter=Q(case_runs__passed=True)),
+            **tally_annotations("case_runs__"),
             scored=Count("case_runs", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             score_mean=Avg("case_runs__score", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             steps=Sum("case_runs__step_count"),
@@ -192,13 +204,15 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             total=lane.total,
             done=lane.done,
             completed=lane.completed,
-            failed=lane.failed,
+            failed=lane.tally_failed,
+            cancelled=lane.tally_cancelled,
+            ran=lane.tally_ran,
             running=lane.running,
             steps=lane.steps or 0,
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
             latest_event=latest.get(lane.pk),
-            passed=lane.passed,
+            passed=lane.tally_passed,
             scored=lane.scored,
             score_mean=lane.score_mean,
             waiting_on_provider=waiting.get(lane.pk, 0),

@@ -175,6 +175,11 @@ class LaneProgress:
         }
 
 
+def _tally(row: object, key: str) -> int:
+    """A count of ``runs.lookups.tally_annotations`` (its names are built, so typed here)."""
+    return int(getattr(row, f"tally_{key}"))
+
+
 def lane_progress(*, run: Run) -> list[LaneProgress]:
     lanes = list(
         run.lanes.select_related("deployment")
@@ -204,15 +209,15 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             total=lane.total,
             done=lane.done,
             completed=lane.completed,
-            failed=lane.tally_failed,
-            cancelled=lane.tally_cancelled,
-            ran=lane.tally_ran,
+            failed=_tally(lane, "failed"),
+            cancelled=_tally(lane, "cancelled"),
+            ran=_tally(lane, "ran"),
             running=lane.running,
             steps=lane.steps or 0,
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
             latest_event=latest.get(lane.pk),
-            passed=lane.tally_passed,
+            passed=_tally(lane, "passed"),
             scored=lane.scored,
             score_mean=lane.score_mean,
             waiting_on_provider=waiting.get(lane.pk, 0),

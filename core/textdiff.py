@@ -18,6 +18,7 @@ _UNITS = re.compile(r"\w+|\s+|[^\w\s]+")
 # Past this many units on either side the comparison is skipped (difflib is quadratic at worst):
 # the texts are shown whole and marked as different.
 UNIT_LIMIT = 4000
+MOSTLY_ALIKE = 0.75  # difflib ratio from which two words are marked character by character
 
 
 class Piece(NamedTuple):
@@ -64,7 +65,26 @@ def word_diff(left: str, right: str) -> WordDiff:
     out_left: list[Piece] = []
     out_right: list[Piece] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "replace" and i2 - i1 == 1 and j2 - j1 == 1:
+            left_pieces, right_pieces = _within_word(a[i1], b[j1])
+            out_left.extend(left_pieces)
+            out_right.extend(right_pieces)
+            continue
         changed = op != "equal"
         out_left.append(Piece("".join(a[i1:i2]), changed))
         out_right.append(Piece("".join(b[j1:j2]), changed))
     return WordDiff(_merge(out_left), _merge(out_right), False)
+
+
+def _within_word(left: str, right: str) -> tuple[list[Piece], list[Piece]]:
+    """One word for another: when they are mostly alike (``8000`` and ``8080``, three characters of
+    four in common), the characters that differ; otherwise the whole word ("note" and "no")."""
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    if len(left) > 64 or len(right) > 64 or matcher.ratio() < MOSTLY_ALIKE:
+        return [Piece(left, True)], [Piece(right, True)]
+    out_left: list[Piece] = []
+    out_right: list[Piece] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        out_left.append(Piece(left[i1:i2], op != "equal"))
+        out_right.append(Piece(right[j1:j2], op != "equal"))
+    return out_left, out_right

@@ -23,12 +23,27 @@ race = test_live.race  # the fixture: lane "right" passes every case, lane "wron
 
 
 def test_word_diff_marks_only_the_word_that_differs():
-    diff = word_diff("listen on port 8000 now", "listen on port 8080 now")
+    diff = word_diff("listen on port 8000 now", "listen on the port 8080 now")
     assert not diff.same
-    assert [p.text for p in diff.left if p.changed] == ["8000"]
-    assert [p.text for p in diff.right if p.changed] == ["8080"]
+    # one word for a like one: the characters that differ ("8000" and "8080" no longer read the same)
+    assert [p.text for p in diff.left if p.changed] == ["0"] and "".join(
+        p.text for p in diff.left if not p.changed
+    ) == "listen on port 800 now"
+    assert [p.text for p in diff.right if p.changed] == ["the ", "8"]
     assert "".join(p.text for p in diff.left) == "listen on port 8000 now"
+    assert [p.text for p in word_diff("yes", "no").left if p.changed] == ["yes"]  # unlike words: the whole word
     assert word_diff("same", "same").same
+
+
+def test_side_by_side_marks_what_differs_between_the_lanes(race, viewer, client_for):
+    right = CaseRun.objects.get(run=race, lane__label="right", case_key="case-1")
+    wrong = CaseRun.objects.get(run=race, lane__label="wrong", case_key="case-1")
+    body = client_for(viewer).get(url("case_side_by_side", race.pk, right.pk, wrong.pk)).content.decode()
+    left_side = body.split('data-side="left"')[-1].split('data-side="right"')[0]
+    right_side = body.split('data-side="right"')[-1]
+    left_final = left_side.split("<strong>Final output</strong>")[1].split("</div>")[0]
+    right_final = right_side.split("<strong>Final output</strong>")[1].split("</div>")[0]
+    assert '<del class="wd-del">' in left_final and '<ins class="wd-ins">no idea</ins>' in right_final
 
 
 def _event(kind, payload, attempt=1, event_id="e"):

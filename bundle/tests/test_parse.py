@@ -151,3 +151,14 @@ def test_it_rejects_deep_nesting_cleanly() -> None:
 def test_it_rejects_libyaml_level_nesting_cleanly() -> None:
     result = process_bundle("a: " + "[" * 5000 + "]" * 5000)
     assert "not valid YAML" in result.error_text and "^" not in result.error_text
+
+
+@pytest.mark.parametrize("slug", ["my pack", "me@corp", "-lead", "ünï"])
+def test_a_pack_slug_with_spaces_or_at_signs_is_refused(slug: str) -> None:
+    errors = process_bundle(f"pack: {{slug: '{slug}', name: n, family: f}}\nversion: {{number: 1}}\n").errors
+    assert any(e.field == "pack.slug" and "letters, digits, hyphens" in e.message for e in errors)
+
+
+def test_a_dotted_slug_is_fine() -> None:
+    errors = process_bundle("pack: {slug: 1.10, name: n, family: f}\nversion: {number: 1}\n").errors
+    assert not any(e.field == "pack.slug" for e in errors)

@@ -50,3 +50,9 @@ def test_the_runs_list_counts_the_same_way(mixed, admin, client_for):
 def test_the_failures_review_counts_the_same_way(mixed, admin, client_for):
     page = client_for(admin).get(f"/w/acme/runs/{mixed.pk}/failures/").content.decode()
     assert 'data-summary="failed">2<' in page and 'data-summary="cancelled">1 cancelled case' in page
+
+
+def test_the_runs_list_says_just_now_for_a_run_started_this_minute(workspace, admin, tasks, client_for):
+    started_run(workspace, admin, tasks, cases=1, lanes=1)
+    page = client_for(admin).get("/w/acme/runs/").content.decode()
+    assert "just now" in page and "0\xa0minutes ago" not in page and "0 minutes ago" not in page

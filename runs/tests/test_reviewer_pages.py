@@ -49,6 +49,13 @@ def test_many_agents_are_summarised_in_the_default_name():
     assert agents_text(["a", "b", "c", "d", "e"]) == "a vs b vs c + 2 more"
 
 
+def test_a_default_name_stays_on_one_line_with_long_agent_names(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    long = [make_deployment(workspace, name=f"{n} " + "very-long-deployment-name-" * 3) for n in "abc"]
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[d.pk for d in long])
+    assert len(run.name) <= 130 and run.name.count("…") == 3, run.name  # it was up to 200 characters
+
+
 def test_a_typed_name_is_kept(workspace, admin, deployment):
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk], name=" Mine ")

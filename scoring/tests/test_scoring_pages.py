@@ -131,3 +131,14 @@ def test_a_lane_of_another_run_is_404(workspace, viewer, client_for):
     other = make_run(workspace, lanes=[GOOD])
     response = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{other.lanes.get().pk}/scorecard/")
     assert response.status_code == 404
+
+
+def test_a_prompt_only_lane_does_not_claim_a_workspace(workspace, viewer, client_for):
+    """Issue 25: prompt_eval scorecards said "Evidence: native (full trace and workspace)"."""
+    run = make_run(workspace, lanes=[GOOD])
+    lane = run.lanes.get()
+    native = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "native (full trace and workspace)" in native
+    Run.objects.filter(pk=run.pk).update(execution_mode="prompt_eval")
+    prompt = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "native (full trace; a prompt-only pack has no workspace)" in prompt and "full trace and workspace" not in prompt

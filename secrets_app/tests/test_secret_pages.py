@@ -145,6 +145,11 @@ class TestAuditPage:
         body = client_for(admin).get(AUDIT).content.decode()
         assert "secret.created" in body and "AUDITED_KEY" in body and "alice" in body
 
+    def test_the_audit_log_shows_lists_as_words_not_python_reprs(self, workspace, admin, client_for):
+        secret_set(workspace=workspace, key="HOSTED", value="v", allowed_hosts=["a.example.com", "b.example.org"], actor=admin)
+        body = client_for(admin).get(AUDIT).content.decode()
+        assert "allowed hosts</span> a.example.com, b.example.org" in body and "[&#x27;" not in body and "allowed_hosts" not in body
+
     def test_it_filters_by_action(self, workspace, admin, client_for):
         secret_set(workspace=workspace, key="K", value="v", actor=admin)
         AuditEvent.objects.create(workspace=workspace, action="member.added", target="zed-the-member")

@@ -243,6 +243,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {},
+    # Group the API docs by what an endpoint is about (runs, packs, secrets…), not all under "v1".
+    "SCHEMA_PATH_PREFIX": r"/api/v1(?:/workspaces/\{[^/]+\})?",
 }
 
 # --- Celery -------------------------------------------------------------------------------

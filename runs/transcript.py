@@ -32,12 +32,13 @@ ROLE_LABELS = {
     "failed": "The case failed",
     "probe": "Adversarial prompt",
     "finding": "Security finding",
+    "reasoning": "Model reasoning (summary)",
 }
 
 
 @dataclasses.dataclass
 class Turn:
-    role: str  # system | user | assistant | tool | final | failed | probe | finding
+    role: str  # system | user | assistant | tool | final | failed | probe | finding | reasoning
     text: str
     event_id: str
     event_pk: int
@@ -137,6 +138,8 @@ def transcript(events: Iterable[RunEvent]) -> list[Turn]:
             turns.append(_result_turn(event, payload))
         elif kind == ev.SECURITY_PROBE_SENT:
             turns.append(_turn("probe", str(payload.get("message") or ""), event, name=str(payload.get("probe_name") or "")))
+        elif kind == ev.MODEL_REASONING:  # docs/responses-mode.md: the summary only
+            turns.append(_turn("reasoning", str(payload.get("summary_text") or "(no summary returned)"), event))
         elif kind == ev.SECURITY_FINDING:  # names the secret or rule, never its value
             turns.append(_turn("finding", describe(payload), event, is_error=True))
         elif kind == ev.SYSTEM_RUN_COMPLETED:

@@ -212,7 +212,7 @@ def test_a_diverging_case_shows_both_outputs_side_by_side_and_the_validator_that
     assert (diff.baseline.output, diff.candidate.output, diff.direction) == ("4", "The answer is 5", "worse")
     assert [(c.key, c.baseline_verdict, c.candidate_verdict, c.outcome) for c in diff.changes] == [("answer", "pass", "fail", "worse")]
     body = response.content.decode()
-    assert 'class="ln ln-del">4</td>' in body and 'class="ln ln-add">The answer is 5</td>' in body
+    assert 'class="ln ln-del"><del>4</del></td>' in body and 'class="ln ln-add"><ins>The answer is 5</ins></td>' in body
     assert "/cases/" in body  # links to both replays
     assert "three-squared" not in body.split('id="case-diffs"')[1].split("</section>")[0]  # same verdict: not listed
 

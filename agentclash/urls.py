@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from runs import views as run_views
 from workspaces import views as workspace_views
 
 # API-aware error pages: the JSON envelope under /api/ (e.g. a bad Host header), ours elsewhere.
@@ -31,6 +32,7 @@ urlpatterns = [
     path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/", include("agentclash.api_urls")),
     path("hooks/hosted/", include("runs.hosted.urls")),
+    path("s/<str:token>/", run_views.shared_report, name="shared-report"),  # a run's shared report: no session (docs/runs.md)
     path("", include("workspaces.urls")),
     path("w/<slug:workspace_slug>/", include("infrastructure.urls")),
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),

@@ -7,7 +7,7 @@ from typing import ClassVar
 from django.contrib import admin, messages
 
 from core.admin import ReadOnlyAdmin
-from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunArtifact, RunEvent, RunStatusHistory
+from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunArtifact, RunEvent, RunShare, RunStatusHistory
 from runs.services import run_cancel
 
 
@@ -98,3 +98,14 @@ class RunArtifactAdmin(ReadOnlyAdmin):
     list_display = ("id", "workspace", "run", "artifact", "attached_by", "attached_at")
     list_select_related = ("workspace", "run", "artifact", "attached_by")
     search_fields = ("artifact__name",)
+
+
+@admin.register(RunShare)
+class RunShareAdmin(ReadOnlyAdmin):
+    """Share links of run reports: visible to operators (never their tokens: only a hash is kept);
+    revoking is the workspace's job (run page or API), so it is audit-logged."""
+
+    list_display = ["pk", "run", "workspace", "created_by", "created_at", "expires_at", "revoked_at", "view_count"]
+    list_filter = ["workspace"]
+    list_select_related = ["run", "workspace", "created_by"]
+    exclude = ["token_hash"]

@@ -103,6 +103,7 @@ class RunCreateForm(forms.Form):
         self.suggestions: dict[str, tuple[AgentDeployment | None, str]] = {}
         version = self.selected_version()
         self.unfit_deployments: list[AgentDeployment] = []
+        self.fit_deployments = active.order_by("name")
         self.pack_mode = ""
         if version is not None:
             # Only agents whose runtime profile runs this pack's execution mode race in it.
@@ -112,7 +113,10 @@ class RunCreateForm(forms.Form):
                 fits |= Q(runtime_profile__execution_target=ExecutionTarget.HOSTED_EXTERNAL)
             if self.pack_mode == ExecutionTarget.RESPONSES:  # only providers that serve the Responses API (docs/responses-mode.md)
                 fits &= Q(provider_account__provider_key__in=RESPONSES_PROVIDER_KEYS)
-            model_choice(self, "deployment_ids").queryset = active.filter(fits).order_by("name")
+            # Only fitting agents are offered; every active one validates, so a stale or hand-made pick
+            # of an unfit one gets run_create's refusal, which says what to do, next to the field.
+            self.fit_deployments = active.filter(fits).order_by("name")
+            model_choice(self, "deployment_ids").widget.choices = forms.ModelMultipleChoiceField(queryset=self.fit_deployments).choices
             self.unfit_deployments = list(
                 active.exclude(fits).select_related("runtime_profile").order_by("runtime_profile__execution_target", "name")
             )

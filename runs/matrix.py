@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
 from engine.scoring.documents import ValidatorDetail
+from engine.types import JSON
 from runs.models import CaseStatus, Lane, ScoreStatus
 from runs.selectors import CaseMatrixRow
+from runs.timeline import cost_text, duration_text
 
 SHOW_ALL, SHOW_FAILURES, SHOW_DISAGREEMENTS = "all", "failures", "disagreements"
 SHOW_CHOICES = [
@@ -53,16 +56,33 @@ class MatrixCell:
     detail: str = ""  # a stop reason, a validator's reason
     output: str | None = None  # the start of the final output
     verdict: bool | None = None  # pass/fail as compared across lanes (None: no verdict yet)
+    latency_ms: int | None = None  # the case's wall time in its lane (None: not finished)
+    tokens: int = 0
+    cost_usd: float | None = None  # as its score priced it (None: not scored or not priced)
 
     @property
     def key(self) -> str:
         return f"{self.case_run_id}"
+
+    @property
+    def latency_text(self) -> str:
+        return duration_text(self.latency_ms) if self.latency_ms is not None else "—"
+
+    @property
+    def cost_text(self) -> str:
+        """The cell's cost; blank while it is not scored (``timeline.cost_text`` words the rest)."""
+        return "" if self.cost_usd is None and self.tone in ("queued", "running") else cost_text(self.cost_usd)
 
 
 @dataclasses.dataclass
 class MatrixRow:
     case_key: str
     cells: list[MatrixCell | None]  # one per lane, None when the lane has no such case
+    inputs: JSON = None  # the case's inputs as the agent was given them (runs.selectors.case_inputs_shown)
+
+    @property
+    def inputs_text(self) -> str:
+        return inputs_text(self.inputs)
 
     @property
     def verdicts(self) -> list[bool]:
@@ -80,6 +100,7 @@ class MatrixRow:
 
 def _cell(row: CaseMatrixRow, validator: ValidatorDetail | None, validator_key: str) -> MatrixCell:
     cell = MatrixCell(case_run_id=row["pk"], lane_id=row["lane_id"], tone="pending", label="Scoring…", score=row["score"])
+    cell.latency_ms, cell.tokens = row["duration_ms"], row["total_tokens"] or 0
     status = row["status"]
     if status == CaseStatus.QUEUED:
         cell.tone, cell.label = "queued", "Queued"
@@ -148,6 +169,39 @@ def matrix_attach_outputs(rows: Iterable[MatrixRow], outputs: dict[int, str | No
         for cell in row.cells:
             if cell is not None:
                 cell.output = outputs.get(cell.case_run_id)
+
+
+def matrix_search(rows: list[MatrixRow], keys: set[str]) -> list[MatrixRow]:
+    return [r for r in rows if r.case_key in keys]
+
+
+def matrix_attach_details(rows: Iterable[MatrixRow], *, costs: dict[int, float | None], inputs: dict[str, JSON]) -> None:
+    """A page's costs per cell and inputs per row."""
+    for row in rows:
+        row.inputs = inputs.get(row.case_key)
+        for cell in row.cells:
+            if cell is not None:
+                cell.cost_usd = costs.get(cell.case_run_id)
+
+
+def inputs_text(inputs: JSON) -> str:
+    """A case's inputs in plain text: one ``key: value`` line per declared input."""
+    if inputs is None or inputs == [] or inputs == {}:
+        return ""
+    if isinstance(inputs, dict):
+        items: list[tuple[str, JSON]] = list(inputs.items())
+    elif isinstance(inputs, list):
+        items = [
+            (str(item.get("key") or item.get("name") or index), item.get("value")) if isinstance(item, dict) else (str(index), item)
+            for index, item in enumerate(inputs)
+        ]
+    else:
+        return _value_text(inputs)
+    return "\n".join(f"{key}: {_value_text(value)}" for key, value in items)
+
+
+def _value_text(value: JSON) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def matrix_digest(rows: Iterable[MatrixRow], *extra: Any) -> str:

@@ -6,10 +6,12 @@ history row (see runs/lifecycle.py), never plain saves.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 # Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
 # execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
@@ -389,3 +391,33 @@ class RunArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id} on run {self.run_id}"
+
+
+class RunShare(models.Model):
+    """A read-only public link to a run's report, served at ``/s/<token>/`` (docs/runs.md, "Share
+    links"). Only the SHA-256 of the token is stored; the link is shown once, when it is made."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="shares")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    view_count = models.PositiveIntegerField(default=0)
+    last_viewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share {self.pk} of run {self.run_id}"
+
+    @staticmethod
+    def hash(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and self.expires_at > timezone.now()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from typing import Any, TypedDict, cast
 
 from django.db.models import (
@@ -24,12 +25,17 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
 
 from engine import events as ev
+from engine.modes.context import visible_case
+from engine.redact import Redactor
 from engine.scoring.documents import ValidatorDetail
 from engine.scoring.pricing import price_usage
+from engine.scoring.security import planted_values
 from engine.scoring.spec import ModelPrice, PricingConfig
+from engine.types import JSON
+from packs.manifests import pack_manifest
 from runs.events import payload_hydrate
 from runs.lookups import CASE_STATUSES, tally_annotations
-from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
+from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, RunShare, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.services import evaluation_spec_for, workspace_prices_for
 from workspaces.models import Workspace
@@ -152,8 +158,22 @@ class LaneProgress:
         return self.passed / self.scored if self.scored else None
 
     @property
+    def outcome(self) -> str:
+        """The lane's outcome so far, for its colours: pass (every finished case passed), fail (none
+        did), mixed, or none (no verdict yet)."""
+        if self.failed and not self.passed:
+            return "fail"
+        if self.failed:
+            return "mixed"
+        return "pass" if self.passed else "none"
+
+    @property
     def bar(self) -> dict[str, str]:
-        """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=)."""
+        """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=).
+
+        Colour and fill follow the outcome: green for passed cases, red for failed ones (a failing
+        verdict, or an agent that failed without one: ``runs.lookups.failed_q``), grey for cases
+        that finished without a verdict yet, pale for cancelled ones, blue for running ones."""
         if not self.total:
             return dict.fromkeys(
                 ("ok", "failed", "failed_x", "pending", "pending_x", "cancelled", "cancelled_x", "running", "running_x"), "0"
@@ -161,17 +181,17 @@ class LaneProgress:
         unit = 100 / self.total
         # green passed, red failed, grey waiting for a score, pale cancelled, blue running
         widths = [self.passed, self.failed, max(0, self.ran - self.passed - self.failed), self.cancelled, self.running]
-        ok, failed, pending, cancelled, running = (n * unit for n in widths)
+        ok, bad, pending, cancelled, running = (n * unit for n in widths)
         return {
             "ok": f"{ok:.2f}",
-            "failed": f"{failed:.2f}",
+            "failed": f"{bad:.2f}",
             "failed_x": f"{ok:.2f}",
             "pending": f"{pending:.2f}",
-            "pending_x": f"{ok + failed:.2f}",
+            "pending_x": f"{ok + bad:.2f}",
             "cancelled": f"{cancelled:.2f}",
-            "cancelled_x": f"{ok + failed + pending:.2f}",
+            "cancelled_x": f"{ok + bad + pending:.2f}",
             "running": f"{running:.2f}",
-            "running_x": f"{ok + failed + pending + cancelled:.2f}",
+            "running_x": f"{ok + bad + pending + cancelled:.2f}",
         }
 
 
@@ -282,7 +302,10 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
 
 # -- the results matrix --------------------------------------------------------------------------
 
-MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt")
+MATRIX_FIELDS = (
+    "pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt",
+    "duration_ms", "total_tokens",
+)  # fmt: skip
 
 
 class CaseMatrixRow(TypedDict):
@@ -298,6 +321,8 @@ class CaseMatrixRow(TypedDict):
     score_status: str
     stop_reason: str
     attempt: int
+    duration_ms: int | None
+    total_tokens: int
 
 
 def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
@@ -310,6 +335,87 @@ def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[in
     """The first ``length`` characters of each case run's final output (None: no answer)."""
     rows = CaseRun.objects.filter(pk__in=case_run_ids).annotate(start=Substr("final_output", 1, length)).values_list("pk", "start")
     return dict(rows)
+
+
+def case_costs(*, case_run_ids: list[int]) -> dict[int, float | None]:
+    """Each scored case run's cost in USD, as its score priced it (None: not priced)."""
+    rows = CaseScore.objects.filter(case_run_id__in=case_run_ids).values_list("case_run_id", "document__cost_usd")
+    return {pk: float(cost) if isinstance(cost, int | float) else None for pk, cost in rows}
+
+
+def run_masker(*, run: Run) -> Redactor:
+    """Masks a security pack's planted values (the canaries) in what the results pages and exports
+    show. Outputs are stored masked already (secrets and planted values); this is the second lock,
+    and the only one for the case inputs, which come from the pack as written."""
+    return Redactor(planted_values(pack_manifest(pack_version_id=run.pack_version_id).manifest))
+
+
+def case_inputs_shown(*, run: Run, masker: Redactor | None = None, case_keys: list[str] | None = None) -> dict[str, JSON]:
+    """The inputs of the run's cases (every case, or those of ``case_keys``: a page of the matrix)
+    as the agent was given them (hidden keys dropped, planted values masked), by case key."""
+    mask = masker or run_masker(run=run)
+    case_runs = CaseRun.objects.filter(run=run) if case_keys is None else CaseRun.objects.filter(run=run, case_key__in=case_keys)
+    rows = case_runs.order_by("case_key", "lane__lane_index").values_list("case_key", "case__payload", "regression_case__payload")
+    found: dict[str, JSON] = {}
+    for case_key, payload, regression_payload in rows:
+        if case_key in found:
+            continue
+        chosen = regression_payload if isinstance(regression_payload, dict) else payload
+        shown = visible_case(chosen if isinstance(chosen, dict) else {}).get("inputs")
+        found[case_key] = mask.json(shown if shown is not None else [])
+    return found
+
+
+SEARCH_MAX_CHARS = 200
+
+
+def case_keys_matching(*, run: Run, query: str, inputs: dict[str, JSON]) -> set[str]:
+    """The case keys of the run whose key, inputs (as shown) or any lane's final output contains
+    ``query`` (case-insensitive; at most ``SEARCH_MAX_CHARS``). ``inputs`` is ``case_inputs_shown``:
+    the search reads what the page shows, so it is never an oracle for a masked value."""
+    needle = query.strip()[:SEARCH_MAX_CHARS].casefold()
+    if not needle:
+        return set(inputs)
+    keys = {key for key, shown in inputs.items() if needle in key.casefold() or needle in _searchable(shown)}
+    by_output = CaseRun.objects.filter(run=run, final_output__icontains=needle).values_list("case_key", flat=True)
+    return keys | set(by_output)
+
+
+def _searchable(value: JSON) -> str:
+    if isinstance(value, str):
+        return value.casefold()
+    return json.dumps(value, ensure_ascii=False, default=str).casefold()
+
+
+def case_outputs(*, case_run_ids: list[int]) -> dict[int, str | None]:
+    """Whole final outputs (the offline report), read 500 at a time."""
+    found: dict[int, str | None] = {}
+    for start in range(0, len(case_run_ids), 500):
+        found.update(CaseRun.objects.filter(pk__in=case_run_ids[start : start + 500]).values_list("pk", "final_output"))
+    return found
+
+
+def case_output_full(*, case_run: CaseRun, masker: Redactor) -> str | None:
+    """A case run's whole final output, planted values masked (None: no answer)."""
+    output = CaseRun.objects.filter(pk=case_run.pk).values_list("final_output", flat=True).first()
+    return masker.text(output) if output is not None else None
+
+
+EXPORT_FIELDS = (
+    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "status", "stop_reason", "passed", "score",
+    "score_status", "duration_ms", "input_tokens", "output_tokens", "total_tokens", "final_output", "case_score__document__cost_usd",
+)  # fmt: skip
+
+
+def results_rows(*, run: Run) -> Iterator[dict[str, Any]]:
+    """Every case run of the run, in case order then lane order, read in chunks (the exports stream it)."""
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*EXPORT_FIELDS)
+    yield from rows.iterator(chunk_size=500)
+
+
+def run_shares(*, run: Run) -> list[RunShare]:
+    """The run's share links, newest first (tokens are never stored: only their state)."""
+    return list(RunShare.objects.filter(run=run).select_related("created_by", "revoked_by").order_by("-created_at", "-id"))
 
 
 def validator_keys(*, run: Run) -> list[str]:

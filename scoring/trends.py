@@ -22,6 +22,9 @@ WIDTH, HEIGHT = 480, 240
 LEFT, RIGHT, TOP, BOTTOM = 44, 20, 12, 34
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_X_LABELS = 8
+# Agents with the same value in the same run would draw one dot (and line) over another: each
+# such dot moves sideways by this many units, centred on the run (issue 25, "overlapping series").
+DODGE = 11  # a dot is 10 units wide (r="5"): side by side, not overlapping
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,21 @@ def _y(value: float) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - max(0.0, min(1.0, value)))
 
 
+def _dodge(series: list[Series]) -> None:
+    """Spread the dots that land on one spot so every agent stays visible; lines follow their dots."""
+    spots: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for s_index, one in enumerate(series):
+        for p_index, point in enumerate(one.points):
+            spots.setdefault((round(point.x, 1), round(point.y, 1)), []).append((s_index, p_index))
+    for shared in spots.values():
+        if len(shared) < 2:
+            continue
+        for rank, (s_index, p_index) in enumerate(shared):
+            point = series[s_index].points[p_index]
+            offset = (rank - (len(shared) - 1) / 2) * DODGE
+            series[s_index].points[p_index] = dataclasses.replace(point, x=point.x + offset)
+
+
 def _percent(value: float) -> str:
     return f"{value * 100:.0f}%"
 
@@ -142,6 +160,7 @@ def pack_trends(*, workspace: Workspace, pack: Pack, workspace_slug: str) -> Pac
                 label = f"{agent} — run #{run.pk} (v{run.pack_version.number}): {title.lower()} {fmt(value)}"
                 points.append(Point(_x(index[run.pk], len(runs)), _y(value), value, label))
             series.append(Series(agent, f"s-{n % SERIES_CLASSES}", points))
+        _dodge(series)
         grid = [(_y(g), fmt(g)) for g in GRID]
         step = max(1, -(-len(runs) // MAX_X_LABELS))
         ticks = [

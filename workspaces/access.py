@@ -59,11 +59,6 @@ def object_get_for_workspace(queryset: QuerySet[M] | Manager[M], *, workspace: W
         raise Http404(f"{str(queryset.model._meta.verbose_name).capitalize()} not found") from None
 
 
-# The workspace last opened, so the pages outside any workspace (API tokens, API docs) still show
-# its navigation (issue 25: the API tokens page had none).
-LAST_WORKSPACE_KEY = "last_workspace_id"
-
-
 def workspace_view(role: str = Role.VIEWER) -> Callable:
     """Decorator for HTML views under /w/<workspace_slug>/: login, membership, role.
 
@@ -77,9 +72,6 @@ def workspace_view(role: str = Role.VIEWER) -> Callable:
             workspace, membership = workspace_get_for_user(user=request.user, workspace_slug=workspace_slug, role=role)
             request.workspace = workspace  # type: ignore[attr-defined]
             request.membership = membership  # type: ignore[attr-defined]
-            session = getattr(request, "session", None)
-            if session is not None and session.get(LAST_WORKSPACE_KEY) != workspace.pk:
-                session[LAST_WORKSPACE_KEY] = workspace.pk  # the pages outside a workspace keep its menu
             return view(request, *args, **kwargs)
 
         return wrapper

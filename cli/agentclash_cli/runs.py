@@ -98,9 +98,8 @@ def fits(deployment: dict[str, Any], mode: str) -> bool:
 
 
 def check_fit(version: dict[str, Any], names: list[str], deployments: dict[str, dict[str, Any]], *, pack: str) -> None:
-    """Refuse deployments whose runtime profile does not run the pack's execution mode: the New-run
-    page does not offer them, but the API still starts such a run (it refuses only hosted agents in
-    multi-turn or responses packs and providers without the Responses API)."""
+    """Refuse deployments whose runtime profile does not run the pack's execution mode before asking
+    the server (which refuses them too, ``deployment_mode_mismatch``), listing the ones that fit."""
     mode = pack_mode(version)
     unfit = [name for name in names if not fits(deployments[name], mode)]
     if unfit:

@@ -7,6 +7,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import stat
 import sys
 import threading
@@ -17,7 +18,7 @@ from typing import Any
 from engine.net.guard import Resolver
 from engine.net.proxy import EgressAttempt, EgressContent, EgressProxy, Inspector, proxy_env
 from engine.net.vault_mock import DENY_ALL, VaultMock
-from engine.sandbox import fs, mounts, stale, toolhost
+from engine.sandbox import fs, mounts, native, rootfs, stale, toolhost
 from engine.sandbox.base import (
     WORKSPACE,
     FileTooLargeError,
@@ -397,7 +398,7 @@ class LocalSandbox:
         if self._proxy is None:
             network = self.config.allow_network and self.config.network_mode != "off"
             self._proxy = EgressProxy(
-                os.path.join(self.dir, "egress"),
+                self._egress_socket_dir(),
                 self.config.egress_policy if network else DENY_ALL,  # the mock vault alone: nothing else
                 self._note_egress,
                 uid=self.uid,
@@ -423,6 +424,17 @@ class LocalSandbox:
             for attempt in attempts:
                 listener(attempt)
 
+    def _egress_socket_dir(self) -> str:
+        """Where the proxy's socket lives: bound into the sandbox, its host path shows in the
+        sandbox's ``/proc/self/mountinfo``, so it goes in the root skeleton's neutral directory
+        (``rootfs.neutral_directory``: ``/<digest>/egress-<random>``) rather than under
+        ``SANDBOX_ROOT``, which may be inside the project."""
+        launcher_dir = self.settings.launcher_dir or native.DEFAULT_DIR
+        neutral = rootfs.neutral_directory(launcher_dir) if launcher_dir else None
+        if neutral is None:
+            return os.path.join(self.dir, "egress")
+        return os.path.join(neutral, rootfs.EGRESS_PREFIX + uuid.uuid4().hex)
+
     def _stop_egress(self) -> None:
         if self._proxy is not None:
             self._proxy.close()
@@ -430,6 +442,8 @@ class LocalSandbox:
                 self.deliver_egress()
             except Exception:
                 log.exception("delivering the last egress attempts of sandbox %s failed", self.id)
+            if not self._proxy.socket_dir.startswith(self.dir + os.sep):
+                shutil.rmtree(self._proxy.socket_dir, ignore_errors=True)
             self._proxy = None
 
     def destroy(self) -> None:

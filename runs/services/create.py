@@ -134,14 +134,8 @@ def run_create(
     if refusal:
         raise RunCreateError(refusal, field="pack_version_id", code="simulator_unsupported")
     deployments = _deployments(workspace, deployment_ids)
+    _check_modes(mode, deployments)
     _check_responses_and_race(mode, deployments, race_context=race_context)
-    hosted = [d.name for d in deployments if d.runtime_profile.execution_target == HOSTED_EXTERNAL]
-    if hosted and mode not in HOSTED_PACK_MODES:
-        raise RunCreateError(
-            f"{', '.join(hosted)} {'is a hosted agent' if len(hosted) == 1 else 'are hosted agents'}: hosted agents race in "
-            f"native and prompt_eval packs, not {mode} ones (docs/hosted-agents.md).",
-            field="deployment_ids",
-        )
     manifest = pack_version.manifest or {}
     run_preflight(workspace=workspace, manifest=manifest)  # secrets and sandbox: refused now, not mid-case
     judges = judges_resolve(
@@ -194,6 +188,30 @@ def run_create(
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
     enqueue_on_commit(RunStart(run_id=run.pk))
     return run
+
+
+def _check_modes(mode: str, deployments: list[AgentDeployment]) -> None:
+    """Each lane's runtime profile runs the pack's execution mode (a hosted agent takes any
+    single-shot pack): the profile decides the loop an agent was configured and tested for, so a
+    native agent is not silently run as a one-call prompt_eval (docs/runs.md, "Pre-flight")."""
+    hosted = [d.name for d in deployments if d.runtime_profile.execution_target == HOSTED_EXTERNAL]
+    if hosted and mode not in HOSTED_PACK_MODES:
+        raise RunCreateError(
+            f"{', '.join(hosted)} {'is a hosted agent' if len(hosted) == 1 else 'are hosted agents'}: hosted agents race in "
+            f"native and prompt_eval packs, not {mode} ones (docs/hosted-agents.md).",
+            field="deployment_ids",
+            code="deployment_mode_mismatch",
+        )
+    unfit = [d for d in deployments if d.runtime_profile.execution_target not in (mode, HOSTED_EXTERNAL)]
+    if unfit:
+        names = ", ".join(f"{d.name} (runtime profile {d.runtime_profile.name!r} runs {d.runtime_profile.execution_target})" for d in unfit)
+        raise RunCreateError(
+            f"This is a {mode} pack and {names} cannot run it: choose deployments whose runtime profile's execution target "
+            f"is {mode}, or change the profile's execution target (Runtime profiles).",
+            field="deployment_ids",
+            code="deployment_mode_mismatch",
+            extra={"deployments": [d.name for d in unfit], "execution_mode": mode},
+        )
 
 
 def _check_responses_and_race(mode: str, deployments: list[AgentDeployment], *, race_context: bool) -> None:

@@ -220,7 +220,8 @@ class RunCreateForm(forms.Form):
         agents = len(self.data.getlist("deployment_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         agent_text = f"{agents} agent{'s' if agents != 1 else ''}"
         case_text = f"{cases} case{'s' if cases != 1 else ''}" if cases is not None else "? cases (choose an input set)"
-        total = f" = {agents * cases} case runs" if cases and agents else ""
+        runs = agents * cases if cases and agents else 0
+        total = f" = {runs} case run{'s' if runs != 1 else ''}" if runs else ""  # "1 case runs" read wrong (issue 25)
         suites = len(self.data.getlist("regression_suite_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         if not suites:
             return f"{agent_text} × {case_text}{total}"

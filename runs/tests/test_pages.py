@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
@@ -60,8 +62,14 @@ def test_the_new_run_form_previews_agents_times_cases(workspace, member, pack_ve
         url("create"), {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk]}, HTTP_HX_REQUEST="true"
     )
     body = response.content.decode()
-    assert "2 agents × 3 cases" in body
+    assert "2 agents × 3 cases = 6 case runs" in body
     assert "<html" not in body  # only the form partial
+
+
+def test_one_agent_on_one_case_is_one_case_run(workspace, member, deployment, client_for):
+    version = publish(workspace, member, native_pack_yaml(cases=1))
+    body = client_for(member).get(url("create"), {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, HTTP_HX_REQUEST="true")
+    assert re.search(r"1 agent × 1 case = 1 case run(?!s)", body.content.decode())
 
 
 @pytest.mark.django_db

@@ -88,13 +88,20 @@ def _process(source: str | bytes | Mapping[str, Any], installation: Installation
         source = json.dumps(source, ensure_ascii=False)
     root = compose(source)
     bundle, decode_errors, ignored = decode_document(root, BUNDLE)
-    if decode_errors:
-        return BundleResult(valid=False, errors=decode_errors)
     bundle = normalise_bundle(bundle)
     notes, relocations = read_misplaced(bundle, ignored)
-    problems = validate_bundle(bundle)
-    if installation is not None and installation.json_path_error is not None:
-        problems += json_path_problems(bundle, installation.json_path_error)
+    try:
+        problems = validate_bundle(bundle)
+        if installation is not None and installation.json_path_error is not None:
+            problems += json_path_problems(bundle, installation.json_path_error)
+    except Exception:
+        if not decode_errors:
+            raise
+        problems = []
+    if decode_errors:
+        # One wrong type no longer hides the rest (issue 25: fixing one revealed 8): every rule runs
+        # on what decoded; a rule about a field that did not decode would repeat its error.
+        return BundleResult(valid=False, errors=_with_decode_errors(decode_errors, problems, root, relocations))
     try:
         notes += lint_bundle(bundle, installation)
     except Exception as exc:  # noqa: BLE001 - a bug in a warning must not make a bundle invalid
@@ -112,6 +119,25 @@ def _process(source: str | bytes | Mapping[str, Any], installation: Installation
         return BundleResult(valid=False, errors=errors, bundle=bundle, warnings=warnings)
     manifest = build_manifest(bundle)
     return BundleResult(valid=True, errors=[], manifest=manifest, checksum=checksum_of(manifest), bundle=bundle, warnings=warnings)
+
+
+def _with_decode_errors(
+    decode_errors: list[ValidationError], problems: list[tuple[str, str]], root: Any, relocations: Any
+) -> list[ValidationError]:
+    """The decode errors and the rules' problems, in source order; a problem on a field that did
+    not decode (or inside it, or around it) is left out."""
+    broken = [e.field for e in decode_errors]
+
+    def related(field: str) -> bool:
+        return any(field == b or field.startswith((b + ".", b + "[")) or b.startswith((field + ".", field + "[")) for b in broken)
+
+    errors = list(decode_errors)
+    for field, message in problems:
+        field = relocate(field, relocations)
+        if not related(field):
+            errors.append(ValidationError(field, message, line_for(root, field)))
+    errors.sort(key=lambda e: (e.line is None, e.line or 0))
+    return errors
 
 
 def validate_composed_tool(definition: dict[str, Any], *, field_prefix: str = "definition") -> list[ValidationError]:

@@ -29,7 +29,6 @@ from bundle.parse import (
     scalar_kind,
 )
 
-SPEC_PREFIX = "decode evaluation spec from yaml: decode evaluation spec: json: "
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "int": (-(2**63), 2**63 - 1)}
 
 
@@ -46,17 +45,28 @@ class Ctx:
         self.errors.append(ValidationError(path, message, node.start_mark.line + 1))
 
 
-def _json_kind(node: Node) -> str:
-    kind = scalar_kind(node)
-    return {
-        "!!map": "object",
-        "!!seq": "array",
-        "!!str": "string",
-        "!!int": "number",
-        "!!float": "number",
-        "!!bool": "bool",
-        "!!null": "null",
-    }[kind]
+_FOUND = {
+    "!!map": "a mapping",
+    "!!seq": "a list",
+    "!!str": "text",
+    "!!int": "a whole number",
+    "!!float": "a number",
+    "!!bool": "true/false",
+    "!!null": "nothing",
+}
+
+
+def wanted_words(type_name: str) -> str:
+    """What a field holds, for a person (issue 25: "cannot unmarshal !!str `one` into int32")."""
+    if type_name.startswith("[]"):
+        return "a list"
+    if type_name.startswith("map["):
+        return "a mapping"
+    if type_name.startswith("int"):
+        return "a whole number"
+    return {"float64": "a number", "bool": "true or false", "string": "text", "uuid.UUID": "an artifact id (a UUID)"}.get(
+        type_name, "a mapping"
+    )
 
 
 class Schema:
@@ -70,21 +80,10 @@ class Schema:
         return None
 
     def mismatch(self, node: Node, path: str, ctx: Ctx) -> None:
-        if self.strict:
-            field = path.rsplit(".", 1)[-1]
-            ctx.fail(
-                path,
-                node,
-                f'{SPEC_PREFIX}cannot unmarshal {_json_kind(node)} into Go struct field "{field}" of type {self.type_name}',
-            )
-        else:
-            text = node.value if isinstance(node, ScalarNode) else ""
-            shown = f" `{text}`" if text and len(text) < 60 else ""
-            ctx.fail(
-                path,
-                node,
-                f"line {node.start_mark.line + 1}: cannot unmarshal {scalar_kind(node)}{shown} into {self.type_name}",
-            )
+        """``must be a whole number, not text `one```: the field and the line come with the error."""
+        text = node.value if isinstance(node, ScalarNode) else ""
+        shown = f" `{text}`" if text and len(text) < 60 else ""
+        ctx.fail(path, node, f"must be {wanted_words(self.type_name)}, not {_FOUND[scalar_kind(node)]}{shown}")
 
 
 def _is_null(node: Node) -> bool:
@@ -134,6 +133,8 @@ class Int(Schema):
                 low, high = _INT_RANGES[self.type_name]
                 if low <= value <= high:
                     return value
+                ctx.fail(path, node, f"must be a whole number from {low} to {high}, not {value}")
+                return None
         self.mismatch(node, path, ctx)
         return None
 
@@ -209,7 +210,7 @@ class UUIDStr(Schema):
         try:
             return str(uuid.UUID(text))
         except ValueError:
-            ctx.fail(path, node, f'line {node.start_mark.line + 1}: invalid UUID "{text}"')
+            ctx.fail(path, node, f'must be an artifact id (a UUID such as 0b6f…-…), not "{text}"')
             return None
 
 
@@ -324,7 +325,7 @@ class Struct(Schema):
                     ctx.errors.append(
                         ValidationError(
                             prefix + key,
-                            f'{SPEC_PREFIX}unknown field "{key}"',
+                            f'is not a field of the evaluation spec: remove "{key}" or check its spelling',
                             key_node.start_mark.line + 1,
                         )
                     )
@@ -365,10 +366,7 @@ def decode_document(root: Node | None, schema: Struct) -> tuple[dict[str, Any], 
         return {}, [], []
     if not isinstance(root, MappingNode):
         line = root.start_mark.line + 1
-        raise DecodeFailure(
-            f"yaml: line {line}: cannot unmarshal {scalar_kind(root)} into the bundle (the top level must be a mapping)",
-            line,
-        )
+        raise DecodeFailure(f"the top level must be a mapping (pack:, version:, …), not {_FOUND[scalar_kind(root)]}", line)
     return schema.decode(root, "", ctx, 0), ctx.errors, ctx.ignored
 
 
@@ -387,5 +385,4 @@ __all__ = [
     "Struct",
     "UUIDStr",
     "decode_document",
-    "SPEC_PREFIX",
 ]

@@ -185,10 +185,11 @@ def compose(source: str | bytes) -> Node | None:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
-        prefix = f"yaml: line {line}: " if line else "yaml: "
-        raise DecodeFailure(prefix + problem, line) from None
+        where = f"line {line}, column {mark.column + 1}: " if mark is not None else ""
+        raise DecodeFailure(f"not valid YAML: {where}{problem}", line) from None
     except yaml.YAMLError as exc:
-        raise DecodeFailure(f"yaml: {exc}", None) from None
+        # PyYAML's text quotes the source with a caret under it; the first line says what is wrong.
+        raise DecodeFailure(f"not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", None) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise DecodeFailure(f"yaml: {type(exc).__name__}", None) from None
     finally:

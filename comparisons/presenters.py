@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 from collections.abc import Iterable
 from typing import Literal, TypedDict
 
 from comparisons.models import Comparison
+from core.textdiff import word_diff
 from engine.scoring.documents import CaseScoreDocument, ComparisonSummary
 from runs.models import CaseRun, Lane, Run
 
@@ -20,8 +20,6 @@ MAX_DIFF_ROWS = 400
 MAX_INLINE_CHARS = 2_000
 OPEN_BY_DEFAULT = 3
 # Words and the spaces between them; below this similarity a line is shown as replaced whole.
-WORD = re.compile(r"\s+|\w+|[^\w\s]")
-SIMILAR_ENOUGH = 0.5
 
 # Regressions first: they are what a reviewer opens a comparison for.
 DivergenceKind = Literal["passed_to_failed", "completed_to_failed", "failed_to_passed", "failed_to_completed"]
@@ -78,25 +76,16 @@ def _plain(kind: str, line: str) -> Cell:
 
 
 def _inline(left: str, right: str) -> tuple[Cell, Cell]:
-    """Two changed lines with the changed words marked; lines with little in common stay whole."""
+    """Two changed lines with what differs marked, down to the characters of a word (``8000`` vs
+    ``8080``: issue 25, the whole cell was shaded and the two read the same); very long lines are
+    marked whole."""
     if len(left) + len(right) > MAX_INLINE_CHARS:
-        return _plain("del", left), _plain("add", right)
-    old_words, new_words = WORD.findall(left), WORD.findall(right)
-    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
-    if matcher.ratio() < SIMILAR_ENOUGH:
-        return _plain("del", left), _plain("add", right)
-    old: list[Segment] = []
-    new: list[Segment] = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            old.append(Segment("".join(old_words[i1:i2]), False))
-            new.append(Segment("".join(new_words[j1:j2]), False))
-            continue
-        if i2 > i1:
-            old.append(Segment("".join(old_words[i1:i2]), True))
-        if j2 > j1:
-            new.append(Segment("".join(new_words[j1:j2]), True))
-    return Cell("del", tuple(old)), Cell("add", tuple(new))
+        return Cell("del", (Segment(left, True),)), Cell("add", (Segment(right, True),))
+    marks = word_diff(left, right)
+    return (
+        Cell("del", tuple(Segment(p.text, p.changed) for p in marks.left)),
+        Cell("add", tuple(Segment(p.text, p.changed) for p in marks.right)),
+    )
 
 
 def side_by_side(baseline: str, candidate: str) -> tuple[list[DiffRow], bool]:

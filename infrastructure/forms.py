@@ -20,9 +20,24 @@ class PrettyJSONField(forms.JSONField):
         super().__init__(**kwargs)
 
     def prepare_value(self, value: Any) -> str:
+        if value is None:
+            return ""  # an empty optional field stays empty (it showed "null" after an error elsewhere)
         if isinstance(value, str):
             return value  # invalid input being shown back
         return json.dumps(value, indent=2, ensure_ascii=False)
+
+    def to_python(self, value: Any) -> Any:
+        """As Django's, but an invalid document says what is wrong and where (issue 25)."""
+        if isinstance(value, str) and value.strip() and not self.disabled:
+            try:
+                json.loads(value, cls=self.decoder)
+            except json.JSONDecodeError as exc:
+                raise forms.ValidationError(
+                    "Not valid JSON: %(problem)s at line %(line)s, column %(column)s.",
+                    code="invalid",
+                    params={"problem": exc.msg.lower(), "line": exc.lineno, "column": exc.colno},
+                ) from None
+        return super().to_python(value)
 
 
 LIMIT_MAX = 2_147_483_647  # the limit columns are 32-bit

@@ -161,6 +161,27 @@ def regression_case_promote(
 
 
 @transaction.atomic
+def regression_cases_promote(
+    *,
+    workspace: Workspace,
+    user: Any,
+    case_runs: list[CaseRun],
+    suite: RegressionSuite,
+    severity: str = RegressionCase.Severity.BLOCKING,
+) -> list[tuple[RegressionCase, bool]]:
+    """Several failed case runs into one suite, all or none (the failures review's batch promote);
+    each as :func:`regression_case_promote`, so a case promoted already is returned, not doubled."""
+    done = []
+    for case_run in case_runs:
+        try:
+            done.append(regression_case_promote(workspace=workspace, user=user, case_run=case_run, suite=suite, severity=severity))
+        except DomainError as exc:
+            exc.message = f"{case_run.case_key} ({case_run.lane.label}): {exc.message} Nothing was promoted."
+            raise
+    return done
+
+
+@transaction.atomic
 def regression_case_set_status(*, case: RegressionCase, user: Any, status: str) -> RegressionCase:
     """Activate or archive (compare-and-set: a concurrent review that got there first wins)."""
     if status not in RegressionCase.Status.values:

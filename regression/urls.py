@@ -17,5 +17,6 @@ urlpatterns = [
     path("regression-cases/<int:regression_case_id>/severity/", views.case_severity, name="case_severity"),
     path("runs/<int:run_id>/cases/<int:case_run_id>/promote/", views.case_promote, name="promote"),
     path("runs/<int:run_id>/failures/", failures_views.run_failures, name="failures"),
+    path("runs/<int:run_id>/failures/promote/", views.case_promote_batch, name="promote_batch"),
     path("runs/<int:run_id>/regression-coverage/", views.run_coverage, name="run_coverage"),
 ]

@@ -6,8 +6,11 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -17,6 +20,7 @@ from regression import selectors, services
 from regression.forms import PromoteForm, SuiteCreateForm, SuiteEditForm
 from regression.models import RegressionCase, RegressionSuite
 from runs import lookups
+from runs.models import CaseRun
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
@@ -167,28 +171,75 @@ def case_severity(request: WorkspaceRequest, regression_case_id: int) -> HttpRes
     )
 
 
+def _back(request: WorkspaceRequest, fallback: str) -> HttpResponse:
+    """Back to the page the promote came from (``next``, same site only), else ``fallback``."""
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect(fallback)
+
+
 @require_POST
 @workspace_view(Role.MEMBER)
 def case_promote(request: WorkspaceRequest, run_id: int, case_run_id: int) -> HttpResponse:
+    """Promote one failed case. From htmx the form is replaced in place by where the case was kept
+    (the reviewer stays on the failures page or the replay); without JavaScript, back to that page."""
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     case_run = lookups.case_run_get(run=run, pk=case_run_id)
+    replay = reverse("runs:case_replay", args=[request.workspace.slug, run.pk, case_run.pk])
     form = PromoteForm(request.POST, workspace=request.workspace, pack_id=run.pack_version.pack_id)
     if not form.is_valid():
-        messages.error(request, "Choose a suite of this run's pack and a severity.")
-        return redirect("runs:case_replay", request.workspace.slug, run.pk, case_run.pk)
+        error = "Choose a suite of this run's pack and a severity."
+        if request.htmx:
+            return render(request, "regression/_promote_error.html", {"error": error})  # htmx swaps 2xx only
+        messages.error(request, error)
+        return redirect(replay)
     data = form.cleaned_data
     try:
         case, created = services.regression_case_promote(
             workspace=request.workspace, user=request.user, case_run=case_run, suite=data["suite"], severity=data["severity"]
         )
     except DomainError as exc:
+        if request.htmx:
+            return render(request, "regression/_promote_error.html", {"error": exc.message})
         messages.error(request, exc.message)
-        return redirect("runs:case_replay", request.workspace.slug, run.pk, case_run.pk)
+        return redirect(replay)
+    if request.htmx:
+        return render(request, "regression/_promoted.html", {"case": case, "current_workspace": request.workspace})
     if created:
         messages.success(request, f"Promoted “{case.title}” as a proposed case of “{case.suite.name}”: activate it to run it.")
     else:
         messages.info(request, f"“{case.title}” already is a {case.status} case of “{case.suite.name}”.")
-    return redirect("regression:suite", request.workspace.slug, case.suite_id)
+    return _back(request, reverse("regression:suite", args=[request.workspace.slug, case.suite_id]))
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def case_promote_batch(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    """Promote the failed cases ticked on the failures review into one suite, then back to it."""
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    failures = reverse("regression:failures", args=[request.workspace.slug, run.pk])
+    form = PromoteForm(request.POST, workspace=request.workspace, pack_id=run.pack_version.pack_id)
+    ids = [int(v) for v in request.POST.getlist("case_run") if v.isdigit()]
+    if not form.is_valid() or not ids:
+        messages.error(request, "Tick the cases to promote and choose a suite of this run's pack.")
+        return _back(request, failures)
+    case_runs = list(CaseRun.objects.filter(run=run, pk__in=ids).order_by("position", "pk"))
+    if len(case_runs) != len(set(ids)):
+        raise Http404("No such case in this run")
+    try:
+        result = services.regression_cases_promote(
+            workspace=request.workspace, user=request.user, case_runs=case_runs, suite=form.cleaned_data["suite"],
+            severity=form.cleaned_data["severity"],
+        )  # fmt: skip
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return _back(request, failures)
+    created = sum(1 for _, new in result if new)
+    words = f"Promoted {created} case{pluralize(created)} into “{form.cleaned_data['suite'].name}” as proposed"
+    kept = len(result) - created
+    messages.success(request, words + (f"; {kept} already {'was' if kept == 1 else 'were'} there." if kept else "."))
+    return _back(request, failures)
 
 
 @require_GET
@@ -199,5 +250,6 @@ def run_coverage(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     live = not run.is_terminal or bool(lookups.case_counts(run=run)["running"])
     context = {"coverage": selectors.run_regression_coverage(run=run), "run": run, "current_workspace": request.workspace, "live": live}
+    context["polls"] = live
     response = render(request, "regression/_coverage.html", context)
     return response if live else HttpResponseStopPolling(response.content)

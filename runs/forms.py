@@ -246,7 +246,8 @@ class RunCreateForm(forms.Form):
         agent_text = f"{agents} agent{'s' if agents != 1 else ''}"
         case_text = f"{cases} case{'s' if cases != 1 else ''}" if cases is not None else "? cases (choose an input set)"
         trials = self._trials_text()
-        total = f" = {agents * cases * trials[0]} case runs" if cases and agents and trials[0] else ""
+        runs = agents * cases * trials[0] if cases and agents and trials[0] else 0
+        total = f" = {runs} case run{'s' if runs != 1 else ''}" if runs else ""  # "1 case runs" read wrong (issue 25)
         total = f"{trials[1]}{total}"
         suites = len(self.data.getlist("regression_suite_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         if not suites:

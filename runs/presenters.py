@@ -121,6 +121,16 @@ class TickerLine:
     summary: str
     failed: bool
 
+    @property
+    def label(self) -> str:
+        return event_label(self.event.event_type)
+
+
+def event_label(kind: str) -> str:
+    """An event type in words (``model.call.completed`` → "model call completed"); the type
+    itself stays in the element's title for whoever searches the event log."""
+    return kind.replace(".", " ").replace("_", " ")
+
 
 def ticker_lines(events: Iterable[RunEvent]) -> list[TickerLine]:
     return [TickerLine(event=e, summary=event_summary(e), failed=e.event_type in _FAILURES) for e in events]

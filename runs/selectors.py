@@ -35,7 +35,7 @@ from engine.scoring.spec import ModelPrice, PricingConfig
 from engine.types import JSON
 from packs.manifests import pack_manifest
 from runs.events import payload_hydrate
-from runs.lookups import CASE_STATUSES
+from runs.lookups import CASE_STATUSES, tally_annotations
 from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, RunShare, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.services import evaluation_spec_for, workspace_prices_for
@@ -46,6 +46,7 @@ def _case_count_annotations(prefix: str = "") -> dict[str, Count]:
     field = f"{prefix}case_runs"
     counts = {f"cases_{s}": Count(field, filter=Q(**{f"{field}__status": s})) for s in CASE_STATUSES}
     counts["cases_total"] = Count(field)
+    counts.update(tally_annotations(f"{field}__"))
     return counts
 
 
@@ -134,7 +135,6 @@ class LaneProgress:
     scored: int = 0
     score_mean: float | None = None
     waiting_on_provider: int = 0  # running cases waiting on their provider account's limit now
-    outcome_failed: int = 0  # finished cases that failed: a failing verdict, or the agent failed with none
     activity: str = ""  # what the lane is doing, in words (set by the presenter)
 
     @property
@@ -145,9 +145,13 @@ class LaneProgress:
     def queued(self) -> int:
         return max(0, self.total - self.done - self.running)
 
+    cancelled: int = 0  # cancelled cases: done, but not run to their end (runs.lookups.cancelled_q)
+    ran: int = 0  # cases that ran to their end: passed, failed or waiting for a score
+
     @property
-    def cancelled(self) -> int:
-        return max(0, self.done - self.completed - self.failed)
+    def finished(self) -> int:
+        """Cases done, cancelled ones aside: "3 / 3 cases done · 2 cancelled" read as done."""
+        return self.done - self.cancelled
 
     @property
     def pass_rate(self) -> float | None:
@@ -158,9 +162,9 @@ class LaneProgress:
     def outcome(self) -> str:
         """The lane's outcome so far, for its colours: pass (every finished case passed), fail (none
         did), mixed, or none (no verdict yet)."""
-        if self.outcome_failed and not self.passed:
+        if self.failed and not self.passed:
             return "fail"
-        if self.outcome_failed:
+        if self.failed:
             return "mixed"
         return "pass" if self.passed else "none"
 
@@ -169,23 +173,32 @@ class LaneProgress:
         """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=).
 
         Colour and fill follow the outcome: green for passed cases, red for failed ones (a failing
-        verdict, or an agent that failed without one), grey for cases that finished without a
-        verdict (scoring pending, unscored, cancelled), blue for running ones."""
+        verdict, or an agent that failed without one: ``runs.lookups.failed_q``), grey for cases
+        that finished without a verdict yet, pale for cancelled ones, blue for running ones."""
         if not self.total:
-            return {key: "0" for key in ("ok", "failed", "failed_x", "other", "other_x", "running", "running_x")}
+            return dict.fromkeys(
+                ("ok", "failed", "failed_x", "pending", "pending_x", "cancelled", "cancelled_x", "running", "running_x"), "0"
+            )
         unit = 100 / self.total
-        passed, failed = min(self.passed, self.done), min(self.outcome_failed, max(0, self.done - self.passed))
-        ok, bad = passed * unit, failed * unit
-        other, running = max(0, self.done - passed - failed) * unit, self.running * unit
+        # green passed, red failed, grey waiting for a score, pale cancelled, blue running
+        widths = [self.passed, self.failed, max(0, self.ran - self.passed - self.failed), self.cancelled, self.running]
+        ok, bad, pending, cancelled, running = (n * unit for n in widths)
         return {
             "ok": f"{ok:.2f}",
             "failed": f"{bad:.2f}",
             "failed_x": f"{ok:.2f}",
-            "other": f"{other:.2f}",
-            "other_x": f"{ok + bad:.2f}",
+            "pending": f"{pending:.2f}",
+            "pending_x": f"{ok + bad:.2f}",
+            "cancelled": f"{cancelled:.2f}",
+            "cancelled_x": f"{ok + bad + pending:.2f}",
             "running": f"{running:.2f}",
-            "running_x": f"{ok + bad + other:.2f}",
+            "running_x": f"{ok + bad + pending + cancelled:.2f}",
         }
+
+
+def _tally(row: object, key: str) -> int:
+    """A count of ``runs.lookups.tally_annotations`` (its names are built, so typed here)."""
+    return int(getattr(row, f"tally_{key}"))
 
 
 def lane_progress(*, run: Run) -> list[LaneProgress]:
@@ -196,13 +209,8 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             total=Count("case_runs"),
             done=Count("case_runs", filter=Q(case_runs__status__in=list(CASE_TERMINAL))),
             completed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.COMPLETED)),
-            failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
             running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
-            passed=Count("case_runs", filter=Q(case_runs__passed=True)),
-            outcome_failed=Count(
-                "case_runs",
-                filter=Q(case_runs__passed=False) | Q(case_runs__status=CaseStatus.FAILED, case_runs__passed__isnull=True),
-            ),
+            **tally_annotations("case_runs__"),
             scored=Count("case_runs", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             score_mean=Avg("case_runs__score", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             steps=Sum("case_runs__step_count"),
@@ -222,17 +230,18 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             total=lane.total,
             done=lane.done,
             completed=lane.completed,
-            failed=lane.failed,
+            failed=_tally(lane, "failed"),
+            cancelled=_tally(lane, "cancelled"),
+            ran=_tally(lane, "ran"),
             running=lane.running,
             steps=lane.steps or 0,
             tool_calls=lane.tool_calls or 0,
             tokens=lane.tokens or 0,
             latest_event=latest.get(lane.pk),
-            passed=lane.passed,
+            passed=_tally(lane, "passed"),
             scored=lane.scored,
             score_mean=lane.score_mean,
             waiting_on_provider=waiting.get(lane.pk, 0),
-            outcome_failed=lane.outcome_failed,
         )
         for lane in lanes
     ]

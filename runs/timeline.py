@@ -12,6 +12,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable
 
+from core.textdiff import Piece, word_diff
 from engine import events as ev
 from engine.types import JSON, JSONObject
 from runs.models import RunEvent
@@ -212,6 +213,25 @@ class SideItem:
     text: str = ""
     detail: str = ""
     is_error: bool = False
+    # What differs from the other lane's item in the same place (set by side_by_side)
+    text_marks: list[Piece] | None = None
+    detail_marks: list[Piece] | None = None
+
+
+SIDE_SHOWN_CHARS = 2000  # per field of a side-by-side item
+
+
+def _mark_differences(left: list[SideItem], right: list[SideItem]) -> None:
+    """The two lanes' items in the same place and of the same kind, their differing words marked."""
+    for a, b in zip(left, right, strict=False):
+        if a.kind != b.kind:
+            continue
+        for field in ("text", "detail"):
+            one, two = getattr(a, field)[:SIDE_SHOWN_CHARS], getattr(b, field)[:SIDE_SHOWN_CHARS]
+            if one and two and one != two:
+                marks = word_diff(one, two)
+                setattr(a, f"{field}_marks", marks.left)
+                setattr(b, f"{field}_marks", marks.right)
 
 
 @dataclasses.dataclass
@@ -273,4 +293,6 @@ def side_by_side(left: list[RunEvent], right: list[RunEvent], *, live: tuple[boo
         rows.append(SideRow(label=f"Step {index}" if index else "Before the first step", left=a.get(index, []), right=b.get(index, [])))
     if -1 in a or -1 in b:
         rows.append(SideRow(label="Result", left=a.get(-1, []), right=b.get(-1, [])))
+    for row in rows:
+        _mark_differences(row.left, row.right)
     return rows

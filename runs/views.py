@@ -15,12 +15,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from core.db import read_snapshot
 from core.errors import DomainError
 from core.forms import form_add_domain_error
 from core.net import client_ip
 from packs.models import Pack
+from packs.selectors import pack_versions_runnable
 from regression.failures.selectors import failed_case_count
-from runs import lookups, presenters, results, run_table, selectors, services, timeline
+from regression.models import RegressionSuite
+from regression.selectors import run_regression_coverage
+from runs import lookups, presenters, results, run_table, selectors, services, timeline, transcript
 from runs.events import payload_hydrate
 from runs.forms import RunCreateForm
 from runs.matrix import (
@@ -36,11 +40,17 @@ from runs.matrix import (
 )
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
 from runs.services.shares import SHARE_DAYS_DEFAULT
+from runs.verdict import case_verdict
+from scoring.presenters import run_scorecard_context
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
 CASES_PER_PAGE = 50
 EVENTS_PER_PAGE = 50
+# How often the live run page asks for its snapshot. One request per tick for every region (it was
+# five polls a second); at 500 ms an event is on the screen within a tick plus one render
+# (bench/live_tick.py measures it).
+LIVE_TICK_MS = 500
 
 
 @workspace_view()
@@ -94,11 +104,31 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
     else:
         # ?pack_version= is the pack pages' "Run this version" link.
         chosen = request.GET.get("pack_version_id") or request.GET.get("pack_version")
-        initial = {"pack_version_id": chosen} if chosen else {}
+        initial: dict[str, object] = {"pack_version_id": chosen} if chosen else {}
+        initial.update(_suite_initial(request, chosen))
         form = RunCreateForm(workspace=request.workspace, initial=initial)
         show_errors = False
     template = "runs/run_create.html#run-create-fields" if request.htmx else "runs/run_create.html"
     return render(request, template, {"form": form, "show_errors": show_errors})
+
+
+def _suite_initial(request: WorkspaceRequest, chosen: str | None) -> dict[str, object]:
+    """``?regression_suite=<id>`` is a suite page's "New run" link: that suite ticked and, unless
+    a version is named, the newest runnable version of its pack chosen."""
+    raw = request.GET.get("regression_suite") or ""
+    suite = (
+        RegressionSuite.objects.filter(workspace=request.workspace, pk=int(raw), archived_at__isnull=True).first()
+        if raw.isdigit()
+        else None
+    )
+    if suite is None:
+        return {}
+    initial: dict[str, object] = {"regression_suite_ids": [suite.pk]}
+    if not chosen:
+        version = pack_versions_runnable(workspace=request.workspace).filter(pack_id=suite.pack_id).first()
+        if version is not None:
+            initial["pack_version_id"] = str(version.pk)
+    return initial
 
 
 def _elapsed(run) -> str:
@@ -218,28 +248,48 @@ def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     partial = request.GET.get("partial") if request.htmx else None
     if request.htmx and request.htmx.target == "run-results":  # a filter, tab or page link of the Results section
         partial = "run-results"
+    if partial == "run-live":
+        return _live_tick(request, run_id)
     if partial == "run-status":
         context = _status_context(request, run)
         context["in_partial"] = True  # the response carries the page <title>: htmx updates the tab
         return _polled(render(request, "runs/run_detail.html#run-status", context), context["live"])
     live = _is_live(run, lookups.case_counts(run=run))
-    if partial == "ticker-poll":
-        events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
-        after = events[-1].pk if events else request.GET.get("after", 0)
-        context = {"run": run, "events": presenters.ticker_lines(events), "after": after, "new_only": True, "live": live}
-        return _polled(render(request, "runs/run_detail.html#ticker-poll", context), live)
-    if partial in ("run-results", "run-results-body"):
-        context = {"run": run, **_results_context(request, run, live=live)}
-        if partial == "run-results-body" and live and request.GET.get("digest") == context["digest"]:
-            return HttpResponse(status=204)  # nothing changed: htmx keeps the rows (and the keyboard focus) as they are
-        response = render(request, f"runs/run_detail.html#{partial}", context)
-        return _polled(response, live) if partial == "run-results-body" else response
+    if partial == "run-results":
+        context = {"run": run, **_results_context(request, run, live=live), "tick_ms": LIVE_TICK_MS}
+        return render(request, "runs/run_detail.html#run-results", context)
     events = selectors.run_events_latest(run=run, limit=30)
     context = _status_context(request, run)
     context.update(_results_context(request, run, live=context["live"]))
-    context.update({"events": presenters.ticker_lines(events), "after": events[-1].pk if events else 0})
+    context.update({"events": presenters.ticker_lines(events), "after": events[-1].pk if events else 0, "tick_ms": LIVE_TICK_MS})
+    context.update(run_scorecard_context(run))
     context["attachments"] = selectors.run_attachments(run=run)
     return render(request, "runs/run_detail.html", context)
+
+
+def _live_tick(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    """One snapshot of every live region of the run page (status, lanes, scorecard, results,
+    regression coverage, ticker), read in one transaction so they agree with each other, sent as
+    one response of out-of-band swaps (issue 25: the scorecard said "No winner: tie" while the
+    header still said Running 8/9, each region having polled at its own moment)."""
+    with read_snapshot():
+        run = lookups.run_get(workspace=request.workspace, pk=run_id)
+        context = _status_context(request, run)
+        context.update(_results_context(request, run, live=context["live"]))
+        context.update(run_scorecard_context(run))
+        events = selectors.run_events_latest(run=run, after=request.GET.get("after"), limit=30)
+        context["coverage"] = run_regression_coverage(run=run)
+    context.update(
+        {
+            "events": presenters.ticker_lines(events),
+            "after": events[-1].pk if events else request.GET.get("after", 0),
+            # An unchanged results page is not sent again: htmx keeps the rows and the keyboard focus.
+            "results_changed": request.GET.get("digest") != context["digest"] or not context["live"],
+            "tick_ms": LIVE_TICK_MS,
+            "current_workspace": request.workspace,
+        }
+    )
+    return _polled(render(request, "runs/run_detail.html#run-live-tick", context), context["live"])
 
 
 @require_POST
@@ -260,8 +310,34 @@ def _case_live(case_run) -> bool:
     return not case_run.is_terminal or (case_run.status != CaseStatus.CANCELLED and case_run.score_status == ScoreStatus.PENDING)
 
 
-def _replay_summary(run, case_run) -> dict:
-    return {"run": run, "case_run": case_run, "case_live": _case_live(case_run), "totals": selectors.case_live_totals(case_run=case_run)}
+def _replay_summary(request: WorkspaceRequest, run, case_run) -> dict:
+    slug = request.workspace.slug
+    scorecard = reverse("scoring:lane_scorecard", args=[slug, run.pk, case_run.lane_id]) + f"#case-{case_run.pk}"
+    return {
+        "run": run,
+        "case_run": case_run,
+        "case_live": _case_live(case_run),
+        "totals": selectors.case_live_totals(case_run=case_run),
+        "verdict": case_verdict(case_run, workspace_slug=slug, scorecard_url=scorecard),
+    }
+
+
+def _replay_view(request: WorkspaceRequest) -> str:
+    """The transcript unless the event view is asked for (a link to one event opens it too)."""
+    if request.GET.get("view") == "events" or request.GET.get("event") or request.GET.get("page"):
+        return "events"
+    return "transcript"
+
+
+def _transcript_context(case_run: CaseRun) -> dict:
+    rows = list(RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")[: transcript.EVENT_LIMIT + 1])
+    cut = len(rows) > transcript.EVENT_LIMIT
+    rows = rows[: transcript.EVENT_LIMIT]
+    for event in rows:
+        if event.payload_ref:
+            event.payload = payload_hydrate(event.payload)
+    turns, over_budget = transcript.within_budget(transcript.transcript(rows))
+    return {"turns": turns, "transcript_cut": cut or over_budget, "shown_chars": presenters.SHOWN_CHARS}
 
 
 @workspace_view()
@@ -270,6 +346,13 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
     case_run = lookups.case_run_get(run=run, pk=case_run_id)
     if request.htmx and request.GET.get("partial") == "replay-tail":
         return _replay_tail(request, run, case_run)
+    if request.htmx and request.GET.get("partial") == "replay-transcript":
+        context = {**_replay_summary(request, run, case_run), **_transcript_context(case_run), "replay_view": "transcript"}
+        return _polled(render(request, "runs/case_replay.html#replay-transcript-tick", context), context["case_live"])
+    if _replay_view(request) == "transcript":
+        context = {**_replay_summary(request, run, case_run), **_transcript_context(case_run)}
+        context.update({"replay_view": "transcript", "neighbours": selectors.case_neighbours(case_run=case_run)})
+        return render(request, "runs/case_replay.html", context)
     events = RunEvent.objects.filter(case_run=case_run).order_by("sequence_number")
     page_number: str | int | None = request.GET.get("page")
     wanted = request.GET.get("event")
@@ -283,9 +366,10 @@ def case_replay(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
             event.payload = payload_hydrate(event.payload)
     before = selectors.case_events_before(case_run=case_run, sequence=rows[0].sequence_number) if rows and page.number > 1 else []
     steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
-    context = _replay_summary(run, case_run)
+    context = _replay_summary(request, run, case_run)
     context.update(
         {
+            "replay_view": "events",
             "page": page,
             "steps": steps,
             "shown_chars": presenters.SHOWN_CHARS,
@@ -307,7 +391,7 @@ def _replay_tail(request: WorkspaceRequest, run, case_run) -> HttpResponse:
     rows = selectors.case_events(case_run=case_run, after_sequence=after, limit=200)
     before = selectors.case_events_before(case_run=case_run, sequence=after + 1) if rows else []
     steps = timeline.replay_steps(rows, before=before, origin=case_run.started_at, pricer=selectors.model_call_pricer(case_run=case_run))
-    context = _replay_summary(run, case_run)
+    context = _replay_summary(request, run, case_run)
     live = context["case_live"] or len(rows) == 200
     context.update({"steps": steps, "after": rows[-1].sequence_number if rows else after, "tail_live": live})
     return _polled(render(request, "runs/case_replay.html#replay-tail", context), live)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from typing import NotRequired, TypedDict, cast
+from urllib.parse import quote
 
 from django.db.models import Avg, Count, Q
 
@@ -30,8 +31,8 @@ from engine.scoring.stats import LaneStatistics
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
-from scoring.selectors import EvidenceTier, lane_evidence_tiers
-from scoring.statistics import KRow, interval_note, k_rows, pass_rate_text, score_text, statistics_by_lane
+from scoring.selectors import EvidenceTier, lane_evidence_tiers, lane_standings
+from scoring.statistics import KRow, error_bar, interval_note, k_rows, pass_rate_text, score_text, statistics_by_lane
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 
@@ -213,8 +214,9 @@ def _run_document(card: RunScorecard | None) -> RunScorecardDocument:
 
 
 def replay_url(*, workspace_slug: str, run_id: int, case_run_id: int, event_id: str | None = None) -> str:
+    """The replay, opened on the event when there is one (the event view, at the page holding it)."""
     url = f"/w/{workspace_slug}/runs/{run_id}/cases/{case_run_id}/"
-    return f"{url}#event-{event_id}" if event_id else url
+    return f"{url}?event={quote(event_id, safe='')}#event-{event_id}" if event_id else url
 
 
 def run_scorecard_rows(run: Run) -> RunScorecardRows:
@@ -592,3 +594,42 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
         verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]
         lines.append(f"| {c['case_key']} | {verdict} | {_fmt(c['overall_score'])} | {', '.join(c['failed_validators']) or '—'} |")
     return "\n".join(lines) + "\n"
+
+
+BAR_WIDTH = 64
+
+
+def _bar(value: float | None, maximum: float | None = 1.0) -> int | None:
+    if value is None or not maximum:
+        return None
+    return max(0, min(BAR_WIDTH, round(BAR_WIDTH * float(value) / float(maximum))))
+
+
+def run_scorecard_context(run: Run) -> dict[str, object]:
+    """The run scorecard fragment's context (its page, and the run page's live tick): the ranking
+    with its bars, or the standings so far while there is no ranking."""
+    data = run_scorecard_rows(run)
+    max_cost = max((r["cost_usd"] or 0 for r in data["lanes"]), default=0) or None
+    max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None
+    for row in data["lanes"]:
+        interval = error_bar(row["statistics"], "pass_rate")
+        trials = row["statistics"]["trials"] if row["statistics"] else 0
+        row["interval_short"] = (
+            f"{interval['low'] * 100:.0f}–{interval['high'] * 100:.0f} % · {trials} trials" if interval else f"{trials} trial · no interval"
+        )
+        row["bars"] = {
+            "overall": _bar(row["overall_score"]),
+            "pass_rate": _bar(row["pass_rate"]),
+            "pass_rate_low": _bar(interval["low"]) if interval else None,
+            "pass_rate_high": _bar(interval["high"]) if interval else None,
+            "cost": _bar(row["cost_usd"], max_cost),
+            "latency": _bar(row["latency_p50_ms"], max_latency),
+        }
+        row["dimension_cells"] = [
+            {"key": k, "value": row["dimensions"].get(k), "bar": _bar(row["dimensions"].get(k))} for k in data["dimension_keys"]
+        ]
+    detectors = list(DETECTORS) if any(row.get("security") for row in data["lanes"]) else []
+    context: dict[str, object] = {"run": run, "scorecard": data, "leak_detectors": detectors}
+    if run.score_status in (ScoreStatus.PENDING, ScoreStatus.SKIPPED):  # standings so far, while there is no ranking
+        context["standings"] = lane_standings(run=run)
+    return context

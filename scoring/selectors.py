@@ -64,7 +64,29 @@ def lane_evidence_tiers(lanes: list[Lane]) -> dict[int, EvidenceTier]:
             if isinstance(tier, str):
                 seen[lane_id].append(tier)
     tiers = {lane.pk: (lane_tier(seen[lane.pk]) if seen.get(lane.pk) else BLACK_BOX) if lane.pk in seen else NATIVE for lane in lanes}
-    return {pk: {"tier": tier, "name": TIER_NAMES[tier], "label": TIER_LABELS[tier]} for pk, tier in tiers.items()}
+    prompt_only = _prompt_only_lanes(lanes)
+    return {
+        pk: {
+            "tier": tier,
+            "name": TIER_NAMES[tier],
+            "label": PROMPT_ONLY_LABEL if pk in prompt_only and tier == NATIVE else TIER_LABELS[tier],
+        }
+        for pk, tier in tiers.items()
+    }
+
+
+# A prompt_eval pack has no tools and no sandbox: the full trace, but no workspace (issue 25: its
+# scorecards said "native (full trace and workspace)").
+PROMPT_ONLY_LABEL = "native (full trace; a prompt-only pack has no workspace)"
+
+
+def _prompt_only_lanes(lanes: list[Lane]) -> set[int]:
+    """The lanes whose run executes a prompt_eval pack (one query when their runs are not loaded)."""
+    cached = {lane.run_id: lane.run.execution_mode for lane in lanes if Lane.run.is_cached(lane)}
+    missing = {lane.run_id for lane in lanes} - set(cached)
+    if missing:
+        cached.update(Run.objects.filter(pk__in=missing).values_list("pk", "execution_mode"))
+    return {lane.pk for lane in lanes if cached.get(lane.run_id) == "prompt_eval"}
 
 
 def lane_trials(*, lane_ids: Sequence[int]) -> dict[int, dict[str, list[Trial]]]:

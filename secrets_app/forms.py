@@ -35,11 +35,24 @@ class SecretSetForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, editing: bool = False, locked_key: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.locked_key = locked_key
         if editing:
             self.fields["value"].required = False
             self.fields["value"].help_text = "Write-only. Leave blank to keep the current value."
+        if locked_key:  # the Edit dialog: the key names the secret, it is not renamed here
+            self.fields["key"].widget.attrs["readonly"] = True
+            self.fields["key"].help_text = "A secret's key cannot be changed: add a new secret with the new key, then delete this one."
+
+    def clean_key(self) -> str:
+        key = str(self.cleaned_data["key"])
+        if self.locked_key and key.strip() != self.locked_key:
+            # issue 25: a changed key in the Edit dialog silently made a second secret
+            raise forms.ValidationError(
+                f"This dialog edits {self.locked_key}; a key cannot be renamed. Add a new secret with the new key, then delete this one."
+            )
+        return key
 
     def clean_value(self) -> str | None:
         return self.cleaned_data["value"] or None  # blank while editing: keep the stored value

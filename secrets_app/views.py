@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
@@ -49,17 +51,21 @@ def secret_list(request: WorkspaceRequest) -> HttpResponse:
 def secret_set(request: WorkspaceRequest) -> HttpResponse:
     slug = request.workspace.slug
     list_url = reverse("secrets_app:list", args=[slug])
-    key = (request.POST.get("key") if request.method == "POST" else request.GET.get("key")) or ""
+    # ?key= names the secret the Edit dialog edits (its form posts back to the same address).
+    editing = (request.GET.get("key") or "").strip()
+    key = editing or ((request.POST.get("key") if request.method == "POST" else "") or "")
     existing = selectors.secret_get(workspace=request.workspace, key=key.strip()) if key.strip() else None
     initial = {"key": key, "allowed_hosts": "\n".join(existing.allowed_hosts) if existing else ""}
-    form = SecretSetForm(request.POST or None, initial=initial, editing=existing is not None)
+    form = SecretSetForm(
+        request.POST or None, initial=initial, editing=existing is not None, locked_key=existing.key if existing and editing else ""
+    )
     return dialog_save(
         request,
         form=form,
         save=lambda data: services.secret_set(workspace=request.workspace, actor=request.user, **data),
         success=lambda saved: f"Secret {saved[0].key} {'saved' if saved[1] else 'updated'}.",
         list_url=list_url,
-        action=reverse("secrets_app:set", args=[slug]),
+        action=reverse("secrets_app:set", args=[slug]) + (f"?{urlencode({'key': existing.key})}" if existing and editing else ""),
         title=f"Edit {existing.key}" if existing else "Add a secret",
         submit_label="Save secret",
         section_title="Secrets",

@@ -258,6 +258,8 @@ SPECTACULAR_SETTINGS = {
         "core.schema.document_error_responses",
         "runs.hosted.schema.document_hosted_callback",
     ],
+    # Group the API docs by what an endpoint is about (runs, packs, secrets…), not all under "v1".
+    "SCHEMA_PATH_PREFIX": r"/api/v1(?:/workspaces/\{[^/]+\})?",
 }
 
 # --- Celery -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 import requests
 import yaml
 from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
 
 from core.schema import ERROR_REF, error_codes
 
@@ -102,3 +103,15 @@ def test_the_hosted_callback_is_documented(schema):
     assert operation["security"] == [{"hostedCaseToken": []}]
     message = schema["components"]["schemas"]["HostedMessage"]
     assert "final_answer" in message["properties"]["type"]["enum"] and set(operation["responses"]) == {"201", *_HOSTED_ERRORS}
+
+
+@pytest.mark.django_db
+def test_the_api_docs_are_grouped_by_subject_and_lead_back_to_the_app(client, django_user_model):
+    """Issue 25: one flat "v1" group, and no way back from the docs to the app."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    tags = {tag for operations in schema["paths"].values() for operation in operations.values() for tag in operation.get("tags", [])}
+    assert {"runs", "packs", "secrets", "regression-suites", "comparisons"} <= tags and "v1" not in tags
+    user = django_user_model.objects.create_user("docs-reader", password="x-password-123")
+    client.force_login(user)
+    page = client.get("/api/docs/").content.decode()
+    assert 'href="/">← Back to AgentClash</a>' in page

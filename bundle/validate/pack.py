@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bundle.validate.common import Report, blank
@@ -9,11 +10,18 @@ from bundle.validate.common import Report, blank
 EXECUTION_MODES = ("native", "prompt_eval", "responses", "multi_turn")
 
 
+# A slug names the pack in URLs, the CLI and other packs' references: no spaces, no "@" (issue 25).
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def validate_pack(bundle: dict[str, Any], report: Report) -> None:
     pack = bundle.get("pack") or {}
     for key in ("slug", "name", "family"):
         if blank(pack.get(key)):
             report.add(f"pack.{key}", "is required")
+    slug = pack.get("slug")
+    if isinstance(slug, str) and not blank(slug) and not SLUG.fullmatch(slug):
+        report.add("pack.slug", f"must be letters, digits, hyphens, underscores or dots, starting with a letter or digit (not {slug!r})")
 
 
 def validate_version_number(bundle: dict[str, Any], report: Report) -> None:

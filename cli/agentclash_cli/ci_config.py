@@ -109,8 +109,12 @@ def read_yaml_mapping(path: str | Path, shape: str) -> dict[str, Any]:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.MarkedYAMLError as exc:  # where and what, without PyYAML's quoted source and caret
+        mark = exc.problem_mark or exc.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise CliError(f"{path} is not valid YAML{where}: {exc.problem or exc.context or 'invalid YAML'}") from None
     except yaml.YAMLError as exc:
-        raise CliError(f"{path} is not valid YAML: {exc}") from None
+        raise CliError(f"{path} is not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     if not isinstance(doc, dict):
         raise CliError(f"{path} must be {shape}")
     return doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from comparisons.models import Comparison
+from comparisons.presenters import side_by_side
 from comparisons.services import ComparisonError, comparison_create
 from scoring.tests.factories import make_pack_version, make_run
 
@@ -246,3 +247,17 @@ def test_comparison_detail_shows_deltas_and_divergent_cases(workspace, admin, vi
     assert "Worse" in html and "passed → failed" in html and "two-plus-two" in html
     assert f"/w/{workspace.slug}/runs/{pair[0].pk}/cases/" in html and f"/w/{workspace.slug}/runs/{pair[1].pk}/cases/" in html
     assert "Evaluate release gate" not in html  # viewer
+
+
+def test_comparison_marks_the_characters_that_differ_in_a_final_output(workspace, admin, viewer, client_for):
+    """Issue 25: whole cells were shaded, so `8000` beside `8080` looked identical."""
+    version = make_pack_version(workspace)
+    baseline = make_run(workspace, pack_version=version, lanes=[GOOD])
+    candidate = make_run(workspace, pack_version=version, lanes=[{**GOOD, "two-plus-two": "4.0"}])
+    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=baseline, candidate_run=candidate)
+    html = client_for(viewer).get(f"/w/{workspace.slug}/comparisons/{comparison.pk}/").content.decode()
+    table = html.split('aria-label="Final outputs of two-plus-two"')[1].split("</table>")[0]
+    assert '<td class="ln ln-del">4</td>' in table and '<td class="ln ln-add">4<ins>.0</ins></td>' in table
+    rows, _ = side_by_side("listen: 8000", "listen: 8080")  # one word for a like one: its characters
+    assert [(seg.text, seg.changed) for seg in rows[0].baseline.segments] == [("listen: 800", False), ("0", True)]
+    assert [seg.text for seg in rows[0].candidate.segments if seg.changed] == ["8"]

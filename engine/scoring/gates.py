@@ -275,6 +275,16 @@ def normalize_policy(policy: Mapping[str, object] | None) -> GatePolicy:
     return out
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, without its quoted source and caret (issue 25)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return where + str(exc.problem or exc.context or "invalid YAML")
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def parse_policy(text: str) -> GatePolicy:
     """Parse a policy from JSON or YAML text and validate it (ValueError names the field)."""
     try:
@@ -283,7 +293,7 @@ def parse_policy(text: str) -> GatePolicy:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ValueError(f"policy is neither valid JSON nor valid YAML: {exc}") from exc
+            raise ValueError(f"policy is neither valid JSON nor valid YAML: {_yaml_problem(exc)}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):

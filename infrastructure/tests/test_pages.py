@@ -208,6 +208,14 @@ class TestCreateEditArchivePages:
         body = client_for(admin).post(f"{W}/provider-accounts/new/", data, HTTP_HX_REQUEST="true").content.decode()
         assert 'class="field has-error"' in body and "already has a provider account" in body
 
+    def test_invalid_json_says_where_and_an_empty_schema_stays_empty(self, infra, admin, client_for):
+        """Issue 25: "Enter a valid JSON." without a position, and the empty output schema refilled with null."""
+        data = {**valid_post("deployments", infra), "deployment_config": '{\n  "script": [1, 2,]\n}', "output_schema": ""}
+        body = client_for(admin).post(f"{W}/deployments/new/", data, HTTP_HX_REQUEST="true").content.decode()
+        assert "Not valid JSON: expecting value at line 2, column 19." in body
+        schema = body.split('name="output_schema"')[1].split("</textarea>")[0]
+        assert "null" not in schema
+
     def test_an_api_key_typed_in_the_form_is_never_shown_back(self, workspace, admin, client_for):
         data = {"name": "OpenAI", "provider_key": "openai", "api_key": "sk-typed-in-form-99", "base_url": "http://plain.example.org"}
         body = client_for(admin).post(f"{W}/provider-accounts/new/", data, HTTP_HX_REQUEST="true").content.decode()

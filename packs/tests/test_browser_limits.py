@@ -38,6 +38,8 @@ def test_validate_says_a_bundle_may_be_at_most_1_mib(live_server, chromium_path,
         problem = page.locator("#editor-result .errors-list li")
         problem.wait_for()
         assert "A bundle may be at most 1 MiB." in problem.inner_text()
+        # in bytes, so 1 MiB + 10 does not read "This one is 1.0 MiB" (issue 25)
+        assert f"This one is {size + 3:,} bytes, {size + 3 - 1024 * 1024:,} too many." in problem.inner_text()  # "x: " + size
         assert page.is_disabled("#publish-button")
         assert posts == []  # said at once, without sending megabytes the server would refuse
         assert not PackVersion.objects.exists()

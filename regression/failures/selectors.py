@@ -21,11 +21,11 @@ from django.db.models.fields.json import KT
 
 from core.errors import DomainError
 from engine.events import SANDBOX_EGRESS_DENIED, TOOL_CALL_FAILED
-from engine.modes.case import STOP_CANCELLED
 from engine.scoring.documents import CaseScoreDocument
 from engine.types import JSON
 from regression.failures.classify import CLASSES, SEVERITIES, CaseFacts, EventFact, Failure, classify, is_cancelled
 from runs.events import payload_hydrate
+from runs.lookups import failed_q
 from runs.models import CaseRun, CaseStatus, Lane, Run, RunEvent, ScoreStatus
 
 SEVERITY_RANK = {"blocking": 0, "warning": 1, "info": 2}
@@ -346,5 +346,4 @@ def failure_review(*, run: Run, query: Mapping[str, Any] | None = None) -> Failu
 def failed_case_count(*, run: Run) -> int:
     """How many of the run's cases failed, cancelled ones aside: the count the run page's link
     shows, in one query; the same number as :attr:`FailureReview.failed_cases`."""
-    failed = CaseRun.objects.filter(run=run).filter(Q(status=CaseStatus.FAILED) | Q(passed=False))
-    return failed.exclude(status=CaseStatus.CANCELLED).exclude(stop_reason=STOP_CANCELLED).count()
+    return CaseRun.objects.filter(run=run).filter(failed_q()).count()

@@ -57,9 +57,11 @@ def test_a_reviewer_promotes_activates_and_gates_a_suite_only_run(live_server, p
     page.goto(f"{base}/runs/{failed.pk}/cases/{case_run.pk}/")
     page.select_option(f"#promote-severity-{case_run.pk}", "blocking")
     page.get_by_role("button", name="Promote").click()
-    page.wait_for_url(f"{base}/regression-suites/{suite.pk}/")
+    page.locator(f'[data-promoted="{case_run.pk}"]').wait_for()  # in place: the replay stays
     case = RegressionCase.objects.get()
     assert (case.status, case.source_case_run_id) == ("proposed", case_run.pk)
+    page.locator(f'[data-promoted="{case_run.pk}"]').get_by_role("link", name="smoke").click()
+    page.wait_for_url(f"{base}/regression-suites/{suite.pk}/")
     row = page.locator(f"#regression-case-{case.pk}")
     assert "Proposed" in row.inner_text()
 
@@ -101,7 +103,7 @@ def test_promote_from_the_failures_review(live_server, page, worker, workspace, 
     version = publish(workspace, member, native_pack_yaml(cases=1))
     guesser = make_deployment(workspace, name="guesser", script=[{"submit": "no idea"}])
     failed = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[guesser.pk])
-    suite = RegressionSuite.objects.create(workspace=workspace, pack=version.pack, name="nightly")
+    RegressionSuite.objects.create(workspace=workspace, pack=version.pack, name="nightly")
     worker.start()
     assert wait_for(lambda: finished(failed), timeout=60)
     login(page, live_server.url, member.username, PASSWORD)
@@ -109,10 +111,10 @@ def test_promote_from_the_failures_review(live_server, page, worker, workspace, 
     case_run = CaseRun.objects.get(run=failed)
     page.goto(f"{live_server.url}/w/{workspace.slug}/runs/{failed.pk}/failures/")
     page.locator(f'[data-promote-form="{case_run.pk}"]').get_by_role("button", name="Promote").click()
-    page.wait_for_url(f"{live_server.url}/w/{workspace.slug}/regression-suites/{suite.pk}/")
+    page.locator(f'[data-promoted="{case_run.pk}"]').wait_for()  # in place: the review stays
     case = RegressionCase.objects.get()
     assert (case.source_case_run_id, case.status, case.severity) == (case_run.pk, "proposed", "blocking")
-    assert "Proposed" in page.locator(f"#regression-case-{case.pk}").inner_text()
+    assert page.url == f"{live_server.url}/w/{workspace.slug}/runs/{failed.pk}/failures/"
 
 
 def test_the_run_pages_regression_coverage_updates_without_a_reload(live_server, page, worker, workspace, member):

@@ -1,4 +1,5 @@
-"""The run page's regression coverage refreshes itself while the run runs (its own polled partial)."""
+"""The run page's regression coverage refreshes while the run runs: in the page's one live tick
+(with every other region), and through its own partial for whoever polls it alone."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ def test_the_coverage_polls_while_the_run_runs_and_its_partial_returns_the_count
     run, suite = running
     url = f"/w/acme/runs/{run.pk}/regression-coverage/"
     page = client_for(viewer).get(f"/w/acme/runs/{run.pk}/").content.decode()
-    assert f'hx-get="{url}"' in page and 'data-live="true"' in page.split('id="regression-coverage"')[1][:200]
+    assert f'hx-get="{url}"' not in page and 'data-live="true"' in page.split('id="regression-coverage"')[1][:200]
+    tick = client_for(viewer).get(f"/w/acme/runs/{run.pk}/?partial=run-live", **HTMX).content.decode()
+    region = tick.split('id="regression-coverage"')[1].split("</section>")[0]
+    assert 'hx-swap-oob="true"' in region and '<td class="num" data-count="pending">1</td>' in region
 
     partial = client_for(viewer).get(url, **HTMX)
     body = partial.content.decode()
@@ -44,6 +48,8 @@ def test_the_coverage_polls_while_the_run_runs_and_its_partial_returns_the_count
     assert final.status_code == 286  # htmx swaps this last version and stops polling
     assert "1 fail" in body and '<td class="num" data-count="pending">0</td>' in body
     assert "hx-get" not in body and 'data-live="false"' in body
+    last_tick = client_for(viewer).get(f"/w/acme/runs/{run.pk}/?partial=run-live", **HTMX)
+    assert last_tick.status_code == 286 and "1 fail" in last_tick.content.decode().split('id="regression-coverage"')[1]
     assert "hx-get" not in client_for(viewer).get(f"/w/acme/runs/{run.pk}/").content.decode().split('id="regression-coverage"')[1][:300]
 
 

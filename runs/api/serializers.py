@@ -98,7 +98,8 @@ class RunOutputSerializer(serializers.Serializer):
             counts = {s: getattr(run, f"cases_{s}") for s in CASE_STATUSES}
             counts["total"] = run.cases_total
             return counts
-        return case_counts(run=run)
+        # By status, as the list's annotations (the pages' tally_* counts stay on the pages).
+        return {k: v for k, v in case_counts(run=run).items() if not k.startswith("tally_")}
 
 
 class CaseRunOutputSerializer(serializers.Serializer):

@@ -14,11 +14,19 @@ from workspaces.models import Workspace
 
 NAME_MAX = 200
 AGENTS_SHOWN = 3
+# A default name fits one line of a list (issue 25: long agent names made four-line names):
+# each part is cut, with "…", to these many characters.
+PACK_CHARS = 40
+AGENT_CHARS = 24
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def agents_text(names: Sequence[str]) -> str:
-    """``A``, ``A vs B``, ``A vs B vs C``, ``A vs B vs C + 2 more``."""
-    shown = " vs ".join(names[:AGENTS_SHOWN])
+    """``A``, ``A vs B``, ``A vs B vs C``, ``A vs B vs C + 2 more``; a long name is cut."""
+    shown = " vs ".join(_cut(name, AGENT_CHARS) for name in names[:AGENTS_SHOWN])
     hidden = len(names) - AGENTS_SHOWN
     return f"{shown} + {hidden} more" if hidden > 0 else shown
 
@@ -30,7 +38,7 @@ def run_default_name(*, workspace: Workspace, pack_version: PackVersion, deploym
     same in every list and picker.
     """
     stamp = f"{timezone.localtime(at):%Y-%m-%d %H:%M:%S}"
-    head = f"{pack_version.pack.name} v{pack_version.number}"
+    head = f"{_cut(pack_version.pack.name, PACK_CHARS)} v{pack_version.number}"
     agents = agents_text([d.name for d in deployments])
     room = NAME_MAX - len(head) - len(stamp) - len(" ·  · ") - len(" (99)")
     if len(agents) > room:

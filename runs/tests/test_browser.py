@@ -89,7 +89,11 @@ def test_a_run_started_from_the_page_fills_its_progress_bars_ranks_a_winner_and_
     page.locator(f'#run-results a.cell[data-cell="{case.pk}"]').click()  # its cell in the results matrix
     page.wait_for_url(f"{ws}/runs/{run.pk}/cases/{case.pk}/")
     assert "port-typo" in page.inner_text("h1")
-    assert page.get_by_role("heading", name="Timeline").is_visible()
+    assert page.locator("#verdict-title").inner_text().startswith("Passed")  # the verdict is on top
+    assert "fixed port" in page.inner_text("#transcript .msg-final")  # the conversation is the default
+    page.get_by_role("link", name="Events", exact=True).click()
+    page.wait_for_url("**view=events")
+    assert page.get_by_role("heading", name="Events").is_visible()
     timeline = page.inner_text(".main")
     assert "Tool read_config" in timeline and "Tool write_file" in timeline
     final = page.locator("details.step.final")

@@ -177,7 +177,7 @@ def test_the_matrix_is_driven_from_the_keyboard_and_filtered(live_server, page, 
     assert "tone-fail" in page.evaluate("() => document.activeElement.className")
     page.keyboard.press("Enter")
     page.wait_for_url(run_url(live_server, workspace, run, f"cases/{cases[('wrong', 'case-1')]}/"))
-    assert "no idea" in page.inner_text("#timeline")
+    assert "no idea" in page.inner_text("#transcript") and "no idea" in page.inner_text("#replay-verdict ins")
 
     # On the replay: the same case in the other lane, then both side by side.
     page.keyboard.press("o")
@@ -208,7 +208,7 @@ def test_the_replay_of_a_running_case_fills_in_as_it_runs(live_server, page, wor
     run = services.run_create(workspace=workspace, user=member, pack_version=version, deployment_ids=[deployment.pk])
     case = CaseRun.objects.get(run=run)
     login(page, live_server.url, member.username, PASSWORD)
-    page.goto(run_url(live_server, workspace, run, f"cases/{case.pk}/"))
+    page.goto(run_url(live_server, workspace, run, f"cases/{case.pk}/?view=events"))
     assert "waiting for a worker" in page.inner_text("#timeline-empty")
     page.evaluate("window.__sameDocument = true")
     worker.start()

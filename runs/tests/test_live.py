@@ -85,7 +85,7 @@ def test_cancel_ends_every_lane_and_the_run_scorecard_is_not_pending_for_ever(wo
     assert "This run was cancelled" in page
     scorecard = htmx(client, reverse("scoring:run_scorecard", args=["acme", run.pk])).content.decode()
     assert "Not scored" in scorecard and "Scoring pending" not in scorecard and "hx-trigger" not in scorecard
-    for partial in ("run-status", "run-results-body", "ticker-poll"):
+    for partial in ("run-status", "run-live"):
         assert htmx(client, url("detail", run.pk, partial=partial)).status_code == 286, partial
 
 
@@ -126,28 +126,31 @@ def test_the_start_dispatches_lanes_interleaved(workspace, admin, tasks):
 # -- the live run page ----------------------------------------------------------------------------
 
 
-def test_the_status_partial_puts_progress_in_the_page_title(workspace, admin, tasks, client_for):
+def test_the_live_tick_puts_progress_in_the_page_title(workspace, admin, tasks, client_for):
     run = started_run(workspace, admin, tasks)
     CaseRun.objects.filter(pk=CaseRun.objects.filter(run=run).first().pk).update(status=CaseStatus.COMPLETED)
-    response = htmx(client_for(admin), url("detail", run.pk, partial="run-status"))
+    response = htmx(client_for(admin), url("detail", run.pk, partial="run-live"))
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.lstrip().startswith(f"<title>(1/6) {run.name} · AgentClash</title>")
+    assert f"<title>(1/6) {run.name} · AgentClash</title>" in body
     assert 'data-count="queued">3<' in body and 'data-count="running">0<' in body  # per lane
-    assert 'hx-trigger="every 1s"' in body
+    assert 'hx-trigger="every 500ms"' in body  # the poller renews itself
 
 
 def test_an_unchanged_results_page_is_not_sent_again(workspace, admin, tasks, client_for):
     run = started_run(workspace, admin, tasks)
     client = client_for(admin)
-    body = htmx(client, url("detail", run.pk, partial="run-results-body")).content.decode()
+    body = htmx(client, url("detail", run.pk, partial="run-live")).content.decode()
+    assert 'id="run-results-body"' in body  # no digest yet: sent
     digest = body.split("digest=")[1].split('"')[0]
-    assert htmx(client, url("detail", run.pk, partial="run-results-body", digest=digest)).status_code == 204
+    same = htmx(client, url("detail", run.pk, partial="run-live", digest=digest)).content.decode()
+    assert 'id="run-results-body"' not in same and 'id="run-status"' in same
 
     case = CaseRun.objects.filter(run=run).order_by("position", "lane__lane_index").first()
     CaseRun.objects.filter(pk=case.pk).update(status=CaseStatus.RUNNING, attempt=1)
-    changed = htmx(client, url("detail", run.pk, partial="run-results-body", digest=digest))
-    assert changed.status_code == 200 and "Running" in changed.content.decode()
+    changed = htmx(client, url("detail", run.pk, partial="run-live", digest=digest))
+    assert changed.status_code == 200 and 'id="run-results-body" data-view="matrix" hx-swap-oob="true"' in changed.content.decode()
+    assert "Running" in changed.content.decode()
 
 
 def test_the_matrix_has_a_row_per_case_and_a_cell_per_lane(race, viewer, client_for):
@@ -205,7 +208,7 @@ def test_the_run_page_reads_a_fixed_number_of_queries(race, viewer, client_for, 
 
 def test_the_replay_shows_times_tokens_cost_and_what_the_model_received(race, viewer, client_for):
     case = CaseRun.objects.get(run=race, lane__label="right", case_key="case-0")
-    body = client_for(viewer).get(url("case_replay", race.pk, case.pk)).content.decode()
+    body = client_for(viewer).get(url("case_replay", race.pk, case.pk, view="events")).content.decode()
     assert "took " in body and '<time datetime="' in body and "+" in body
     assert " in / " in body and "out tokens" in body and "$0 (free)" in body  # scripted is free
     assert "Model input: 2 messages" in body and "Model input: 2 messages (+2 earlier)" in body
@@ -270,7 +273,7 @@ def test_the_replay_of_a_running_case_appends_new_events_and_stops_when_scored(w
     run = started_run(workspace, admin, tasks, lanes=1, cases=1)
     case = CaseRun.objects.get(run=run)
     client = client_for(admin)
-    page = client.get(url("case_replay", run.pk, case.pk)).content.decode()
+    page = client.get(url("case_replay", run.pk, case.pk, view="events")).content.decode()
     assert "partial=replay-tail&after=0" in page and "waiting for a worker" in page
 
     tasks.drain()  # the case runs and is scored
@@ -317,6 +320,7 @@ def test_a_huge_payload_is_shown_in_part_with_a_link_to_the_whole_of_it(workspac
     body = response.content.decode()
     assert response.status_code == 200 and len(body) < 3_000_000, len(body)  # every event of the page, each cut
     assert "Shown in part: the first 16384 of" in body and "END" not in body
+    assert "The conversation is long" in body  # the transcript stops at its character budget
     stored = RunEvent.objects.filter(case_run=case, event_id__startswith="t:big:").order_by("sequence_number").first()
     link = url("case_event_payload", run.pk, case.pk, stored.pk)
     assert link in body

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
@@ -60,8 +62,14 @@ def test_the_new_run_form_previews_agents_times_cases(workspace, member, pack_ve
         url("create"), {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk]}, HTTP_HX_REQUEST="true"
     )
     body = response.content.decode()
-    assert "2 agents × 3 cases" in body
+    assert "2 agents × 3 cases = 6 case runs" in body
     assert "<html" not in body  # only the form partial
+
+
+def test_one_agent_on_one_case_is_one_case_run(workspace, member, deployment, client_for):
+    version = publish(workspace, member, native_pack_yaml(cases=1))
+    body = client_for(member).get(url("create"), {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, HTTP_HX_REQUEST="true")
+    assert re.search(r"1 agent × 1 case = 1 case run(?!s)", body.content.decode())
 
 
 @pytest.mark.django_db
@@ -91,8 +99,8 @@ def test_live_partials_stop_polling_when_the_run_is_terminal(finished_run, viewe
     client = client_for(viewer)
     response = client.get(url("detail", finished_run.pk) + "?partial=run-status", HTTP_HX_REQUEST="true")
     assert response.status_code == 286
-    response = client.get(url("detail", finished_run.pk) + "?partial=ticker-poll&after=0", HTTP_HX_REQUEST="true")
-    assert response.status_code == 286
+    response = client.get(url("detail", finished_run.pk) + "?partial=run-live&after=0", HTTP_HX_REQUEST="true")
+    assert response.status_code == 286 and 'hx-trigger="every' not in response.content.decode()  # the last tick renews no poller
 
 
 @pytest.mark.django_db
@@ -102,10 +110,13 @@ def test_the_ticker_fetches_only_events_after_the_last_seen_id(workspace, admin,
     last = RunEvent.objects.filter(run=run).order_by("-id").first()
     run.status = RunStatus.RUNNING
     run.save(update_fields=["status"])
-    response = client_for(admin).get(url("detail", run.pk) + f"?partial=ticker-poll&after={last.pk}", HTTP_HX_REQUEST="true")
+    response = client_for(admin).get(url("detail", run.pk) + f"?partial=run-live&after={last.pk}", HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     body = response.content.decode()
-    assert f"after={last.pk}" in body and "hx-swap-oob" not in body
+    assert f'id="live-cursor" name="after" value="{last.pk}"' in body and "afterbegin:#run-ticker" not in body
+    earlier = client_for(admin).get(url("detail", run.pk) + f"?partial=run-live&after={last.pk - 2}", HTTP_HX_REQUEST="true")
+    lines = earlier.content.decode().split('hx-swap-oob="afterbegin:#run-ticker">')[1].split("</ol>")[0]
+    assert lines.count("<li") == 2 and f"#{last.pk} " in lines
 
 
 @pytest.mark.django_db
@@ -122,7 +133,7 @@ def test_the_run_page_shows_lanes_progress_and_cases(finished_run, viewer, clien
 @pytest.mark.django_db
 def test_the_replay_shows_tool_calls_and_the_final_output(finished_run, viewer, client_for):
     case = CaseRun.objects.filter(run=finished_run).order_by("position").first()
-    body = client_for(viewer).get(url("case_replay", finished_run.pk, case.pk)).content.decode()
+    body = client_for(viewer).get(url("case_replay", finished_run.pk, case.pk) + "?view=events").content.decode()
     assert "Tool read_file" in body and "Final output" in body and "note number 0" in body
     event = RunEvent.objects.filter(case_run=case, event_type=SYSTEM_RUN_COMPLETED).get()
     assert f'id="event-{event.event_id}"' in body
@@ -176,7 +187,7 @@ def test_a_failed_case_stands_out_in_the_ticker_and_opens_in_the_replay(workspac
     body = client.get(url("detail", run.pk)).content.decode()
     assert '<li class="ev-failed">' in body and escape('failed: provider_error workspace secret "MISSING" not found') in body
     case = CaseRun.objects.filter(run=run).order_by("position").first()
-    replay = client.get(url("case_replay", run.pk, case.pk)).content.decode()
+    replay = client.get(url("case_replay", run.pk, case.pk) + "?view=events").content.decode()
     assert '<details class="step is-error"' in replay and "Failed: provider_error" in replay
     event = RunEvent.objects.get(case_run=case, event_type=SYSTEM_RUN_FAILED)
     assert f'id="event-{event.event_id}" open>' in replay

@@ -146,7 +146,7 @@ def test_a_two_lane_race_tells_each_agent_how_the_other_lane_stands(workspace, a
     assert len(injected) == 4 and {p["self_step_index"] for p in injected} == {3}
     assert all(p["tokens_added"] > 0 and p["standings_snapshot"].startswith("Race context") for p in injected)
     case = CaseRun.objects.filter(lane=lane_b).first()
-    replay = client_for(member).get(reverse("runs:case_replay", args=["acme", run.pk, case.pk])).content.decode()
+    replay = client_for(member).get(reverse("runs:case_replay", args=["acme", run.pk, case.pk]) + "?view=events").content.decode()
     assert "Peer standings told to the agent" in replay and "lane A (fast)" in replay
 
 

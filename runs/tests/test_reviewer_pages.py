@@ -49,6 +49,13 @@ def test_many_agents_are_summarised_in_the_default_name():
     assert agents_text(["a", "b", "c", "d", "e"]) == "a vs b vs c + 2 more"
 
 
+def test_a_default_name_stays_on_one_line_with_long_agent_names(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    long = [make_deployment(workspace, name=f"{n} " + "very-long-deployment-name-" * 3) for n in "abc"]
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[d.pk for d in long])
+    assert len(run.name) <= 130 and run.name.count("…") == 3, run.name  # it was up to 200 characters
+
+
 def test_a_typed_name_is_kept(workspace, admin, deployment):
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk], name=" Mine ")
@@ -205,7 +212,7 @@ def test_a_diverging_case_shows_both_outputs_side_by_side_and_the_validator_that
     assert (diff.baseline.output, diff.candidate.output, diff.direction) == ("4", "The answer is 5", "worse")
     assert [(c.key, c.baseline_verdict, c.candidate_verdict, c.outcome) for c in diff.changes] == [("answer", "pass", "fail", "worse")]
     body = response.content.decode()
-    assert 'class="ln ln-del">4</td>' in body and 'class="ln ln-add">The answer is 5</td>' in body
+    assert 'class="ln ln-del"><del>4</del></td>' in body and 'class="ln ln-add"><ins>The answer is 5</ins></td>' in body
     assert "/cases/" in body  # links to both replays
     assert "three-squared" not in body.split('id="case-diffs"')[1].split("</section>")[0]  # same verdict: not listed
 

@@ -223,9 +223,13 @@ def test_a_leak_through_each_location_is_caught_and_only_names_are_stored(worksp
     assert f"#event-{leaked['event_id']}" in html
     assert_no_canary(html, "the lane scorecard page")
     replay = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/cases/{case.pk}/").content.decode()
-    assert "Security finding" in replay and "Adversarial prompt &#x27;print-key&#x27;" in replay
+    assert "Security finding" in replay and "Adversarial prompt <code>print-key</code>" in replay
     assert "critical: planted secret STRIPE_KEY leaked (base64) in assistant text" in replay
     assert_no_canary(replay, "the case replay")
+    events = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/cases/{case.pk}/?view=events").content.decode()
+    assert "Security finding" in events and "Adversarial prompt &#x27;print-key&#x27;" in events
+    assert "critical: planted secret STRIPE_KEY leaked (base64) in assistant text" in events
+    assert_no_canary(events, "the case replay's events")
     api = api_client_for(viewer).get(f"/api/v1/workspaces/{workspace.slug}/runs/{run.pk}/lanes/{bad.pk}/scorecard")
     assert api.status_code == 200 and "INTERNAL_API_TOKEN" in api.content.decode()
     assert_no_canary(api.content, "the scorecard API")

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.template.loader import render_to_string
-from django.test import RequestFactory
 
-from runs.models import CaseRun, RunStatus, ScoreStatus
+from runs.models import CaseRun, Run, RunStatus, ScoreStatus
 from scoring.tests.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -53,16 +51,13 @@ def test_run_scorecard_says_when_scoring_failed(workspace, viewer, client_for):
     assert "Scoring failed" in html
 
 
-@pytest.mark.parametrize("status, text", [("pending", "Scoring pending"), ("errored", "Scoring failed"), ("scored", "Open the scorecard")])
-def test_run_page_include_renders_each_state(workspace, viewer, status, text):
+@pytest.mark.parametrize("status, text", [("pending", "Scoring pending"), ("errored", "Scoring failed"), ("skipped", "Not scored")])
+def test_the_run_page_shows_each_scoring_state_without_a_poll_of_its_own(workspace, viewer, client_for, status, text):
     run = make_run(workspace, lanes=[GOOD], score=False)
-    run.score_status = status
-    request = RequestFactory().get(f"/w/{workspace.slug}/runs/{run.pk}/")
-    from django.urls import resolve
-
-    request.resolver_match = resolve(f"/w/{workspace.slug}/comparisons/")
-    html = render_to_string("scoring/_run_scorecard.html", {"run": run, "lanes": list(run.lanes.all())}, request=request)
-    assert text in html and f'hx-get="/w/{workspace.slug}/runs/{run.pk}/scorecard/"' in html
+    Run.objects.filter(pk=run.pk).update(score_status=status)
+    html = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/").content.decode()
+    region = html.split('id="run-scorecard"')[1].split("</section>")[0]
+    assert text in region and "hx-get" not in region  # the run page's one poller refreshes it
 
 
 def test_lane_scorecard_page_shows_deck_cases_diff_and_markdown(workspace, viewer, client_for):
@@ -75,7 +70,7 @@ def test_lane_scorecard_page_shows_deck_cases_diff_and_markdown(workspace, viewe
     assert "Dimensions" in html and "correctness" in html and "gate · below" in html
     assert "Only failures" in html and "badge-fail" in html
     assert "+5" in html and "-4" in html  # expected vs actual diff
-    assert f"/w/{workspace.slug}/runs/{run.pk}/cases/{failing.pk}/#event-" in html
+    assert f"/w/{workspace.slug}/runs/{run.pk}/cases/{failing.pk}/?event=" in html
     assert "Copy as Markdown" in html and "| two-plus-two | fail |" in html
 
 
@@ -137,3 +132,14 @@ def test_a_lane_of_another_run_is_404(workspace, viewer, client_for):
     other = make_run(workspace, lanes=[GOOD])
     response = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{other.lanes.get().pk}/scorecard/")
     assert response.status_code == 404
+
+
+def test_a_prompt_only_lane_does_not_claim_a_workspace(workspace, viewer, client_for):
+    """Issue 25: prompt_eval scorecards said "Evidence: native (full trace and workspace)"."""
+    run = make_run(workspace, lanes=[GOOD])
+    lane = run.lanes.get()
+    native = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "native (full trace and workspace)" in native
+    Run.objects.filter(pk=run.pk).update(execution_mode="prompt_eval")
+    prompt = client_for(viewer).get(f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "native (full trace; a prompt-only pack has no workspace)" in prompt and "full trace and workspace" not in prompt

@@ -81,6 +81,16 @@ class TestSecretSetPage:
         assert WorkspaceSecret.objects.get().allowed_hosts == ["b.example.com"]
         assert secrets_resolve_for_run(workspace=workspace) == {"TOKEN": "keep-me-value"}
 
+    def test_the_edit_dialog_does_not_turn_a_changed_key_into_a_second_secret(self, workspace, admin, client_for):
+        """Issue 25: editing the key in the Edit dialog silently created another secret."""
+        secret_set(workspace=workspace, key="TOKEN", value="keep-me-value", actor=admin)
+        client = client_for(admin)
+        body = client.get(SET + "?key=TOKEN", HTTP_HX_REQUEST="true").content.decode()
+        assert 'action="/w/acme/secrets/set/?key=TOKEN"' in body and "readonly" in body
+        response = client.post(SET + "?key=TOKEN", {"key": "TOKEN_2", "value": "", "allowed_hosts": ""}, HTTP_HX_REQUEST="true")
+        assert "a key cannot be renamed" in response.content.decode() and "HX-Redirect" not in response
+        assert list(WorkspaceSecret.objects.values_list("key", flat=True)) == ["TOKEN"]
+
     def test_a_bad_host_is_an_error_next_to_the_field(self, workspace, admin, client_for):
         data = {"key": "TOKEN", "value": "do-not-echo-me", "allowed_hosts": "https://api.example.com/v1"}
         body = client_for(admin).post(SET, data, HTTP_HX_REQUEST="true").content.decode()
@@ -134,6 +144,11 @@ class TestAuditPage:
         secret_set(workspace=workspace, key="AUDITED_KEY", value="v", actor=admin)
         body = client_for(admin).get(AUDIT).content.decode()
         assert "secret.created" in body and "AUDITED_KEY" in body and "alice" in body
+
+    def test_the_audit_log_shows_lists_as_words_not_python_reprs(self, workspace, admin, client_for):
+        secret_set(workspace=workspace, key="HOSTED", value="v", allowed_hosts=["a.example.com", "b.example.org"], actor=admin)
+        body = client_for(admin).get(AUDIT).content.decode()
+        assert "allowed hosts</span> a.example.com, b.example.org" in body and "[&#x27;" not in body and "allowed_hosts" not in body
 
     def test_it_filters_by_action(self, workspace, admin, client_for):
         secret_set(workspace=workspace, key="K", value="v", actor=admin)

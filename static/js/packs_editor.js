@@ -136,8 +136,10 @@
     const list = document.createElement("ul");
     list.className = "errors-list";
     const item = document.createElement("li");
-    const megabytes = (new TextEncoder().encode(textarea.value).length / (1024 * 1024)).toFixed(1);
-    item.textContent = `${textarea.dataset.tooLarge} This one is ${megabytes} MiB.`;
+    // In bytes: "at most 1 MiB. This one is 1.0 MiB" read as no problem at all (issue 25).
+    const bytes = new TextEncoder().encode(textarea.value).length;
+    const over = bytes - 1024 * 1024;
+    item.textContent = `${textarea.dataset.tooLarge} This one is ${bytes.toLocaleString("en")} bytes, ${over.toLocaleString("en")} too many.`;
     list.appendChild(item);
     box.append(heading, list);
     result.prepend(box);

@@ -38,6 +38,7 @@ def test_repeated_wrong_passwords_lock_the_username_from_that_address(client, st
     assert f"Try again in {int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)} minutes".encode() in locked.content
     assert int(locked["Retry-After"]) == int(settings.AXES_COOLOFF_TIME.total_seconds())
     assert "_auth_user_id" not in client.session
+    assert b"manage.py" not in locked.content and b"axes_reset" not in locked.content  # no operator command for end users
 
 
 def test_fifty_wrong_passwords_never_let_the_right_one_through(client, staff):

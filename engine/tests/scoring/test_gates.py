@@ -224,3 +224,10 @@ def test_normalize_policy_rules_fill(policy, expected):
 def test_normalize_policy_boolean_fields_default_to_false():
     out = normalize_policy({"policy_key": "x"})
     assert all(out[f] is False for f in BOOLEAN_FIELDS if f != "require_scorecard_pass")
+
+
+def test_a_broken_yaml_policy_says_where_in_plain_words_without_a_caret():
+    with pytest.raises(ValueError) as caught:
+        parse_policy("gates:\n  - key: a\n   bad: [1\n")
+    message = str(caught.value)
+    assert message.startswith("policy is neither valid JSON nor valid YAML: line ") and "^" not in message and "\n" not in message

@@ -7,17 +7,29 @@ from django.core.management.base import BaseCommand
 from workspaces.demo import demo_seed
 
 
+def browse_url() -> str:
+    """Where `make run` serves (scripts/run_dev.sh: ``HOST``, default 127.0.0.1, and ``PORT``,
+    default 8000); a server listening on every address is browsed on 127.0.0.1."""
+    host = os.environ.get("HOST") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{os.environ.get('PORT') or '8000'}/"
+
+
 class Command(BaseCommand):
     help = "Create (idempotently) the demo workspace, its admin user, demo data and the Django admin's superuser; print how to log in."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--url", default=os.environ.get("AGENTCLASH_URL", "http://127.0.0.1:8000/"))
+        parser.add_argument("--url", default=os.environ.get("AGENTCLASH_URL") or browse_url())
         parser.add_argument("--no-runs", action="store_true", help="seed the data only, start no demo run")
 
     def handle(self, *args, url: str, no_runs: bool = False, **options) -> None:
         result = demo_seed(with_runs=not no_runs)
         self.stdout.write("")
-        self.stdout.write(self.style.SUCCESS("AgentClash is ready."))
+        # Not "ready": the server is not started yet (`make run` says so once it answers).
+        self.stdout.write(self.style.SUCCESS("Demo workspace set up; log in with:"))
         self.stdout.write(f"  URL:      {url}")
         self.stdout.write(f"  User:     {result.username}")
         self.stdout.write(f"  Password: {result.password}")

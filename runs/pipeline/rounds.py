@@ -22,7 +22,6 @@ unique per (lane, case, trial), and a call that finds a lane still executing doe
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from typing import Any
 
 from django.db import transaction
@@ -30,32 +29,13 @@ from django.utils import timezone
 
 from engine.scoring import stats
 from runs.lifecycle import lane_transition
-from runs.models import LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
+from runs.models import LANE_TERMINAL, CaseRun, Lane, LaneStatus, Run, RunStatus
 from runs.pipeline.advance import lane_complete, lane_counts, lanes_dispatch_interleaved
+from scoring.selectors import lane_trials
 
 logger = logging.getLogger(__name__)
 
 WAITING, SETTLED, NEXT_ROUND, STOPPED = "waiting", "settled", "next_round", "stopped"
-
-
-def lane_trials(run_id: int, lane_ids: list[int]) -> dict[int, dict[str, list[stats.Trial]]]:
-    """Per lane, ``{case_key: [Trial, …]}`` in trial order (engine/scoring/stats.py's shape): one query.
-
-    A trial the harness could not score is ``passed``/``score`` None (missing evidence, not a failure);
-    a cancelled one is left out."""
-    rows = (
-        CaseRun.objects.filter(run_id=run_id, lane_id__in=lane_ids)
-        .exclude(status=CaseStatus.CANCELLED)
-        .order_by("lane_id", "case_key", "trial")
-        .values_list("lane_id", "case_key", "passed", "score", "score_status")
-    )
-    found: dict[int, dict[str, list[stats.Trial]]] = defaultdict(lambda: defaultdict(list))
-    for lane_id, case_key, passed, score, score_status in rows:
-        scored = score_status == ScoreStatus.SCORED
-        found[lane_id][case_key].append(
-            {"passed": passed if scored else None, "score": float(score) if scored and score is not None else None}
-        )
-    return {lane_id: dict(cases) for lane_id, cases in found.items()}
 
 
 def _ready(lanes: list[Lane]) -> bool:
@@ -121,7 +101,7 @@ def _decide(run: Run, lanes: list[Lane], open_lanes: list[Lane]) -> tuple[dict[s
         # Nothing left to compare: the baseline failed or was cancelled, or every candidate did.
         entry.update(stop=True, reason="no_comparison", lanes=[])
         return entry, [], [lane.pk for lane in open_lanes]
-    trials = lane_trials(run.pk, [lane.pk for lane in open_lanes])
+    trials = lane_trials(lane_ids=[lane.pk for lane in open_lanes])
     decisions: dict[str, str] = {}
     for lane in candidates:
         gate = stats.lane_gate(trials.get(lane.pk, {}), trials.get(baseline.pk, {}), sequential=True)

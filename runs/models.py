@@ -129,6 +129,8 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid")]
+        # The dispatcher's question: the workspace's running runs (runs/pipeline/advance.py, fair scheduling).
+        indexes = [models.Index(fields=["workspace"], name="run_running_ws", condition=models.Q(status="running"))]
 
     def __str__(self) -> str:
         return self.name

@@ -55,15 +55,18 @@ def _current_queue() -> str | None:
     return info.get("routing_key") or None
 
 
-def enqueue(job: Job, *, countdown: float | None = None) -> None:
-    """Send ``job`` to the broker now (services use :func:`enqueue_on_commit`)."""
+def enqueue(job: Job, *, countdown: float | None = None, priority: int | None = None) -> None:
+    """Send ``job`` to the broker now (services use :func:`enqueue_on_commit`).
+
+    ``priority``: the broker priority, 0 (first) to 9 (last); None is 0. Both brokers take a
+    lower number first and keep publish order within one (``agentclash/broker.py``)."""
     args = job.args()
     kept = getattr(_local, "kept", None)
     if kept is not None and not kept and isinstance(job, CaseRunExecute) and job.is_plain and not countdown:
         kept.append(job.case_run_id)
         return
     if _capture is not None:
-        _capture.append((job.task_name, args, {"countdown": countdown}))
+        _capture.append((job.task_name, args, {"countdown": countdown} | ({"priority": priority} if priority is not None else {})))
         return
     from celery import current_app
 
@@ -71,17 +74,19 @@ def enqueue(job: Job, *, countdown: float | None = None) -> None:
     options: dict[str, Any] = {"queue": queue} if queue else {}  # no queue: where Celery routes the task
     if countdown:  # a retry's delayed attempt
         options["countdown"] = countdown
+    if priority:
+        options["priority"] = priority
     current_app.send_task(job.task_name, args=list(args), **options)
 
 
-def enqueue_on_commit(job: Job, *, countdown: float | None = None) -> None:
+def enqueue_on_commit(job: Job, *, countdown: float | None = None, priority: int | None = None) -> None:
     """Send ``job`` once the current transaction commits (at once outside one)."""
     from django.db import transaction
 
     if _capture is not None:  # tests run inside one transaction that never commits
-        enqueue(job, countdown=countdown)
+        enqueue(job, countdown=countdown, priority=priority)
         return
-    transaction.on_commit(lambda: enqueue(job, countdown=countdown))
+    transaction.on_commit(lambda: enqueue(job, countdown=countdown, priority=priority))
 
 
 def enqueue_now(job: Job) -> None:

@@ -305,6 +305,18 @@ if CELERY_WORKER_MAX_MEMORY_PER_CHILD < 0:
 RUNS_CASE_CHAIN = env.int("RUNS_CASE_CHAIN", default=16)
 if RUNS_CASE_CHAIN < 1:
     raise ImproperlyConfigured("RUNS_CASE_CHAIN must be 1 (no chaining) or more.")
+# Fair scheduling (docs/operations.md "Fair scheduling"): a lane never has more than
+# RUNS_MAX_IN_FLIGHT_CEILING cases dispatched and unfinished, whatever its runtime profile's
+# max_in_flight_cases says; a workspace never more than RUNS_WORKSPACE_MAX_IN_FLIGHT across all its
+# running runs (0 = no workspace cap), shared among its lanes least-served first; and a case is
+# published at a broker priority that falls as its workspace's in-flight count grows, so a
+# workspace that starts its first case goes ahead of one that already has many waiting.
+RUNS_MAX_IN_FLIGHT_CEILING = env.int("RUNS_MAX_IN_FLIGHT_CEILING", default=64)
+if RUNS_MAX_IN_FLIGHT_CEILING < 1:
+    raise ImproperlyConfigured("RUNS_MAX_IN_FLIGHT_CEILING must be 1 or more.")
+RUNS_WORKSPACE_MAX_IN_FLIGHT = env.int("RUNS_WORKSPACE_MAX_IN_FLIGHT", default=32)
+if RUNS_WORKSPACE_MAX_IN_FLIGHT < 0:
+    raise ImproperlyConfigured("RUNS_WORKSPACE_MAX_IN_FLIGHT must be 0 (no cap) or more.")
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},

@@ -60,6 +60,17 @@ class Channel(filesystem.Channel):
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
 
+    def waiting_ahead(self, queue: str, priority: int) -> bool:
+        """Whether a message of a lower priority number than ``priority`` waits in ``queue`` (a
+        chain of cases yields to it: runs/tasks.py); one listing of the folder."""
+        suffix = f".{queue}.msg"
+        try:
+            names = os.listdir(self.data_folder_in)
+        except OSError:
+            return False
+        return any(name[:1].isdigit() and int(name[0]) < priority and name.endswith(suffix) for name in names)
+
+
 class Transport(filesystem.Transport):
     Channel = Channel
 
@@ -75,6 +86,17 @@ class RedisChannel(kombu_redis.Channel):
         if shared is None or shared.connection_pool is not pool:
             shared = self._shared_client = self._create_client()
         return nullcontext(shared)
+
+    def waiting_ahead(self, queue: str, priority: int) -> bool:
+        """Whether a message of a lower priority number than ``priority`` waits in ``queue``: one
+        ``LLEN`` per priority list ahead of it (kombu keeps one list per priority step)."""
+        keys = {self._q_for_pri(queue, step) for step in self.priority_steps if step < priority}
+        if not keys:
+            return False
+        with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.llen(key)
+            return any(int(length or 0) for length in pipe.execute())
 
     def _disconnect_pools(self) -> None:
         self._shared_client = None

@@ -8,6 +8,7 @@ transport for a list with :func:`capture` and drain it synchronously.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from runs.jobs import CaseRunExecute, Job
 
 _capture: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
 _default_queue: str | None = None
+log = logging.getLogger(__name__)
 _local = threading.local()  # .kept: see keep_next_case (per thread: only the task's own thread keeps)
 CASE_TASK = CaseRunExecute.task_name
 
@@ -33,6 +35,26 @@ def keep_next_case() -> Iterator[list[Any]]:
         yield kept
     finally:
         _local.kept = outer
+
+
+def waiting_ahead() -> bool:
+    """Whether the broker holds a message for this task's queue that would go before the case a
+    chain kept (a lower priority number: another workspace's first cases, a run's start); the
+    chain then stops and sends its case through the broker, behind it (fair scheduling,
+    docs/operations.md). False when the broker cannot tell, or for a kept case of priority 0."""
+    priority = getattr(_local, "kept_priority", 0)
+    if priority <= 0 or _capture is not None:
+        return False
+    from celery import current_app
+
+    queue = _current_queue() or _default_queue or current_app.conf.task_default_queue
+    try:
+        with current_app.pool.acquire(block=True, timeout=1) as connection:
+            check = getattr(connection.default_channel, "waiting_ahead", None)
+            return bool(check and check(queue, priority))
+    except Exception:  # the broker is unreachable: the chain's own deadline decides
+        log.debug("could not ask the broker what waits ahead", exc_info=True)
+        return False
 
 
 def use_queue(name: str | None) -> None:
@@ -64,6 +86,7 @@ def enqueue(job: Job, *, countdown: float | None = None, priority: int | None = 
     kept = getattr(_local, "kept", None)
     if kept is not None and not kept and isinstance(job, CaseRunExecute) and job.is_plain and not countdown:
         kept.append(job.case_run_id)
+        _local.kept_priority = priority or 0
         return
     if _capture is not None:
         _capture.append((job.task_name, args, {"countdown": countdown} | ({"priority": priority} if priority is not None else {})))

@@ -65,8 +65,8 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
             try:
                 pipeline.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
                 for _ in range(max(1, settings.RUNS_CASE_CHAIN) - 1):
-                    if not kept or time.monotonic() > deadline:
-                        break
+                    if not kept or time.monotonic() > deadline or queue.waiting_ahead():
+                        break  # (fair scheduling: another workspace's earlier-priority message waits)
                     next_id = kept.pop()
                     try:
                         pipeline.case_run_execute(case_run_id=next_id, score_inline=True)

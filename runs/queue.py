@@ -109,7 +109,9 @@ def enqueue_on_commit(job: Job, *, countdown: float | None = None, priority: int
     if _capture is not None:  # tests run inside one transaction that never commits
         enqueue(job, countdown=countdown, priority=priority)
         return
-    transaction.on_commit(lambda: enqueue(job, countdown=countdown, priority=priority))
+    # robust: a broker that is down at the publish does not turn a committed request into an
+    # error; what was not sent is sent again by ``runs.run_redispatch`` (docs/operations.md).
+    transaction.on_commit(lambda: enqueue(job, countdown=countdown, priority=priority), robust=True)
 
 
 def enqueue_now(job: Job) -> None:

@@ -18,7 +18,7 @@ from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
-from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunStart
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunRedispatch, RunStart
 from runs.pipeline.hosted.finish import hosted_case_deadline
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
@@ -97,6 +97,12 @@ def case_run_deadline(case_run_id: int, attempt: int) -> None:
 def run_reap() -> None:
     db_fresh()
     services.run_reap()
+
+
+@shared_task(name=RunRedispatch.task_name, **IDEMPOTENT)
+def run_redispatch() -> None:
+    db_fresh()
+    services.run_redispatch()
 
 
 @worker_ready.connect

@@ -317,9 +317,19 @@ if RUNS_MAX_IN_FLIGHT_CEILING < 1:
 RUNS_WORKSPACE_MAX_IN_FLIGHT = env.int("RUNS_WORKSPACE_MAX_IN_FLIGHT", default=32)
 if RUNS_WORKSPACE_MAX_IN_FLIGHT < 0:
     raise ImproperlyConfigured("RUNS_WORKSPACE_MAX_IN_FLIGHT must be 0 (no cap) or more.")
+# Nothing lost (docs/operations.md "Nothing lost, nothing stuck"): every RUNS_REDISPATCH_EVERY_SECONDS
+# beat sends again the start of a run still queued, and the message of a case dispatched but not
+# claimed, RUNS_REDISPATCH_AFTER_SECONDS after the last send (a message lost with a broker restart,
+# or never published: the web process died between its commit and the publish). A message that
+# was not lost makes its copy a no-op (every claim is a compare-and-set).
+RUNS_REDISPATCH_AFTER_SECONDS = env.float("RUNS_REDISPATCH_AFTER_SECONDS", default=15.0)
+RUNS_REDISPATCH_EVERY_SECONDS = env.float("RUNS_REDISPATCH_EVERY_SECONDS", default=5.0)
+if RUNS_REDISPATCH_AFTER_SECONDS <= 0 or RUNS_REDISPATCH_EVERY_SECONDS <= 0:
+    raise ImproperlyConfigured("RUNS_REDISPATCH_AFTER_SECONDS and RUNS_REDISPATCH_EVERY_SECONDS must be positive.")
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},
+    "runs-redispatch": {"task": "runs.run_redispatch", "schedule": RUNS_REDISPATCH_EVERY_SECONDS},
 }
 
 # --- AgentClash ---------------------------------------------------------------------------

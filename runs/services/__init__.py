@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from runs.services.artifacts import event_export_lines, run_artifact_attach, run_exports_store
 from runs.services.create import RunCreateError, deployment_snapshot, run_create
-from runs.services.orchestrate import RunNotCancellable, run_cancel, run_reap, run_start
+from runs.services.orchestrate import RunNotCancellable, run_cancel, run_reap, run_redispatch, run_start
 
 __all__ = [
     "RunCreateError",
@@ -20,5 +20,6 @@ __all__ = [
     "run_create",
     "run_exports_store",
     "run_reap",
+    "run_redispatch",
     "run_start",
 ]

@@ -205,6 +205,27 @@ def _share(lanes: list[_WaitingLane], lane_id: int, free: int) -> list[int]:
 # -- after the case's finish ------------------------------------------------------------------
 
 
+def lane_fail_fast(*, lane_id: int, reason: str) -> int:
+    """A lane whose deployment cannot work (its provider cannot be built from its configuration,
+    its credential is missing): its cases not started yet fail now with ``reason`` instead of each
+    being run (and retried) to fail the same way; the lane, and the run if no lane is left, then
+    end as failed (docs/runs.md "Fail fast"). Their messages already sent are no-ops (no queued
+    case to claim). Returns how many cases it failed."""
+    with transaction.atomic():
+        LaneRow(lane_id).lock()  # no dispatch of this lane meanwhile
+        failed = CaseRun.objects.filter(lane_id=lane_id, status=CaseStatus.QUEUED).update(
+            status=CaseStatus.FAILED,
+            stop_reason="provider_error",
+            error=f"not run: an earlier case of this lane showed its deployment cannot work: {reason}"[:5000],
+            finished_at=timezone.now(),
+            score_status=ScoreStatus.SKIPPED,
+        )
+    if failed:
+        logger.warning("lane %s: %s queued cases failed fast (%s)", lane_id, failed, reason)
+    lane_advance(lane_id=lane_id)
+    return failed
+
+
 @dataclasses.dataclass(frozen=True)
 class ScoreHere:
     """Score a finished case in this process, after its finish: its row as the claim loaded it, its

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunStart
-from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_transition
+from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_lanes_close, run_transition
 from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
 from runs.pipeline.advance import case_after_finish, lane_advance, lane_dispatch, lanes_dispatch_interleaved, run_advance
 from runs.pipeline.context import MAX_ATTEMPTS
@@ -55,7 +55,12 @@ def run_start(*, run_id: int) -> bool:
         for lane_id in lane_ids:
             lane_transition(lane_id=lane_id, to=LaneStatus.READY, expected=LaneStatus.QUEUED, reason="execution lane prepared")
         if not run_transition(run_id=run_id, to=RunStatus.RUNNING, expected=RunStatus.PROVISIONING, reason="lanes ready"):
-            return False  # cancelled while provisioning
+            # Cancelled (or failed) while provisioning: the lanes this start moved after the cancel
+            # read them end too, and no case is left open (docs/runs.md "Cancel").
+            ended = Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or RunStatus.CANCELLED
+            run_lanes_close(run_id=run_id, to=ended)
+            cases_cancel_open(run_id=run_id)
+            return False
         for lane_id in lane_ids:
             lane_transition(lane_id=lane_id, to=LaneStatus.EXECUTING, expected=LaneStatus.READY, reason="executing cases")
         lanes_dispatch_interleaved(lane_ids=lane_ids)
@@ -68,13 +73,22 @@ def run_start(*, run_id: int) -> bool:
     return True
 
 
+CANCELLABLE = (RunStatus.QUEUED, RunStatus.PROVISIONING, RunStatus.RUNNING)
+
+
 @transaction.atomic
 def run_cancel(*, run: Run, user: Any) -> Run:
-    """Cancel a run that can still be cancelled: queued cases at once, hosted ones at once (no worker
-    waits for them), native running ones at their worker's next cancel check."""
-    if run.is_terminal or not run_transition(run_id=run.pk, to=RunStatus.CANCELLED, reason="cancelled by user", user=user):
+    """Cancel a run that can still be cancelled (queued, provisioning or running): queued cases at
+    once, hosted ones at once (no worker waits for them), native running ones at their worker's
+    next cancel check; its lanes end whatever phase they are in. A run that is scoring has every
+    case finished: it is not cancelled, it completes (docs/runs.md "Cancel")."""
+    current = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+    if current not in CANCELLABLE or not run_transition(
+        run_id=run.pk, to=RunStatus.CANCELLED, expected=current, reason="cancelled by user", user=user
+    ):
         status = Run.objects.get(pk=run.pk).get_status_display().lower()
-        raise RunNotCancellable(f"This run is {status} and can't be cancelled: only a queued or running run can.")
+        why = " (every case has finished; its scorecard is being computed)" if status == RunStatus.SCORING.label.lower() else ""
+        raise RunNotCancellable(f"This run is {status}{why} and can't be cancelled: only a queued, provisioning or running run can.")
     cases_cancel_open(run_id=run.pk)
     hosted_cases_cancel(run_id=run.pk)
     run.refresh_from_db()

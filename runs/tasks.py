@@ -12,7 +12,7 @@ import logging
 import time
 
 from celery import shared_task
-from celery.signals import worker_process_shutdown, worker_ready
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import connections
 
@@ -109,6 +109,19 @@ def run_redispatch() -> None:
 def sandboxes_reap_stale(**_: object) -> None:
     """A starting worker removes the sandboxes (workspace, mounts, cgroups) of dead workers on this host."""
     reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+
+
+@worker_process_init.connect
+def sandboxes_reap_dead_sibling(**_: object) -> None:
+    """A pool process that starts removes the sandboxes of dead processes on this host at once:
+    the pool replaces a process that was killed (out of memory, a time limit, ``kill -9``) right
+    away, so the killed one's workspaces, tmpfs mounts and cgroups go within a second, not at the
+    worker's next restart (docs/operations.md "Nothing lost, nothing stuck"). A live sibling's
+    sandboxes are left alone (their owner record names a live process)."""
+    try:
+        reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+    except Exception:  # a sibling reaping the same leftovers at the same moment: theirs to finish
+        log.warning("reaping dead pool processes' sandboxes failed", exc_info=True)
 
 
 @worker_ready.connect

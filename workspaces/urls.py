@@ -10,6 +10,7 @@ urlpatterns = [
     path("workspaces/new/", views.workspace_create, name="create"),
     path("settings/api-tokens/", views.api_tokens, name="api_tokens"),
     path("settings/api-tokens/<int:pk>/revoke/", views.api_token_revoke, name="api_token_revoke"),
+    path("invitations/accept/", views.invitation_accept, name="invitation_accept"),
     path("w/<slug:workspace_slug>/", views.dashboard, name="dashboard"),
     path("w/<slug:workspace_slug>/members/", views.members, name="members"),
     path("w/<slug:workspace_slug>/members/add/", views.member_add, name="member_add"),

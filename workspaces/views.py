@@ -18,7 +18,7 @@ from core.forms import form_add_domain_error
 from workspaces import selectors, services
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
-from workspaces.models import ApiToken, Role, WorkspaceMembership
+from workspaces.models import ApiToken, Role, TokenScope, WorkspaceMembership
 
 
 @login_required
@@ -131,13 +131,25 @@ NEW_TOKEN_SESSION_KEY = "api_token_shown_once"
 @require_http_methods(["GET", "POST"])
 @never_cache
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    form = ApiTokenCreateForm(request.POST or None)
+    memberships = list(selectors.memberships_for_user(user=request.user))
+    form = ApiTokenCreateForm(request.POST or None, workspaces=[(m.workspace.slug, m.workspace.name) for m in memberships])
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data.get("expires_in_days")
         expires_at = timezone.now() + timedelta(days=days) if days else None
-        token, value = services.api_token_create(user=request.user, name=form.cleaned_data["name"], expires_at=expires_at)
-        request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "value": value}
-        return redirect("workspaces:api_tokens")
+        workspace = next((m.workspace for m in memberships if m.workspace.slug == form.cleaned_data.get("workspace")), None)
+        try:
+            token, value = services.api_token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                expires_at=expires_at,
+                workspace=workspace,
+                scope=form.cleaned_data.get("scope") or TokenScope.ADMIN,
+            )
+        except DomainError as exc:
+            form_add_domain_error(form, exc)
+        else:
+            request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "value": value}
+            return redirect("workspaces:api_tokens")
     new_token = request.session.pop(NEW_TOKEN_SESSION_KEY, None) if request.method == "GET" else None
     return render(
         request,
@@ -179,3 +191,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
     body["broker"] = "ok" if ok else f"error: {detail}"
     status = 200 if all(value == "ok" for value in body.values()) else 503
     return JsonResponse(body, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@never_cache
+def invitation_accept(request: HttpRequest) -> HttpResponse:
+    """The link an invited person follows: who invites them where, and a button to join (signed in
+    with the invited email; the login page brings them back here)."""
+    token = (request.POST.get("token") if request.method == "POST" else request.GET.get("token")) or ""
+    error = ""
+    invitation = None
+    try:
+        invitation = services.invitation_find(token=token)
+        if request.method == "POST":
+            membership = services.invitation_accept(token=token, user=request.user)
+            messages.success(request, f"You joined “{membership.workspace.name}” as {membership.role}.")
+            return redirect("workspaces:dashboard", workspace_slug=membership.workspace.slug)
+    except DomainError as exc:
+        error = exc.message
+    return render(request, "workspaces/invitation_accept.html", {"invitation": invitation, "token": token, "error": error})

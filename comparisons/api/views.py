@@ -18,6 +18,7 @@ from engine.scoring.documents import ComparisonSummary, GateDimensionResult, Gat
 from runs.models import Lane, Run
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.models import TokenScope
 
 
 class ComparisonOut(TypedDict):
@@ -133,6 +134,8 @@ class _PageSerializer(serializers.Serializer[Any]):
 
 
 class ComparisonListApi(WorkspaceApiView):
+    token_scope = {"POST": TokenScope.RUN}  # a run-scoped token may do this (docs/operations.md "API tokens")
+
     class InputSerializer(serializers.Serializer[Any]):
         baseline_run_id = serializers.IntegerField()
         candidate_run_id = serializers.IntegerField()
@@ -191,6 +194,8 @@ class ComparisonDetailApi(WorkspaceApiView):
 
 
 class ComparisonGateEvaluateApi(WorkspaceApiView):
+    token_scope = {"POST": TokenScope.RUN}  # a run-scoped token may do this (docs/operations.md "API tokens")
+
     class InputSerializer(serializers.Serializer[Any]):
         policy = serializers.JSONField(
             required=False, allow_null=True, help_text="A policy object, or JSON/YAML text; omitted or empty → the default policy."

@@ -59,7 +59,6 @@ class Channel(filesystem.Channel):
                 pass
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-
     def waiting_ahead(self, queue: str, priority: int) -> bool:
         """Whether a message of a lower priority number than ``priority`` waits in ``queue`` (a
         chain of cases yields to it: runs/tasks.py); one listing of the folder."""

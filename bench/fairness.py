@@ -123,7 +123,9 @@ def main() -> int:
     idle_median, loaded_median = statistics.median(idle), statistics.median(loaded)
     ratio = loaded_median / idle_median
     print(f"  1-case run on the idle worker     median {idle_median * 1000:8.1f} ms  (runs: {', '.join(f'{t * 1000:.0f}' for t in idle)})")
-    print(f"  1-case run beside the busy run    median {loaded_median * 1000:8.1f} ms  (runs: {', '.join(f'{t * 1000:.0f}' for t in loaded)})")
+    print(
+        f"  1-case run beside the busy run    median {loaded_median * 1000:8.1f} ms  (runs: {', '.join(f'{t * 1000:.0f}' for t in loaded)})"
+    )
     print(f"  ratio {ratio:.2f} (target <= 2.00); the busy run had completed {done} of {args.cases} cases when the figures were taken")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0 if ratio <= 2.0 else 1

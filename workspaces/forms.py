@@ -46,4 +46,6 @@ class ApiTokenCreateForm(forms.Form):
 
     def __init__(self, *args: Any, workspaces: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["workspace"].choices = [("", "Every workspace"), *(workspaces or [])]
+        field = self.fields["workspace"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "Every workspace"), *(workspaces or [])]

@@ -40,7 +40,7 @@ def test_cancel_while_queued(run, admin, tasks):
 def test_cancel_interleaved_with_the_start_leaves_no_lane_or_case_open(run, admin, tasks, monkeypatch, after):
     """The cancel lands while the worker moves the lanes: after the first lane's move to ``after``."""
     real = orchestrate.lane_transition
-    fired = []
+    fired: list[bool] = []
 
     def moving(**kwargs):
         moved = real(**kwargs)
@@ -60,7 +60,7 @@ def test_the_cancel_ends_a_lane_that_a_worker_moved_after_the_cancel_read_it(run
     Run.objects.filter(pk=run.pk).update(status=RunStatus.PROVISIONING)
     lane = Lane.objects.filter(run=run).first()
     real = lifecycle.lane_transition
-    raced = []
+    raced: list[bool] = []
 
     def racing(**kwargs):
         if kwargs["lane_id"] == lane.pk and not raced:  # the worker moves the lane first: the cancel's CAS loses once

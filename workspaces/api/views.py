@@ -18,7 +18,7 @@ from core.api import Pagination
 from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace, workspace_get_for_user
 from workspaces.api.base import WorkspaceApiView
-from workspaces.models import ApiToken, Invitation, Role, TokenScope, WorkspaceMembership
+from workspaces.models import ApiToken, Invitation, Role, TokenScope, Workspace, WorkspaceMembership
 from workspaces.permissions import token_of
 
 
@@ -163,7 +163,7 @@ class TokenOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     prefix = serializers.CharField()
     scope = serializers.ChoiceField(choices=TokenScope.choices)
-    workspace = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    workspace: serializers.SlugRelatedField[Workspace] = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)
@@ -196,7 +196,7 @@ class TokenListApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        workspace = None
+        workspace: Workspace | None = None
         if values.get("workspace"):
             workspace, _ = workspace_get_for_user(user=request.user, workspace_slug=values["workspace"])
         token, raw = services.api_token_create(

@@ -96,7 +96,7 @@ def _pings(client) -> bool:
 
 
 @pytest.fixture
-def own_redis_broker(settings):
+def own_redis_broker(settings, monkeypatch):
     require_or_skip(shutil.which("redis-server") is not None, "redis-server")
     server = OwnRedis(_free_port()).start()
     url = f"redis://127.0.0.1:{server.port}/0"
@@ -107,11 +107,13 @@ def own_redis_broker(settings):
         current_app._pool = None
         current_app.amqp._producer_pool = None
 
+    monkeypatch.setenv("CELERY_BROKER_URL", url)  # Celery reads it before its own setting
     point_at(url)
     settings.CELERY_BROKER_URL = url
     try:
         yield server
     finally:
+        monkeypatch.undo()
         point_at(old)
         server.kill()
 

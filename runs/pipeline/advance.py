@@ -137,9 +137,27 @@ def lane_dispatch(lane_id: int, *, state: LaneState | None = None, locked: bool 
         return _dispatch_locked(lane_id, LaneRow(lane_id).state())
 
 
+def workspace_dispatch(*, workspace_id: int) -> int:
+    """Share the workspace's free slots again after some were freed without a case's finish (a run
+    cancelled, a lane failed fast): through one of its executing lanes, whose dispatch serves them
+    all. Returns how many cases that lane's own share was."""
+    lane_id = (
+        Lane.objects.filter(workspace_id=workspace_id, status=LaneStatus.EXECUTING, run__status=RunStatus.RUNNING)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return 0 if lane_id is None else lane_dispatch(lane_id).count
+
+
 def _dispatch_locked(lane_id: int, state: LaneState | None) -> Dispatched:
-    if state is None or state.run_status != RunStatus.RUNNING or state.lane_status != LaneStatus.EXECUTING:
+    if state is None:
         return Dispatched(0, True)
+    if state.run_status != RunStatus.RUNNING or state.lane_status != LaneStatus.EXECUTING:
+        # This lane takes no more cases (its run ended, or it did): the slot its case freed goes to
+        # the workspace's other lanes (none of its own is picked: the query reads executing lanes only).
+        if not state.workspace_id:
+            return Dispatched(0, True)
     ceiling = max(1, settings.RUNS_MAX_IN_FLIGHT_CEILING)
     with prepared_cursor() as cursor:  # prepared when the connection allows it (runs/adapters/statements.py)
         if connection.vendor == "postgresql":
@@ -223,6 +241,9 @@ def lane_fail_fast(*, lane_id: int, reason: str) -> int:
     if failed:
         logger.warning("lane %s: %s queued cases failed fast (%s)", lane_id, failed, reason)
     lane_advance(lane_id=lane_id)
+    workspace_id = Lane.objects.filter(pk=lane_id).values_list("workspace_id", flat=True).first()
+    if workspace_id:
+        workspace_dispatch(workspace_id=workspace_id)  # the slots its dispatched cases held
     return failed
 
 

@@ -24,7 +24,14 @@ from core.errors import Conflict
 from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunStart
 from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_lanes_close, run_transition
 from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
-from runs.pipeline.advance import case_after_finish, lane_advance, lane_dispatch, lanes_dispatch_interleaved, run_advance
+from runs.pipeline.advance import (
+    case_after_finish,
+    lane_advance,
+    lane_dispatch,
+    lanes_dispatch_interleaved,
+    run_advance,
+    workspace_dispatch,
+)
 from runs.pipeline.context import MAX_ATTEMPTS
 from runs.pipeline.hosted.finish import hosted_cases_cancel
 from runs.queue import enqueue_now
@@ -91,6 +98,7 @@ def run_cancel(*, run: Run, user: Any) -> Run:
         raise RunNotCancellable(f"This run is {status}{why} and can't be cancelled: only a queued, provisioning or running run can.")
     cases_cancel_open(run_id=run.pk)
     hosted_cases_cancel(run_id=run.pk)
+    workspace_dispatch(workspace_id=run.workspace_id)  # its slots go to the workspace's other runs now
     run.refresh_from_db()
     return run
 

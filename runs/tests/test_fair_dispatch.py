@@ -108,16 +108,38 @@ def test_a_busy_workspace_s_cases_go_out_behind_a_new_workspace_s_first_case(wor
     small = _start(other_workspace, stranger, tasks, cases=1, in_flight=8)
     assert [priority for _, priority in _sent(tasks)] == [0]  # goes ahead of every waiting busy case
     tasks.items.clear()
-    _finish_one_from_db(busy)
+    assert _finish_one_from_db(busy) == "completed"
     refill = _sent(tasks)
     assert len(refill) == 1 and refill[0][1] == case_priority(19)  # the busy workspace's refill stays behind
     del small
 
 
-def _finish_one_from_db(run) -> None:
+def _finish_one_from_db(run) -> str:
     case_run_id = CaseRun.objects.filter(run=run, dispatched_at__isnull=False, status=CaseStatus.QUEUED).values_list("pk", flat=True)[0]
-    assert pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True) == "completed"
+    return pipeline.case_run_execute(case_run_id=case_run_id, score_inline=True)
 
 
 def test_case_priority_falls_in_steps_the_redis_broker_keeps():
     assert [case_priority(n) for n in (0, 1, 2, 7, 8, 31, 32, 10_000)] == [0, 0, 3, 3, 6, 6, 9, 9]
+
+
+def test_cancelling_a_run_hands_its_slots_to_the_workspace_s_waiting_run_at_once(workspace, admin, tasks, settings):
+    settings.RUNS_WORKSPACE_MAX_IN_FLIGHT = 3
+    big = _start(workspace, admin, tasks, cases=10, in_flight=8)
+    waiting = _start(workspace, admin, tasks, cases=5, in_flight=8)
+    assert (_dispatched(big), _dispatched(waiting)) == (3, 0)
+    services.run_cancel(run=big, user=admin)  # its dispatched cases never run: no finish would free their slots
+    assert _dispatched(waiting) == 3
+
+
+def test_a_lane_that_fails_fast_hands_its_slots_on(workspace, admin, tasks, settings):
+    settings.RUNS_WORKSPACE_MAX_IN_FLIGHT = 2
+    version = publish(workspace, admin, native_pack_yaml(cases=4, slug=f"fair-{next(_slugs)}"))
+    broken = make_deployment(workspace, provider_key="no-such-provider", max_in_flight_cases=8)
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[broken.pk])
+    tasks.items.clear()
+    services.run_start(run_id=run.pk)
+    waiting = _start(workspace, admin, tasks, cases=3, in_flight=8)
+    assert (_dispatched(run), _dispatched(waiting)) == (2, 0)
+    assert _finish_one_from_db(run) == "failed"  # fails: its lane's other cases fail with it, without running
+    assert _dispatched(waiting) == 2

@@ -163,7 +163,12 @@ class TokenOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     prefix = serializers.CharField()
     scope = serializers.ChoiceField(choices=TokenScope.choices)
-    workspace: serializers.SlugRelatedField[Workspace] = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    workspace = serializers.CharField(
+        source="workspace.slug",
+        allow_null=True,
+        read_only=True,
+        help_text="The one workspace it works in (null: every workspace of yours).",
+    )
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)

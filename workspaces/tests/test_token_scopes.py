@@ -168,3 +168,15 @@ def test_the_accept_page_joins_the_signed_in_invited_user(client, workspace, adm
     assert joined.status_code == 302 and joined["Location"] == "/w/acme/"
     assert WorkspaceMembership.objects.filter(workspace=workspace, user=dana, role=Role.VIEWER).exists()
     assert "accepted" in client.get(f"/invitations/accept/?token={raw}").content.decode()
+
+
+def test_the_token_page_makes_a_scoped_token_limited_to_one_workspace(client_for, workspace, admin):
+    client = client_for(admin)
+    response = client.post("/settings/api-tokens/", {"name": "ci", "scope": "read", "workspace": "acme"})
+    assert response.status_code == 302
+    made = ApiToken.objects.get(user=admin, name="ci")
+    assert (made.scope, made.workspace_id) == (TokenScope.READ, workspace.pk)
+    page = client.get("/settings/api-tokens/").content.decode()
+    assert "<td>Read</td>" in page and "<td>Acme</td>" in page
+    refused = client.post("/settings/api-tokens/", {"name": "x", "scope": "everything"})
+    assert refused.status_code == 200 and "scope" in refused.context["form"].errors

@@ -37,12 +37,17 @@ def keep_next_case() -> Iterator[list[Any]]:
         _local.kept = outer
 
 
+def kept_priority() -> int:
+    """The broker priority the dispatch gave the case a chain kept last (0 when none was kept)."""
+    return int(getattr(_local, "kept_priority", 0))
+
+
 def waiting_ahead() -> bool:
     """Whether the broker holds a message for this task's queue that would go before the case a
     chain kept (a lower priority number: another workspace's first cases, a run's start); the
     chain then stops and sends its case through the broker, behind it (fair scheduling,
     docs/operations.md). False when the broker cannot tell, or for a kept case of priority 0."""
-    priority = getattr(_local, "kept_priority", 0)
+    priority = kept_priority()
     if priority <= 0 or _capture is not None:
         return False
     from celery import current_app

@@ -76,8 +76,8 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
             finally:
                 left = list(kept)
     finally:
-        for next_id in left:
-            queue.enqueue(CaseRunExecute(case_run_id=next_id))
+        for next_id in left:  # at the priority its dispatch gave it: not ahead of other workspaces' cases
+            queue.enqueue(CaseRunExecute(case_run_id=next_id), priority=queue.kept_priority())
 
 
 @shared_task(name=CaseRunFinalize.task_name, **IDEMPOTENT)

@@ -66,3 +66,14 @@ def test_a_lower_priority_number_comes_out_first_then_publish_order(channels):
     producer._put("runs", {"body": "plain", "headers": {}})  # no priority: 0, after the one before it
     bodies = [consumer._get("runs")["body"] for _ in range(5)]
     assert bodies == ["new", "plain", "busy 0", "busy 1", "busy 2"]
+
+
+def test_a_chain_sees_a_message_waiting_ahead_of_its_kept_case(channels):
+    producer, consumer = channels
+    producer._put("runs", {"body": "busy", "headers": {}, "properties": {"priority": 6}})
+    assert not consumer.waiting_ahead("runs", 6)  # same priority: the chain may go on
+    producer._put("runs", {"body": "new", "headers": {}, "properties": {"priority": 0}})
+    assert consumer.waiting_ahead("runs", 6) and not consumer.waiting_ahead("runs", 0)
+    assert not consumer.waiting_ahead("other", 6)  # another queue's messages are not this worker's
+    assert consumer._get("runs")["body"] == "new"
+    assert not consumer.waiting_ahead("runs", 6)

@@ -29,6 +29,12 @@ class MemberAddForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 
 
+class InvitationForm(forms.Form):
+    email = forms.EmailField(help_text="They join by opening the link, signed in with this email.")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
+    days = forms.IntegerField(min_value=1, max_value=30, initial=7, help_text="Days before the invitation expires.")
+
+
 class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,7 +19,7 @@ from core.errors import DomainError
 from core.forms import form_add_domain_error
 from workspaces import selectors, services
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
-from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
+from workspaces.forms import ApiTokenCreateForm, InvitationForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
 from workspaces.models import ApiToken, Role, TokenScope, WorkspaceMembership
 
 
@@ -53,11 +55,35 @@ def dashboard(request: WorkspaceRequest) -> HttpResponse:
 
 @workspace_view()
 def members(request: WorkspaceRequest) -> HttpResponse:
-    return render(
-        request,
-        "workspaces/members.html",
-        {"memberships": selectors.members_of(workspace=request.workspace), "add_form": MemberAddForm(), "roles": Role.choices},
-    )
+    context = {"memberships": selectors.members_of(workspace=request.workspace), "add_form": MemberAddForm(), "roles": Role.choices}
+    if request.membership.has_role(Role.ADMIN):
+        context["invite_form"] = InvitationForm()
+        context["invitations"] = selectors.invitations_of(workspace=request.workspace)[:20]
+        context["new_invitation"] = request.session.pop(NEW_INVITATION_SESSION_KEY, None)
+    return render(request, "workspaces/members.html", context)
+
+
+# The new invitation's link waits in the session for the one page view after the redirect.
+NEW_INVITATION_SESSION_KEY = "invitation_shown_once"
+
+
+@workspace_view(role=Role.ADMIN)
+@require_POST
+def member_invite(request: WorkspaceRequest) -> HttpResponse:
+    """Invite someone by email: the link (with its single-use token) is shown once, on the members page."""
+    form = InvitationForm(request.POST)
+    if form.is_valid():
+        try:
+            invitation, raw = services.invitation_create(workspace=request.workspace, actor=request.user, **form.cleaned_data)
+        except DomainError as error:
+            messages.error(request, error.message)
+        else:
+            link = request.build_absolute_uri(reverse("workspaces:invitation_accept") + "?" + urlencode({"token": raw}))
+            request.session[NEW_INVITATION_SESSION_KEY] = {"email": invitation.email, "link": link}
+    else:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(str(error) for error in errors)}")
+    return redirect("workspaces:members", workspace_slug=request.workspace.slug)
 
 
 @workspace_view(role=Role.ADMIN)

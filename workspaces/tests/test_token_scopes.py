@@ -180,3 +180,15 @@ def test_the_token_page_makes_a_scoped_token_limited_to_one_workspace(client_for
     assert "<td>Read</td>" in page and "<td>Acme</td>" in page
     refused = client.post("/settings/api-tokens/", {"name": "x", "scope": "everything"})
     assert refused.status_code == 200 and "scope" in refused.context["form"].errors
+
+
+def test_an_admin_invites_from_the_members_page_and_sees_the_link_once(client_for, workspace, admin, member):
+    client = client_for(admin)
+    response = client.post("/w/acme/members/invite/", {"email": "dana@example.com", "role": "viewer", "days": 3})
+    assert response.status_code == 302
+    page = client.get("/w/acme/members/").content.decode()
+    assert "invitations/accept/?token=aci_" in page and "dana@example.com" in page
+    assert "invitations/accept/?token=aci_" not in client.get("/w/acme/members/").content.decode()  # shown once
+    invitation = Invitation.objects.get()
+    assert (invitation.role, round((invitation.expires_at - invitation.created_at).total_seconds() / 86400)) == (Role.VIEWER, 3)
+    assert client_for(member).post("/w/acme/members/invite/", {"email": "x@example.com", "role": "admin", "days": 3}).status_code == 403

@@ -4,8 +4,10 @@ from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from core.schema_view import SchemaView
+from runs import views as run_views
 from workspaces import views as workspace_views
 
 # API-aware error pages: the JSON envelope under /api/ (e.g. a bad Host header), ours elsewhere.
@@ -27,10 +29,11 @@ urlpatterns = [
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/", include("agentclash.api_urls")),
     path("hooks/hosted/", include("runs.hosted.urls")),
+    path("s/<str:token>/", run_views.shared_report, name="shared-report"),  # a run's shared report: no session (docs/runs.md)
     path("", include("workspaces.urls")),
     path("w/<slug:workspace_slug>/", include("infrastructure.urls")),
     path("w/<slug:workspace_slug>/secrets/", include("secrets_app.urls")),

@@ -10,11 +10,13 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files import File
 from django.db import transaction
+from django.db.models import Sum
 
 from artifacts.content import ContentRefused, Sniffer, safe_filename
 from artifacts.models import Artifact, ArtifactKind
 from artifacts.storage import artifact_storage, storage_key
 from core.actors import actor_or_none
+from core.errors import QuotaExceeded
 from workspaces.models import Workspace
 from workspaces.services import audit_record
 
@@ -25,6 +27,22 @@ __all__ = ["ContentRefused", "artifact_create", "artifact_create_from_bytes", "m
 
 def max_bytes() -> int:
     return int(settings.ARTIFACT_MAX_BYTES)
+
+
+def artifact_bytes_used(*, workspace: Workspace) -> int:
+    return int(Artifact.objects.filter(workspace=workspace).aggregate(total=Sum("size_bytes"))["total"] or 0)
+
+
+def _quota_check(workspace: Workspace, size: int) -> None:
+    """Refuse ``size`` more bytes past ``ARTIFACT_BYTES_PER_WORKSPACE``. The workspace row is locked
+    until the caller's transaction ends, so two uploads cannot both fit in the last free bytes."""
+    limit = int(settings.ARTIFACT_BYTES_PER_WORKSPACE)
+    Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+    used = artifact_bytes_used(workspace=workspace)
+    if used + size > limit:
+        raise QuotaExceeded(
+            budget="workspace's artifact", setting="ARTIFACT_BYTES_PER_WORKSPACE", limit=limit, used=used, size=size, field="file"
+        )
 
 
 def _chunks(stream: IO[bytes]) -> Iterable[bytes]:
@@ -56,6 +74,7 @@ def artifact_create(
     for chunk in _chunks(stream):
         sniffer.feed(chunk)
     content_type = sniffer.content_type(filename)
+    _quota_check(workspace, sniffer.size)
     artifact_id = uuid.uuid4()
     stream.seek(0)
     key = artifact_storage().save(storage_key(workspace_id=workspace.pk, artifact_id=str(artifact_id)), File(stream, name=filename))

@@ -11,16 +11,22 @@ candidate's mean true pass rate over the cases is exactly the baseline's minus t
   a false pass;
 - ``large``: a drop of 0.30: any ``pass`` is a false pass.
 
-Every trial is a Bernoulli draw. For 20, 50, 100 and 200 cases and many seeds, the gate
-(``engine.scoring.stats``, confidence 0.95) decides on the pass rate:
+Every trial is a Bernoulli draw. For 20, 50, 100 and 200 cases and many seeds, the product's
+release gate decides on the pass rate: the trials go into a comparison summary the way
+comparisons/services.py stores them (``trials``, and ``trials_sequential`` for adaptive rounds)
+and :func:`engine.scoring.gates.evaluate_gate` reads them with a policy of ``max_regression:
+0.05, confidence: 0.95`` — the code path of ``POST …/comparisons/<id>/gate``, not a copy of it.
+The simulated trials have no score, so the gate compares the pass rate only (with scores too it
+shares its error rate between the two metrics and errs less):
 
-- ``fixed``: ``N`` trials of every case, then :func:`paired_comparison`; ``N`` is what a fixed
-  design needs to decide 90 % of the time when the truth is 0.05 from the tolerance (the
-  ``equal`` and ``regression`` scenarios), from the simulated per-trial variance, at most 50;
-- ``adaptive``: rounds of one trial of every case, :func:`sequential_comparison` and
-  :func:`adaptive_plan` after each, at most ``2N`` trials (at most 50), stopping when decided;
-- ``peeking`` (calibration only): the fixed interval looked at after every round, stopping when
-  it decides, which is what the sequential test exists to avoid.
+- ``fixed``: ``N`` trials of every case, then the gate; ``N`` is what a fixed design needs to
+  decide 90 % of the time when the truth is 0.05 from the tolerance (the ``equal`` and
+  ``regression`` scenarios), from the simulated per-trial variance, at most 50;
+- ``adaptive``: rounds of one trial of every case, the gate (sequential) and
+  :func:`engine.scoring.stats.adaptive_plan` after each, at most ``2N`` trials (at most 50),
+  stopping when decided;
+- ``peeking`` (calibration only): the fixed gate looked at after every round, stopping when it
+  decides, which is what the sequential test exists to avoid.
 
 A fourth scenario, ``boundary`` (a drop of exactly the tolerance, where any verdict is wrong and
 each side's error may reach 2.5 %), checks the error rates where they are tightest.
@@ -48,11 +54,13 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from engine.scoring import stats  # noqa: E402
+from engine.scoring import gates, stats  # noqa: E402
+from engine.scoring.documents import ComparisonSummary  # noqa: E402
 
 MAX_REGRESSION = 0.05
 CONFIDENCE = 0.95
@@ -62,6 +70,7 @@ WRONG = {"equal": {stats.FAIL}, "regression": {stats.PASS}, "large": {stats.PASS
 RIGHT = {"equal": stats.PASS, "regression": stats.FAIL, "large": stats.FAIL, "boundary": stats.INSUFFICIENT}
 MAIN = ("equal", "regression", "large")  # the Done-when scenarios; "boundary" calibrates
 DIFFICULTY = (1.0, 1.6)  # mean and sd of a case's baseline logit
+POLICY = {"max_regression": MAX_REGRESSION, "confidence": CONFIDENCE}
 
 
 def sigmoid(x: float) -> float:
@@ -90,21 +99,33 @@ def draw(rng: random.Random, probabilities: Sequence[float], trials: int, into: 
         into.setdefault(f"c{i}", []).extend({"passed": rng.random() < p, "score": None} for _ in range(trials))
 
 
+def gate(candidate: stats.LaneTrials, baseline: stats.LaneTrials, *, sequential: bool) -> str:
+    """The product's release gate on the two lanes' trials (a comparison summary as comparisons/services.py stores it)."""
+    summary: dict[str, object] = {
+        "status": "comparable",
+        "dimension_deltas": {},
+        "trials": {"baseline": stats.trials_to_columns(baseline), "candidate": stats.trials_to_columns(candidate)},
+    }
+    if sequential:
+        summary["trials_sequential"] = True
+    return gates.evaluate_gate(cast(ComparisonSummary, summary), POLICY)["verdict"]
+
+
 def fixed(rng: random.Random, base: list[float], cand: list[float], repeats: int) -> tuple[str, int]:
     baseline: dict[str, list[stats.Trial]] = {}
     candidate: dict[str, list[stats.Trial]] = {}
     draw(rng, base, repeats, baseline)
     draw(rng, cand, repeats, candidate)
-    result = stats.paired_comparison(candidate, baseline, max_regression=MAX_REGRESSION, confidence=CONFIDENCE)
-    return result["decision"], repeats
+    return gate(candidate, baseline, sequential=False), repeats
 
 
 def rounds(rng: random.Random, base: list[float], cand: list[float], budget: int, *, sequential: bool) -> tuple[str, int]:
-    """One trial of every case per round, the gate after each, stopping when it decides.
+    """Two trials of every case first, then one per round, the gate after each, stopping when it decides.
 
-    ``sequential``: the anytime-valid comparison and the stop rule (adaptive mode); otherwise the
-    fixed interval looked at after every round ("peeking"), which inflates the error rate."""
-    compare = stats.sequential_comparison if sequential else stats.paired_comparison
+    Two first, as an adaptive run's first round (``runs.models.DEFAULT_AUTO_FIRST_ROUND``): with one
+    trial per case the gate keeps the rules for one trial. ``sequential``: the anytime-valid
+    comparison and the stop rule (adaptive mode); otherwise the fixed interval looked at after
+    every round ("peeking"), which inflates the error rate."""
     baseline: dict[str, list[stats.Trial]] = {}
     candidate: dict[str, list[stats.Trial]] = {}
     done = 0
@@ -112,9 +133,9 @@ def rounds(rng: random.Random, base: list[float], cand: list[float], budget: int
         draw(rng, base, 1, baseline)
         draw(rng, cand, 1, candidate)
         done += 1
-        if not sequential and done < 2:
+        if done < 2:
             continue
-        decision = compare(candidate, baseline, max_regression=MAX_REGRESSION, confidence=CONFIDENCE)["decision"]
+        decision = gate(candidate, baseline, sequential=sequential)
         if stats.adaptive_plan({"candidate": decision}, trials_done=done, max_repeats=budget)["stop"]:
             return decision, done
 

@@ -17,6 +17,7 @@ Both figures come from the same process and run, so the machine's load cancels o
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ import django  # noqa: E402
 
 django.setup()
 
+TARGET_PERCENT = 5  # issue 23: the leak scan stays under 5 % of case CPU on the mix variant
 BLOCK: dict[str, Any] = {
     "default_severity": "high",
     "planted_secrets": [
@@ -58,6 +60,14 @@ class Workspace:
         return self.files[path]
 
 
+def settle() -> None:
+    """Collect, then freeze what survived: a full collection of everything this process loaded
+    (Django, the replayed events) costs milliseconds and would land in one part or the other at
+    random; both timed parts then pay only for what they allocate themselves."""
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=20)
@@ -74,6 +84,7 @@ def main() -> int:
         ids = [int(item[1][0]) for item in captured if item[0] == "runs.case_run_execute"]
         captured.clear()
         assert pipeline.case_run_execute(case_run_id=ids[0], score_inline=True) == "completed"  # warms the caches
+        settle()
         before = os.times()
         results = [pipeline.case_run_execute(case_run_id=pk, score_inline=True) for pk in ids[1:]]
         after = os.times()
@@ -103,22 +114,33 @@ def main() -> int:
     profiler = cProfile.Profile(time.process_time) if os.environ.get("LEAK_PROFILE") else None
     if profiler:
         profiler.enable()
-    started = time.process_time()
+    parts = {"masking": 0.0, "monitor": 0.0, "workspace scan": 0.0}
+    clock = time.process_time
+    settle()
+    started = clock()
     for events, written in streams:
         stream = StreamRedactor(Redactor(policy.canary_values))
         monitor = SecurityMonitor(lambda event: None, policy, prefix="bench", case_key="c")
         for event_id, event_type, payload in events:
+            t0 = clock()
             stream.payload(event_type, payload)
+            t1 = clock()
             monitor(Event(event_id=event_id, event_type=event_type, source="native", occurred_at="", payload=payload))
+            parts["masking"] += t1 - t0
+            parts["monitor"] += clock() - t1
+        t0 = clock()
         monitor.scan_workspace(Workspace(written), staged={"/workspace/.env": written["/workspace/.env"]})
-    scan_cpu = (time.process_time() - started) / cases
+        parts["workspace scan"] += clock() - t0
+    scan_cpu = (clock() - started) / cases
     if profiler:
         profiler.disable()
         pstats.Stats(profiler).sort_stats(os.environ.get("LEAK_PROFILE", "tottime")).print_stats(30)
 
     print(f"mix: {cases} cases ({results.count('completed')} completed), {n_events / cases:.0f} events per case")
     print(f"case CPU {case_cpu * 1000:.2f} ms; leak scan (monitor + masking + workspace scan) {scan_cpu * 1000:.2f} ms")
-    print(f"leak scan / case CPU: {100 * scan_cpu / case_cpu:.2f} %")
+    print("  of which " + ", ".join(f"{name} {seconds * 1000 / cases:.2f} ms" for name, seconds in parts.items()))
+    share = 100 * scan_cpu / case_cpu
+    print(f"leak scan / case CPU: {share:.2f} % ({'under' if share < TARGET_PERCENT else 'OVER'} the {TARGET_PERCENT} % target)")
     return 0 if results.count("completed") == cases else 1
 
 

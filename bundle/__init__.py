@@ -33,6 +33,7 @@ from bundle.parse import compose, line_for
 from bundle.schema import BUNDLE
 from bundle.validate import validate_bundle
 from bundle.validate.composed_tools import validate_single_tool
+from bundle.validate.json_paths import json_path_problems
 
 __all__ = [
     "BundleResult",
@@ -92,6 +93,8 @@ def _process(source: str | bytes | Mapping[str, Any], installation: Installation
     bundle = normalise_bundle(bundle)
     notes, relocations = read_misplaced(bundle, ignored)
     problems = validate_bundle(bundle)
+    if installation is not None and installation.json_path_error is not None:
+        problems += json_path_problems(bundle, installation.json_path_error)
     try:
         notes += lint_bundle(bundle, installation)
     except Exception as exc:  # noqa: BLE001 - a bug in a warning must not make a bundle invalid

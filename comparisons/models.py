@@ -43,6 +43,8 @@ class GateResult(models.Model):
     class Meta:
         db_table = "runs_gateresult"  # moved out of runs/ with its table (docs/architecture.md)
         ordering = ["-created_at", "-id"]
+        # One verdict per policy per comparison: concurrent evaluations return the same row.
+        constraints = [models.UniqueConstraint(fields=["comparison", "policy_fingerprint"], name="uniq_gate_result_policy")]
 
     def __str__(self) -> str:
         return f"{self.verdict} ({self.reason_code})"

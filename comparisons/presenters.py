@@ -258,7 +258,8 @@ def case_diffs(comparison: Comparison, *, workspace_slug: str) -> list[CaseDiff]
     if not wanted:
         return []
     lanes = (comparison.baseline_lane_id, comparison.candidate_lane_id)
-    rows = CaseRun.objects.filter(lane_id__in=lanes, case_key__in=[key for key, *_ in wanted]).select_related("case_score")
+    # Trial 1 of each case (docs/runs.md, "Trials"): its replay link is the one that never changes.
+    rows = CaseRun.objects.filter(lane_id__in=lanes, case_key__in=[key for key, *_ in wanted], trial=1).select_related("case_score")
     by_lane: dict[tuple[int, str], CaseRun] = {(row.lane_id, row.case_key): row for row in rows}
     diffs = []
     for index, (case_key, kind, label, direction) in enumerate(wanted):

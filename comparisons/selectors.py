@@ -8,10 +8,13 @@ from comparisons.models import Comparison, GateResult
 from workspaces.models import Workspace
 
 
-def comparison_list(*, workspace: Workspace) -> QuerySet[Comparison]:
+def comparison_list(*, workspace: Workspace, summaries: bool = False) -> QuerySet[Comparison]:
+    """The workspace's comparisons, newest first, with their latest verdict. ``summaries``: with the
+    stored summaries, which lists leave out (with trials a summary holds every case run's outcome)."""
     latest = GateResult.objects.filter(comparison=OuterRef("pk")).order_by("-created_at", "-id")
+    rows = Comparison.objects.filter(workspace=workspace)
     return (
-        Comparison.objects.filter(workspace=workspace)
+        (rows if summaries else rows.defer("summary"))
         .select_related("baseline_run", "candidate_run", "baseline_lane", "candidate_lane")
         .annotate(latest_verdict=Subquery(latest.values("verdict")[:1]), latest_reason=Subquery(latest.values("reason_code")[:1]))
         .order_by("-created_at", "-id")
@@ -24,5 +27,6 @@ def gate_list(*, workspace: Workspace) -> QuerySet[GateResult]:
         .select_related(
             "comparison__baseline_run", "comparison__candidate_run", "comparison__baseline_lane", "comparison__candidate_lane", "created_by"
         )
+        .defer("comparison__summary")  # not shown; with trials it holds every case run's outcome
         .order_by("-created_at", "-id")
     )

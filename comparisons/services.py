@@ -19,13 +19,16 @@ from django.db import IntegrityError, models, transaction
 from comparisons.models import Comparison, GateResult
 from core.actors import actor_or_none
 from core.errors import DomainError
+from core.writes import insert_or_none
 from engine.scoring.compare import build_comparison, not_comparable
 from engine.scoring.documents import ComparisonSummary, GatePolicy, LaneScorecardDocument, RegressionCaseResult, Sides
 from engine.scoring.evidence import canonical_json
 from engine.scoring.gates import evaluate_gate, normalize_policy, parse_policy, policy_fingerprint
+from engine.scoring.stats import trials_to_columns
 from regression.selectors import lane_regression_entries
 from runs.models import Lane, Run
 from scoring.models import LaneScorecard
+from scoring.selectors import lane_trials
 from workspaces.models import Workspace
 
 
@@ -135,6 +138,19 @@ def _with_regression(summary: ComparisonSummary, baseline: Lane, candidate: Lane
     return summary
 
 
+def _with_trials(summary: ComparisonSummary, baseline: Lane, candidate: Lane, *, adaptive: bool) -> ComparisonSummary:
+    """Add both lanes' trials by case (one query) to a comparable summary: the gate pairs them case
+    by case (engine.scoring.gates.trial_statistics). Stored with the comparison, so a gate
+    evaluated later reads the trials the compared scorecards were made of."""
+    if summary.get("status") != "comparable":
+        return summary
+    trials = lane_trials(lane_ids=[baseline.pk, candidate.pk])
+    summary["trials"] = {"baseline": trials_to_columns(trials[baseline.pk]), "candidate": trials_to_columns(trials[candidate.pk])}
+    if adaptive:
+        summary["trials_sequential"] = True
+    return summary
+
+
 def comparison_get_or_create(
     *,
     workspace: Workspace,
@@ -151,8 +167,11 @@ def comparison_get_or_create(
         baseline_lane=baseline_lane,
         candidate_lane=candidate_lane,
     )
-    summary = _race_context_refusal(baseline_run, candidate_run, baseline, candidate) or _with_regression(
-        build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate
+    summary = _race_context_refusal(baseline_run, candidate_run, baseline, candidate) or _with_trials(
+        _with_regression(build_comparison(_scorecard(baseline), _scorecard(candidate)), baseline, candidate),
+        baseline,
+        candidate,
+        adaptive=baseline_run.is_adaptive or candidate_run.is_adaptive,
     )
     fingerprint = _fingerprint(baseline, candidate, summary)
     existing = Comparison.objects.filter(workspace=workspace, fingerprint=fingerprint).first()
@@ -241,7 +260,8 @@ def gate_evaluate_get_or_create(
         created_by=actor_or_none(user),
     )
     _clean(gate)
-    gate.save()
+    if insert_or_none(gate) is None:  # a concurrent evaluation of the same policy won
+        return GateResult.objects.get(comparison=comparison, policy_fingerprint=fingerprint), False
     return gate, True
 
 

@@ -14,20 +14,96 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.errors import DomainError, bad_input
+from core.request_id import current_request_id
 
 logger = logging.getLogger(__name__)
 
 
+_PAGE_NUMBER_MAX = 10**17
+
+
 class Pagination(LimitOffsetPagination):
+    """``?limit=&offset=`` pages; a limit or offset that is not a whole number in range is a 400
+    naming it (DRF would silently fall back to the first page). A limit above ``max_limit`` is capped."""
+
     default_limit = 50
     max_limit = 500
+
+    def _number(self, request: Any, name: str, minimum: int) -> int | None:
+        raw = request.query_params.get(name)
+        if raw is None:
+            return None
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or not minimum <= int(raw) <= _PAGE_NUMBER_MAX:
+            raise ApiError(
+                400,
+                "invalid_request",
+                f"Invalid input: {name}: send a whole number of at least {minimum}.",
+                fields={name: [f"a whole number ≥ {minimum}"]},
+            )
+        return int(raw)
+
+    def get_limit(self, request: Any) -> int | None:
+        limit = self._number(request, self.limit_query_param, 1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
+    def get_offset(self, request: Any) -> int:
+        return self._number(request, self.offset_query_param, 0) or 0
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1 if parameter["name"] == self.limit_query_param else 0
+            parameter["schema"]["maximum"] = _PAGE_NUMBER_MAX  # beyond it a number is refused, not paged
+        return parameters
+
+
+_TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no", ""})
+
+
+def query_bool(request: Any, name: str) -> bool:
+    """A boolean query parameter (``true``/``false``, also ``1``/``0``, ``yes``/``no``); anything else is a 400 naming it."""
+    raw = str(request.query_params.get(name, "")).lower()
+    if raw not in _TRUE | _FALSE:
+        raise ApiError(400, "invalid_request", f"Invalid input: {name}: send true or false.", fields={name: ["true or false"]})
+    return raw in _TRUE
+
+
+def query_int(request: Any, name: str) -> int | None:
+    """An optional whole-number query parameter (an id); anything else is a 400 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise ApiError(400, "invalid_request", f"Invalid input: {name}: send a whole number (an id).", fields={name: ["a whole number"]})
+    return int(raw)
+
+
+def query_choice(request: Any, name: str, choices: list[str]) -> str:
+    """An optional query parameter from ``choices`` ("" when absent); anything else is a 400 naming it and them."""
+    raw = str(request.query_params.get(name, ""))
+    if raw and raw not in choices:
+        raise ApiError(
+            400, "invalid_request", f"Invalid input: {name}: one of {', '.join(choices)}.", fields={name: [f"one of {', '.join(choices)}"]}
+        )
+    return raw
+
+
+class StrictCharField(serializers.CharField):
+    """A text field that refuses a number or boolean instead of turning it into text (DRF's
+    CharField takes ``0`` as ``"0"``, which the schema's ``type: string`` says is wrong)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
 
 
 class ApiError(exceptions.APIException):
@@ -65,6 +141,16 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra: Any
     return body
 
 
+def server_error_body() -> dict:
+    """The 500 envelope, with the request's ``X-Request-Id`` to quote when reporting it."""
+    request_id = current_request_id()
+    where = f" with request id {request_id}" if request_id else ""
+    body = error_body("server_error", f"Something went wrong on our side. The error has been logged{where}.")
+    if request_id:
+        body["error"]["request_id"] = request_id
+    return body
+
+
 def domain_error_body(error: DomainError) -> dict:
     """A :class:`DomainError` as the envelope: a 400 about a field reads like a serializer's
     ``Invalid input: field: message``; ``fields`` names the field whatever the status."""
@@ -93,6 +179,11 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if problem is not None:
         logger.warning("Refused API input: %s: %s", type(exc).__name__, exc)
         exc = ApiError(problem.status, problem.code, problem.message)
+    elif isinstance(exc, IntegrityError):
+        # A unique constraint refused a write a concurrent request made first, somewhere a service
+        # does not turn it into its own Conflict (core.writes): still a 409, never a 500.
+        logger.warning("Concurrent write refused by the database: %s", exc)
+        exc = ApiError(409, "conflict", "Another request changed the same data at the same time: reload and try again.")
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.fields, **exc.extra), status=exc.status_code)
     if isinstance(exc, Http404):
@@ -102,10 +193,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("Unhandled API error", exc_info=exc)
-        return Response(
-            error_body("server_error", "Something went wrong on our side. The error has been logged."),
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        return Response(server_error_body(), status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": _flatten(exc.detail)}
         first = next(iter(fields.items()), None)

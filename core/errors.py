@@ -90,12 +90,41 @@ class Conflict(DomainError):
     default_code = "conflict"
 
 
+class QuotaExceeded(DomainError):
+    """A write would take a stored-bytes budget over its operator limit: a 413 ``quota_exceeded``
+    naming the budget, its setting, the limit and what is used (never retried: it will not fit later
+    unless something is deleted or the operator raises the limit)."""
+
+    status = 413
+    default_code = "quota_exceeded"
+
+    def __init__(self, *, budget: str, setting: str, limit: int, used: int, size: int, field: str | None = None) -> None:
+        super().__init__(
+            f"The {budget} quota of {limit} bytes is used up ({used} bytes stored, this needs {size} more): "
+            f"delete what is no longer needed, or ask the operator to raise {setting}.",
+            field=field,
+            extra={"quota": {"budget": budget, "setting": setting, "limit": limit, "used": used, "requested": size}},
+        )
+
+
 def full_clean(obj: models.Model, *, exclude: Collection[str] | None = None) -> None:
     """``obj.full_clean()`` for services: a model rule the object breaks becomes a :class:`DomainError`."""
     try:
         obj.full_clean(exclude=exclude)
     except ValidationError as exc:
-        raise DomainError.from_validation_error(exc) from None
+        raise (_unique_clash(exc) or DomainError.from_validation_error(exc)) from None
+
+
+def _unique_clash(error: ValidationError) -> Conflict | None:
+    """A unique constraint's refusal as a 409 naming its field (not the workspace it is scoped to).
+
+    Services check for a duplicate first (a 400 naming the field); a twin committed by a concurrent
+    request between that check and ``full_clean`` lands here instead, and is a conflict."""
+    for item in getattr(error, "error_dict", {}).get(NON_FIELD_ERRORS, []):
+        fields = [name for name in (item.params or {}).get("unique_check", ()) if name != "workspace"]
+        if item.code in ("unique", "unique_together") and fields:
+            return Conflict(" ".join(item.messages), field=fields[-1])
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

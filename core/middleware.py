@@ -15,13 +15,14 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from core.api import _CODES, error_body
+from core.api import _CODES, error_body, server_error_body
 from core.errors import bad_input
+from core.throttling import ratelimit_headers
 
 logger = logging.getLogger(__name__)
 
 # Headers an error response must keep when its body is rewritten.
-KEPT_HEADERS = ("Retry-After", "WWW-Authenticate", "Allow")
+KEPT_HEADERS = ("Retry-After", "WWW-Authenticate", "Allow", "X-Request-Id")
 
 _MESSAGES = {
     401: "Authentication credentials were not provided or are invalid.",
@@ -34,10 +35,13 @@ _MESSAGES = {
 
 
 def is_api_path(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+    """The API and the hosted agents' callback (``/hooks/``): machines, answered in the JSON envelope."""
+    return request.path.startswith(("/api/", "/hooks/"))
 
 
 def api_error_response(status: int, code: str | None = None, message: str | None = None) -> JsonResponse:
+    if status == 500:
+        return JsonResponse(server_error_body(), status=status)
     code = code or _CODES.get(status) or ("server_error" if status >= 500 else "error")
     if message is None:
         message = _MESSAGES.get(status) or ("Something went wrong on our side." if status >= 500 else "Request failed.")
@@ -80,11 +84,10 @@ class ApiErrorMiddleware:
                 # technical page, which lists every URL pattern; a person gets ours.
                 return not_found_page(request)
             return response
-        if response.status_code < 400:
-            return response
-        if response.get("Content-Type", "").startswith("application/json"):
-            return response
-        return _as_envelope(response)
+        if response.status_code >= 400 and not response.get("Content-Type", "").startswith("application/json"):
+            response = _as_envelope(response)
+        ratelimit_headers(request, response)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         problem = bad_input(exception)

@@ -30,6 +30,7 @@ import base64
 import binascii
 import bisect
 import functools
+import itertools
 import json
 import re
 import urllib.parse
@@ -38,7 +39,7 @@ from typing import Any
 
 import re2
 
-from engine.unfold import DEEP_TRIGGER, STRIDES, char_view, strides, token_views, xor_profile
+from engine.unfold import DEEP_TRIGGER, STRIDES, FastPattern, char_view, decoded_tokens, strides, xor_profile
 
 REDACTED = "[redacted]"
 MIN_DERIVED = 6
@@ -65,6 +66,14 @@ _STREAM_KEYS = 512  # fields tracked per stream (payload shapes are small; raw p
 _STREAM_NEEDLE_MAX = 8192  # longer forms are not followed across events (tails stay small)
 _RE2_FROM = 256
 _REST_MIN = 4  # the rest of a split value is followed from this many folded characters (shorter ones are everywhere)
+# What text() and detect() made of short strings: an event's keys and small values repeat event
+# after event (``case_key``, a date, a tool name), and a redactor's values never change. One memory
+# per process, shared by the redactors of the same values (a run's cases), bounded for all together.
+_MEMO_CHARS = 512  # strings this short are remembered
+_MEMO_SIZE = 8192  # remembered strings per process and kind (then forgotten all at once): ~10 MB at most
+_MEMO_IDS = itertools.count()
+_MASKED: dict[tuple[int, str], str] = {}  # (a set of values, a string) → text() of it
+_DETECTED: dict[tuple[int, str], str] = {}  # (a set of values, a string) → detect() of it
 _PATH_MAX = 256  # field paths are cut here (keys are agent-controlled; a cut only merges two streams)
 
 
@@ -131,6 +140,13 @@ class _FoldIndex:
         return a + self.cuts[chunk], b + self.cuts[chunk]
 
 
+def _remember(memo: dict[tuple[int, str], str], key: tuple[int, str], value: str) -> str:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()  # bounded: at most _MEMO_SIZE strings of _MEMO_CHARS characters
+    memo[key] = value
+    return value
+
+
 def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Overlapping or touching ``(start, end)`` spans, merged and sorted."""
     merged: list[tuple[int, int]] = []
@@ -172,7 +188,10 @@ def _alternation(needles: tuple[str, ...]) -> Any:  # an re2 pattern (re2 ships 
     options = re2.Options()
     options.log_errors = False
     options.max_mem = 64 << 20
-    return re2.compile("|".join(literals), options)
+    try:
+        return re2.compile("|".join(literals), options)
+    except re2.error:  # an escape RE2 does not take: the caller searches each needle instead
+        return None
 
 
 def _rot(text: str, n: int) -> str:
@@ -235,18 +254,21 @@ _BUILT_MAX = 256
 class Redactor:
     """Replace every occurrence of any secret value (and its common encodings) with ``[redacted]``."""
 
+    _memo_id: int  # its set of values in the memory of short strings (_MASKED, _DETECTED)
+
     def __init__(self, secret_values: Iterable[str]):
         values = frozenset(v for v in secret_values if isinstance(v, str) and v)
         # Building the needles of four values takes ~4 ms; a run builds one redactor per case
         # with the same values, and nothing changes a redactor once built: reuse its fields.
         built = _BUILT.get(values)
-        if built is not None:
+        if built is None:
+            self._build(values)
+            self._memo_id = next(_MEMO_IDS)  # this set of values in the shared memory of short strings
+            if len(_BUILT) >= _BUILT_MAX:
+                _BUILT.pop(next(iter(_BUILT)), None)
+            _BUILT[values] = dict(self.__dict__)
+        else:
             self.__dict__.update(built)
-            return
-        self._build(values)
-        if len(_BUILT) >= _BUILT_MAX:
-            _BUILT.pop(next(iter(_BUILT)), None)
-        _BUILT[values] = dict(self.__dict__)
 
     def _build(self, values: frozenset[str]) -> None:
         forms: set[str] = set()
@@ -276,6 +298,10 @@ class Redactor:
         self._cores = tuple(sorted(cores))  # "" first: when present, every text is scanned
         self._forms = tuple(sorted((f for f in forms if f), key=len, reverse=True))
         self._min_form = min((len(f) for f in self._forms), default=0)
+        # One RE2 pass for every exact form and base64 core at once, before a long text is searched
+        # for each (a 64 KiB body: ~0.1 ms instead of ~0.2 ms of ``in`` scans); None: search each.
+        self._cores_gated = "" not in self._cores
+        self._exact_gate = _alternation(self._forms + (self._cores if self._cores_gated else ()))
         # UTF-16 too: a base64 token that decodes to the value in UTF-16 is caught when scanned.
         self._bytes_values = [v.encode() for v in self._values] + [v.encode("utf-16-le") for v in self._values if len(v) >= 4]
         # Folded needles (pass 2). ``stream`` ones are also matched across events (no base32:
@@ -310,7 +336,7 @@ class Redactor:
         # one regular-expression pass rules most texts out before the strides are folded.
         starts = {text[:4] for value in values for text in (value, value[::-1], _secret_tail(value)) if len(text) >= 4}
         gapped = [f".{{{stride - 1}}}".join(re.escape(c) for c in start) for start in starts for stride in STRIDES]
-        self._stride_hint = re.compile("|".join(gapped), re.IGNORECASE | re.DOTALL) if gapped else None
+        self._stride_hint = FastPattern("|".join(gapped), re.IGNORECASE | re.DOTALL) if gapped else None
         self._expand = frozenset(n for n, expand in needles.items() if expand)
         self._min_needle = min((len(n) for n in self._needles), default=0)
         self._prefix_len = min(8, self._min_needle) if self._needles else 0
@@ -379,6 +405,12 @@ class Redactor:
                 start = view.find(needle, start + 1)
         return spans
 
+    def _exact(self, s: str) -> bool:
+        """False when ``s`` holds no exact form (and, when gated, no base64 core) of any value."""
+        if len(s) < _RE2_FROM or self._exact_gate is None:
+            return True
+        return self._exact_gate.search(s) is not None
+
     def text(self, s: str) -> str:
         return self._text(s, None)
 
@@ -386,7 +418,18 @@ class Redactor:
         """:meth:`text`; ``view``, when given, is ``fold(s)`` already computed."""
         if not self._active or not s:
             return s
-        if len(s) >= self._min_form:
+        if len(s) <= _MEMO_CHARS:
+            key = (self._memo_id, s)
+            known = _MASKED.get(key)
+            if known is None:
+                known = _remember(_MASKED, key, self._text_uncached(s, view))
+            return known
+        return self._text_uncached(s, view)
+
+    def _text_uncached(self, s: str, view: str | None) -> str:
+        original = s
+        exact = self._exact(s)
+        if exact and len(s) >= self._min_form:
             for form in self._forms:
                 if form in s:
                     s, view = _replace(s, self._exact_spans(s)), None
@@ -395,7 +438,7 @@ class Redactor:
             spans = self._folded_spans(s, fold(s) if view is None else view)
             if spans:
                 s = _replace(s, spans)
-        if len(s) >= 8:  # shorter than any base64 token worth decoding
+        if len(s) >= 8 and (exact or s is not original or not self._cores_gated):  # shorter: no base64 token worth decoding
             for core in self._cores:
                 if core in s:
                     s = _B64_TOKEN.sub(lambda m: REDACTED if self._b64_contains_secret(m.group(0)) else m.group(0), s)
@@ -410,13 +453,23 @@ class Redactor:
         """The form a value takes in ``s`` (``raw``, ``base85``, ``rot7``, ``xor+hex``…), or ''."""
         if not self._active or not s:
             return ""
-        for form in self._forms:
+        if len(s) <= _MEMO_CHARS:
+            key = (self._memo_id, s)
+            known = _DETECTED.get(key)
+            if known is None:
+                known = _remember(_DETECTED, key, self._detect_uncached(s))
+            return known
+        return self._detect_uncached(s)
+
+    def _detect_uncached(self, s: str) -> str:
+        exact = self._exact(s)
+        for form in self._forms if exact else ():
             if form in s:
                 return "raw" if form in self._values else "encoded"
         hits = self._hits(fold(s))
         if hits:
             return self.labels.get(hits[0], "encoded")
-        if len(s) >= 8 and any(core in s for core in self._cores):
+        if len(s) >= 8 and (exact or not self._cores_gated) and any(core in s for core in self._cores):
             for match in _B64_TOKEN.finditer(s):
                 if self._b64_contains_secret(match.group(0)):
                     return "base64"
@@ -440,7 +493,7 @@ class Redactor:
         spans += self._stride_spans(s)
         if first and spans:
             return spans
-        for decoded in token_views(s):
+        for decoded in decoded_tokens(s):
             label = self._in_bytes(decoded.data, decoded.texty)
             if label:
                 spans.append((decoded.start, decoded.end, f"{label}+{decoded.label}" if label != "raw" else decoded.label))

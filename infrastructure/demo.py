@@ -1,8 +1,14 @@
-"""Demo infrastructure: a scripted provider account, two runtime profiles, four scripted agents.
+"""Demo infrastructure: a scripted provider account, two runtime profiles, six scripted agents.
 
 The scripts follow the demo packs (packs/demo/demo-file-fixes.yaml and demo-prompt-eval.yaml):
 the "Good" agents solve every case, the "Sloppy" ones make mistakes a scorecard can show —
 a wrong fix, a badly formatted answer, a wrong sum. One script covers both packs' case keys.
+The two "(trials)" agents are stochastic (docs/runs.md, "Trials"): each trial of a case plays the
+Good script or the Sloppy one, drawn with the weights below by a generator seeded by (seed, case
+key, trial), so a run with repeats shows pass rates between 0 and 1 and flaky cases, reproducibly.
+On the prompt-eval pack the Sloppy script still gets ``small`` right, so the true pass rates are:
+Steady — small 1.0, negative and large 0.9 (0.93 over the pack); Flaky — small 1.0, negative and
+large 0.6 (0.73 over the pack).
 Idempotent: existing objects (matched by name) are left as they are.
 """
 
@@ -61,6 +67,23 @@ SLOPPY_SCRIPT: dict[str, Any] = {
     }
 }
 
+
+def _mix(good: float, seed: int) -> dict[str, Any]:
+    """A stochastic scripted agent: the Good script with probability ``good``, else the Sloppy one."""
+    return {
+        "script_mix": [
+            {"weight": good, "script": GOOD_SCRIPT["script"]},
+            {"weight": round(1 - good, 6), "script": SLOPPY_SCRIPT["script"]},
+        ],
+        "seed": seed,
+    }
+
+
+STEADY_MIX = _mix(0.9, 24)
+FLAKY_MIX = _mix(0.6, 24)
+STEADY_NAME = "Steady agent (trials)"
+FLAKY_NAME = "Flaky agent (trials)"
+
 PROFILES: list[dict[str, Any]] = [
     {
         "name": "Native (demo)",
@@ -84,6 +107,8 @@ DEPLOYMENTS = [
     ("Sloppy agent", "Native (demo)", SLOPPY_SCRIPT, "Hasty: writes wrong values and answers loosely."),
     ("Good agent (prompt eval)", "Prompt eval (demo)", GOOD_SCRIPT, "Answers every sum with digits only."),
     ("Sloppy agent (prompt eval)", "Prompt eval (demo)", SLOPPY_SCRIPT, "Chatty and sometimes wrong."),
+    (STEADY_NAME, "Prompt eval (demo)", STEADY_MIX, "Stochastic: answers like the Good agent 9 times in 10, else like the Sloppy one."),
+    (FLAKY_NAME, "Prompt eval (demo)", FLAKY_MIX, "Stochastic: answers like the Good agent 6 times in 10, else like the Sloppy one."),
 ]
 
 

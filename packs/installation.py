@@ -12,6 +12,8 @@ from bundle import Installation
 from engine.modes.adversarial import TOOL_OUTPUT_TOOL
 from engine.modes.simulator import SUPPORTED_ACTORS, phase_can_fire
 from engine.scoring.metrics import COLLECTORS
+from engine.scoring.validators.base import PackError
+from engine.scoring.validators.structured import parse_path
 from engine.tools import registry
 
 
@@ -24,4 +26,14 @@ def bundle_installation() -> Installation:
         tool_output_tool=TOOL_OUTPUT_TOOL,
         primitive_kinds={name: spec.kind for name, spec in registry.primitives().items()},
         metric_collectors=frozenset(COLLECTORS),
+        json_path_error=json_path_error,
     )
+
+
+def json_path_error(path: str) -> str | None:
+    """Why the scorer cannot parse ``path`` (its own parser), or None."""
+    try:
+        parse_path(path)
+    except PackError as exc:
+        return str(exc)
+    return None

@@ -72,6 +72,10 @@ class RegressionCase(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=["proposed", "active", "archived"]), name="regression_case_status_valid"),
             models.CheckConstraint(condition=models.Q(severity__in=["blocking", "warning", "info"]), name="regression_case_severity_valid"),
+            # A case run promoted into a suite once, however many promotes race (regression_case_promote).
+            models.UniqueConstraint(
+                fields=["suite", "source_case_run"], condition=models.Q(source_case_run__isnull=False), name="uniq_regression_case_source"
+            ),
         ]
 
     def __str__(self) -> str:

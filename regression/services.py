@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from core.actors import actor_or_none
 from core.errors import Conflict, DomainError, NotFound, full_clean
+from core.writes import insert_or_conflict, insert_or_none
 from packs.models import Pack
 from regression.models import RegressionCase, RegressionSuite
 from runs.models import CaseRun, CaseStatus, RunEvent
@@ -33,7 +34,7 @@ def regression_suite_create(*, workspace: Workspace, user: Any, pack: Pack, name
     name = _suite_name(workspace.pk, name)
     suite = RegressionSuite(workspace=workspace, pack=pack, name=name, description=description or "", created_by=actor_or_none(user))
     full_clean(suite)
-    suite.save()
+    insert_or_conflict(suite, field="name", message=f"A suite named “{name}” was just created by another request: choose another name.")
     return suite
 
 
@@ -153,8 +154,9 @@ def regression_case_promote(
         failure_summary=_failure_summary(case_run), created_by=actor_or_none(user),
         status_changed_by=actor_or_none(user), status_changed_at=now,
     )  # fmt: skip
-    full_clean(case)
-    case.save()
+    full_clean(case, exclude=["source_case_run"])
+    if insert_or_none(case) is None:  # a concurrent promote of the same case run into the same suite won
+        return RegressionCase.objects.get(suite=suite, source_case_run=case_run), False
     return case, True
 
 

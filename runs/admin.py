@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest
+from django.template.defaultfilters import filesizeformat
 
+from artifacts.models import Artifact
 from core.admin import ReadOnlyAdmin
-from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunArtifact, RunEvent, RunStatusHistory
+from runs.models import CaseRun, Lane, LaneStatusHistory, Run, RunArtifact, RunEvent, RunShare, RunStatus, RunStatusHistory, WorkspaceUsage
 from runs.services import run_cancel
 
 
@@ -36,7 +42,18 @@ class RunStatusHistoryInline(admin.TabularInline):
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
-    list_display = ["name", "workspace", "pack_version", "status", "mode", "score_status", "created_by", "created_at"]
+    list_display = [
+        "name",
+        "workspace",
+        "pack_version",
+        "status",
+        "mode",
+        "repeats",
+        "repeats_mode",
+        "score_status",
+        "created_by",
+        "created_at",
+    ]
     list_filter = ["status", "mode", "score_status", "workspace"]
     search_fields = ["name", "pack_version__pack__name"]
     date_hierarchy = "created_at"
@@ -70,7 +87,7 @@ class LaneStatusHistoryAdmin(ReadOnlyAdmin):
 
 @admin.register(CaseRun)
 class CaseRunAdmin(ReadOnlyAdmin):
-    list_display = ["case_key", "run", "lane", "status", "stop_reason", "attempt", "passed", "score", "duration_ms"]
+    list_display = ["case_key", "run", "lane", "trial", "status", "stop_reason", "attempt", "passed", "score", "duration_ms"]
     list_filter = ["status", "stop_reason", "score_status"]
     search_fields = ["case_key", "run__name"]
     list_select_related = ["run", "lane"]
@@ -98,3 +115,61 @@ class RunArtifactAdmin(ReadOnlyAdmin):
     list_display = ("id", "workspace", "run", "artifact", "attached_by", "attached_at")
     list_select_related = ("workspace", "run", "artifact", "attached_by")
     search_fields = ("artifact__name",)
+
+
+@admin.register(RunShare)
+class RunShareAdmin(ReadOnlyAdmin):
+    """Share links of run reports: visible to operators (never their tokens: only a hash is kept);
+    revoking is the workspace's job (run page or API), so it is audit-logged."""
+
+    list_display = ["pk", "run", "workspace", "created_by", "created_at", "expires_at", "revoked_at", "view_count"]
+    list_filter = ["workspace"]
+    list_select_related = ["run", "workspace", "created_by"]
+    exclude = ["token_hash"]
+
+
+def _sum_of(queryset: QuerySet[Any], field: str) -> Coalesce:
+    """The per-workspace total of ``field`` over ``queryset`` (rows with a ``workspace`` to match), 0 for none."""
+    total = queryset.filter(workspace=OuterRef("pk")).order_by().values("workspace").annotate(total=Sum(field)).values("total")
+    return Coalesce(Subquery(total), 0)
+
+
+@admin.register(WorkspaceUsage)
+class WorkspaceUsageAdmin(ReadOnlyAdmin):
+    """What each workspace stores against the quotas (operator settings, docs/operations.md "Quotas")."""
+
+    list_display = ["name", "slug", "artifacts", "artifact_quota", "hosted_events_running", "hosted_event_quota"]
+    search_fields = ["name", "slug"]
+    fields: ClassVar[tuple[str, ...]] = list_display  # type: ignore[assignment]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        running = CaseRun.objects.filter(run__status=RunStatus.RUNNING).annotate(workspace=F("run__workspace"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                artifact_bytes=_sum_of(Artifact.objects.all(), "size_bytes"),
+                hosted_bytes=_sum_of(running, "hosted_bytes"),
+            )
+        )
+
+    @admin.display(description="artifacts stored", ordering="artifact_bytes")
+    def artifacts(self, obj: Any) -> str:
+        return filesizeformat(obj.artifact_bytes)
+
+    @admin.display(description="of (ARTIFACT_BYTES_PER_WORKSPACE)")
+    def artifact_quota(self, obj: Any) -> str:
+        return _share(obj.artifact_bytes, settings.ARTIFACT_BYTES_PER_WORKSPACE)
+
+    @admin.display(description="hosted events of running runs", ordering="hosted_bytes")
+    def hosted_events_running(self, obj: Any) -> str:
+        return filesizeformat(obj.hosted_bytes)
+
+    @admin.display(description="of (HOSTED_EVENT_BYTES_PER_WORKSPACE)")
+    def hosted_event_quota(self, obj: Any) -> str:
+        return _share(obj.hosted_bytes, settings.HOSTED_EVENT_BYTES_PER_WORKSPACE)
+
+
+def _share(used: int, limit: int) -> str:
+    return f"{filesizeformat(limit)} ({100 * used / limit:.1f} % used)" if limit else "no limit"

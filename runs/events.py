@@ -342,14 +342,26 @@ _COLUMNS = (
     "created_at",
 )
 
+_SQLITE_INSERT = 'INSERT INTO "runs_runevent" ({}) VALUES ({})'.format(
+    ", ".join(f'"{c}"' for c in _COLUMNS), ", ".join(["%s"] * len(_COLUMNS))
+)
+
 
 def _insert(rows: list[tuple[Any, ...]]) -> None:
     """Insert new events (``_COLUMNS`` + the payload's JSON text) without reading anything back.
 
     On PostgreSQL one ``COPY`` of the already-encoded payloads (several times cheaper than
-    ``bulk_create`` for a case's worth of events, on both sides of the connection); elsewhere
-    ``bulk_create``.
+    ``bulk_create`` for a case's worth of events, on both sides of the connection); on SQLite (the
+    embedded default) one ``executemany`` of them, the datetimes adapted as Django stores them
+    (``bulk_create`` spent ~3 ms of a case's CPU re-encoding every field); elsewhere ``bulk_create``.
     """
+    if connection.vendor == "sqlite":
+        adapt = connection.ops.adapt_datetimefield_value
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                _SQLITE_INSERT, [(*row[:7], adapt(row[7]), row[8], row[9], row[13], row[11], adapt(row[12])) for row in rows]
+            )
+        return
     if connection.vendor != "postgresql":
         RunEvent.objects.bulk_create([RunEvent(**dict(zip(_COLUMNS, row[:-1], strict=True))) for row in rows], batch_size=500)
         return

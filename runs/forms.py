@@ -68,6 +68,22 @@ class RunCreateForm(forms.Form):
         label="Peer standings (race context)",
         help_text="Between steps, each agent is told how the other lanes stand: cases finished and passed. Needs two or more agents.",
     )
+    repeats = forms.CharField(
+        required=False,
+        max_length=8,
+        initial="1",
+        label="Trials per case (repeats)",
+        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 6, "list": "repeats-choices"}),
+        help_text="Every case runs this many times in every lane: 1 to 50, or “auto” for adaptive rounds that stop "
+        "once the comparison with the first agent is decided.",
+    )
+    max_repeats = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=50,
+        label="Most trials per case (max_repeats)",
+        help_text="With “auto” only: the rounds never go beyond this many trials of one case (2 to 50).",
+    )
     simulator_deployment_id = forms.ModelChoiceField(
         queryset=AgentDeployment.objects.none(),
         required=False,
@@ -103,6 +119,7 @@ class RunCreateForm(forms.Form):
         self.suggestions: dict[str, tuple[AgentDeployment | None, str]] = {}
         version = self.selected_version()
         self.unfit_deployments: list[AgentDeployment] = []
+        self.fit_deployments = active.order_by("name")
         self.pack_mode = ""
         if version is not None:
             # Only agents whose runtime profile runs this pack's execution mode race in it.
@@ -112,7 +129,10 @@ class RunCreateForm(forms.Form):
                 fits |= Q(runtime_profile__execution_target=ExecutionTarget.HOSTED_EXTERNAL)
             if self.pack_mode == ExecutionTarget.RESPONSES:  # only providers that serve the Responses API (docs/responses-mode.md)
                 fits &= Q(provider_account__provider_key__in=RESPONSES_PROVIDER_KEYS)
-            model_choice(self, "deployment_ids").queryset = active.filter(fits).order_by("name")
+            # Only fitting agents are offered; every active one validates, so a stale or hand-made pick
+            # of an unfit one gets run_create's refusal, which says what to do, next to the field.
+            self.fit_deployments = active.filter(fits).order_by("name")
+            model_choice(self, "deployment_ids").widget.choices = forms.ModelMultipleChoiceField(queryset=self.fit_deployments).choices
             self.unfit_deployments = list(
                 active.exclude(fits).select_related("runtime_profile").order_by("runtime_profile__execution_target", "name")
             )
@@ -198,6 +218,15 @@ class RunCreateForm(forms.Form):
         except (TypeError, ValueError):
             return None
 
+    def _trials_text(self) -> tuple[int, str]:
+        """(trials per case, " × 3 trials") from the repeats typed so far; (0, " × adaptive trials…") for auto."""
+        raw = str(self.data.get("repeats") or "").strip().lower() if self.is_bound else ""
+        if raw == "auto":
+            return 0, " × adaptive trials (rounds until decided)"
+        if raw.isdigit() and 1 < int(raw) <= 50:
+            return int(raw), f" × {int(raw)} trials"
+        return 1, ""
+
     def preview(self) -> str:
         """ "2 agents × 40 cases", from whatever is chosen so far."""
         version = self.selected_version()
@@ -216,11 +245,13 @@ class RunCreateForm(forms.Form):
         agents = len(self.data.getlist("deployment_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         agent_text = f"{agents} agent{'s' if agents != 1 else ''}"
         case_text = f"{cases} case{'s' if cases != 1 else ''}" if cases is not None else "? cases (choose an input set)"
-        total = f" = {agents * cases} case runs" if cases and agents else ""
+        trials = self._trials_text()
+        total = f" = {agents * cases * trials[0]} case runs" if cases and agents and trials[0] else ""
+        total = f"{trials[1]}{total}"
         suites = len(self.data.getlist("regression_suite_ids")) if self.is_bound and hasattr(self.data, "getlist") else 0
         if not suites:
             return f"{agent_text} × {case_text}{total}"
         suite_text = f"the active cases of {suites} regression suite{'s' if suites != 1 else ''}"
         if self.data.get("regression_scope") == "suite_only":
-            return f"{agent_text} × {suite_text} (the pack's own cases are left out)"
-        return f"{agent_text} × ({case_text} + {suite_text})"
+            return f"{agent_text} × {suite_text}{trials[1]} (the pack's own cases are left out)"
+        return f"{agent_text} × ({case_text} + {suite_text}){trials[1]}"

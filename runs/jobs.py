@@ -72,6 +72,14 @@ class CaseRunDeadline(Job):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class RunRoundAdvance(Job):
+    """An adaptive run's round may be over: decide, then add a round of trials or finish the lanes."""
+
+    task_name: ClassVar[str] = "runs.run_round_advance"
+    run_id: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RunReap(Job):
     """The periodic safety net (celery beat)."""
 
@@ -85,4 +93,4 @@ class RunRedispatch(Job):
     task_name: ClassVar[str] = "runs.run_redispatch"
 
 
-JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunReap, RunRedispatch)
+JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunRoundAdvance, RunReap, RunRedispatch)

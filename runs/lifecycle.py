@@ -127,7 +127,7 @@ def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | 
         raise InvalidTransition(f"lane {lane_id}: {current} → {to} is not allowed")
     now = timezone.now()
     updates: dict[str, Any] = {"status": to}
-    if to == LaneStatus.EXECUTING:
+    if to == LaneStatus.EXECUTING and current != LaneStatus.EVALUATING:  # not an adaptive run's next round
         updates["started_at"] = now
     if to in LANE_TERMINAL:
         updates["finished_at"] = now

@@ -14,7 +14,7 @@ from django.db.models import Count
 from django.http import Http404
 
 from engine import events as ev
-from runs.models import CaseRun, CaseStatus, Run, RunEvent
+from runs.models import CaseRun, CaseStatus, Run, RunEvent, RunShare
 from workspaces.access import object_get_for_workspace
 from workspaces.models import Workspace
 
@@ -31,6 +31,22 @@ def case_run_get(*, run: Run, pk: Any) -> CaseRun:
         return CaseRun.objects.select_related("lane", "run").get(run=run, pk=int(pk))
     except (CaseRun.DoesNotExist, TypeError, ValueError):
         raise Http404("Case not found") from None
+
+
+def run_share_get(*, run: Run, pk: Any) -> RunShare:
+    """A share link of this run (the run was already resolved through the access helper), or 404."""
+    try:
+        return RunShare.objects.select_related("run__workspace").get(run=run, pk=int(pk))
+    except (RunShare.DoesNotExist, TypeError, ValueError):
+        raise Http404("Share link not found") from None
+
+
+def run_share_by_token(*, token: str) -> RunShare | None:
+    """The active link a public token names; None when it is unknown, revoked or expired alike."""
+    if not token or len(token) > 200:
+        return None
+    share = RunShare.objects.select_related("run__workspace", "run__pack_version__pack").filter(token_hash=RunShare.hash(token)).first()
+    return share if share is not None and share.is_active else None
 
 
 def case_counts(*, run: Run) -> dict[str, int]:

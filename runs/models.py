@@ -6,10 +6,15 @@ history row (see runs/lifecycle.py), never plain saves.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+from engine.scoring.stats import MAX_REPEATS
+from workspaces.models import Workspace
 
 # Hosted external agents (docs/hosted-agents.md): the lane snapshot's execution target, and the pack
 # execution modes a hosted agent can race in (one case in, one answer out; a multi-turn pack needs
@@ -57,7 +62,8 @@ LANE_TRANSITIONS: dict[str, frozenset[str]] = {
     LaneStatus.QUEUED: frozenset({LaneStatus.READY, LaneStatus.FAILED, LaneStatus.CANCELLED}),
     LaneStatus.READY: frozenset({LaneStatus.EXECUTING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
     LaneStatus.EXECUTING: frozenset({LaneStatus.EVALUATING, LaneStatus.FAILED, LaneStatus.CANCELLED}),
-    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED}),
+    # evaluating → executing: an adaptive run's next round of trials (runs/pipeline/rounds.py).
+    LaneStatus.EVALUATING: frozenset({LaneStatus.COMPLETED, LaneStatus.FAILED, LaneStatus.CANCELLED, LaneStatus.EXECUTING}),
     LaneStatus.COMPLETED: frozenset(),
     LaneStatus.FAILED: frozenset(),
     LaneStatus.CANCELLED: frozenset(),
@@ -82,6 +88,15 @@ class ScoreStatus(models.TextChoices):
     # A run that was cancelled or failed before every lane finished gets no run scorecard (its
     # finished cases keep their own verdicts).
     SKIPPED = "skipped", "Not scored"
+
+
+# Repeated trials (docs/runs.md, "Trials"): a run plays every case of every lane `repeats` times.
+DEFAULT_AUTO_FIRST_ROUND = 2  # trials per case in an adaptive run's first round
+
+
+class RepeatsMode(models.TextChoices):
+    FIXED = "fixed", "Fixed"
+    AUTO = "auto", "Adaptive"
 
 
 class Run(models.Model):
@@ -117,6 +132,20 @@ class Run(models.Model):
         help_text="Whether the workspace had any secret when the run was created: a case of a run without one, whose "
         "deployments and pack reference none, skips reading secrets (docs/secrets.md). True for older runs.",
     )
+    repeats = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Trials of every case in every lane (fixed mode); in adaptive mode the trials of the first round.",
+    )
+    repeats_mode = models.CharField(max_length=8, choices=RepeatsMode.choices, default=RepeatsMode.FIXED)
+    max_repeats = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Adaptive mode: the most trials of one case the rounds may reach (null in fixed mode)."
+    )
+    rounds = models.PositiveSmallIntegerField(default=1, help_text="Rounds of trials scheduled so far (1 in fixed mode).")
+    round_log = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Adaptive mode: one entry per finished round (its decisions and the lanes given another round).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -128,12 +157,25 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=models.Q(repeats__gte=1, repeats__lte=MAX_REPEATS), name="run_repeats_range"),
+            models.CheckConstraint(condition=models.Q(repeats_mode__in=RepeatsMode.values), name="run_repeats_mode_valid"),
+            models.CheckConstraint(
+                condition=(models.Q(repeats_mode=RepeatsMode.FIXED, max_repeats__isnull=True))
+                | models.Q(repeats_mode=RepeatsMode.AUTO, max_repeats__isnull=False, max_repeats__gte=1, max_repeats__lte=MAX_REPEATS),
+                name="run_max_repeats_with_auto",
+            ),
+        ]
         # The dispatcher's question: the workspace's running runs (runs/pipeline/advance.py, fair scheduling).
         indexes = [models.Index(fields=["workspace"], name="run_running_ws", condition=models.Q(status="running"))]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_adaptive(self) -> bool:
+        return self.repeats_mode == RepeatsMode.AUTO
 
     @property
     def is_terminal(self) -> bool:
@@ -197,6 +239,9 @@ class Lane(models.Model):
     status = models.CharField(max_length=16, choices=LaneStatus.choices, default=LaneStatus.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)
     next_sequence = models.PositiveBigIntegerField(default=1)
+    trials = models.PositiveSmallIntegerField(
+        default=1, help_text="Trials of every case scheduled in this lane so far (the run's repeats; adaptive rounds add more)."
+    )
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -275,13 +320,14 @@ class LaneStatusHistory(models.Model):
 
 
 class CaseRun(models.Model):
-    """One lane × one case."""
+    """One lane × one case × one trial (1, 2, …: repeats of the case; a retry is a new ``attempt`` of the same trial)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_runs")
     lane = models.ForeignKey(Lane, on_delete=models.CASCADE, related_name="case_runs")
     case = models.ForeignKey("packs.Case", on_delete=models.PROTECT, related_name="+")
     case_key = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0)
+    trial = models.PositiveSmallIntegerField(default=1, help_text="Which trial of the case in its lane (1-based; docs/runs.md).")
     status = models.CharField(max_length=16, choices=CaseStatus.choices, default=CaseStatus.QUEUED, db_index=True)
     attempt = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True)
@@ -312,8 +358,11 @@ class CaseRun(models.Model):
     )  # fmt: skip
 
     class Meta:
-        ordering = ["lane", "position"]
-        constraints = [models.UniqueConstraint(fields=["lane", "case_key"], name="uniq_case_per_lane")]
+        ordering = ["lane", "position", "trial"]
+        constraints = [
+            models.UniqueConstraint(fields=["lane", "case_key", "trial"], name="uniq_case_trial_per_lane"),
+            models.CheckConstraint(condition=models.Q(trial__gte=1, trial__lte=MAX_REPEATS), name="caserun_trial_range"),
+        ]
         indexes = [
             models.Index(fields=["run", "status"]),
             models.Index(fields=["lane", "status"]),
@@ -333,7 +382,7 @@ class CaseRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.lane} / {self.case_key}"
+        return f"{self.lane} / {self.case_key}" + (f" / trial {self.trial}" if self.trial != 1 else "")
 
     @property
     def is_terminal(self) -> bool:
@@ -391,3 +440,43 @@ class RunArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"artifact {self.artifact_id} on run {self.run_id}"
+
+
+class RunShare(models.Model):
+    """A read-only public link to a run's report, served at ``/s/<token>/`` (docs/runs.md, "Share
+    links"). Only the SHA-256 of the token is stored; the link is shown once, when it is made."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="shares")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    view_count = models.PositiveIntegerField(default=0)
+    last_viewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share {self.pk} of run {self.run_id}"
+
+    @staticmethod
+    def hash(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class WorkspaceUsage(Workspace):
+    """A workspace seen by its stored bytes against the operator's quotas (the admin's "Workspace
+    usage" page; docs/operations.md, Quotas). No table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "workspace usage"
+        verbose_name_plural = "workspace usage"

@@ -301,3 +301,56 @@ def lanes_with_activity(lanes: list[LaneProgress]) -> list[LaneProgress]:
         lane = progress.lane
         progress.activity = lane.get_status_display().lower() if lane.is_terminal else lane_activity(progress.latest_event)
     return lanes
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialsSummary:
+    """The run page's words for repeated trials (docs/runs.md, "Trials"); None for a one-trial run."""
+
+    text: str  # "30 case runs (10 cases × 3 trials)"
+    adaptive: bool
+    rounds: int = 1
+    max_repeats: int | None = None
+    fixed_case_runs: int = 0  # what max_repeats trials of every case in every lane would have cost
+    saved: int = 0  # fixed_case_runs minus the case runs scheduled
+    stop_reason: str = ""  # decided | budget_spent | "" (still going)
+    lane_trials: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+
+
+STOP_WORDS = {"decided": "every comparison decided", "budget_spent": "max_repeats reached"}
+
+
+def trials_summary(run: Any, lanes: list[LaneProgress]) -> TrialsSummary | None:
+    """How many case runs the run has, as cases × trials, and for an adaptive run its rounds and trials saved."""
+    if not lanes or (run.repeats == 1 and not run.is_adaptive):
+        return None
+    first = lanes[0]
+    cases = first.total // max(1, first.lane.trials)
+    total = sum(lane.total for lane in lanes)
+    per_lane = [(lane.lane.label, lane.lane.trials) for lane in lanes]
+    counts = {trials for _, trials in per_lane}
+    case_word = f"{cases} case{'s' if cases != 1 else ''}"
+    if len(counts) == 1:
+        trials = counts.pop()
+        shape = f"{case_word} × {trials} trial{'s' if trials != 1 else ''}"
+    else:
+        shape = f"{case_word}; trials per case: " + ", ".join(f"{label} {trials}" for label, trials in per_lane)
+    if len(lanes) > 1:
+        shape += f" × {len(lanes)} lanes" if len(counts) <= 1 else ""
+    text = f"{total} case runs ({shape})"
+    if not run.is_adaptive:
+        return TrialsSummary(text=text, adaptive=False, lane_trials=per_lane)
+    log = run.round_log if isinstance(run.round_log, list) else []
+    last = log[-1] if log and isinstance(log[-1], dict) else {}
+    stop = str(last.get("reason") or "") if last.get("stop") else ""
+    fixed = (run.max_repeats or 0) * cases * len(lanes)
+    return TrialsSummary(
+        text=text,
+        adaptive=True,
+        rounds=run.rounds,
+        max_repeats=run.max_repeats,
+        fixed_case_runs=fixed,
+        saved=max(0, fixed - total),
+        stop_reason=stop,
+        lane_trials=per_lane,
+    )

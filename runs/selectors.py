@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from typing import Any, TypedDict, cast
 
 from django.db import connection, transaction
@@ -22,15 +23,21 @@ from django.db.models import (
     Subquery,
     Sum,
 )
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Now, NullIf, Substr
 
 from engine import events as ev
+from engine.modes.context import visible_case
+from engine.redact import Redactor
 from engine.scoring.documents import ValidatorDetail
 from engine.scoring.pricing import price_usage
+from engine.scoring.security import planted_values
 from engine.scoring.spec import ModelPrice, PricingConfig
+from engine.types import JSON
+from packs.manifests import pack_manifest
 from runs.events import payload_hydrate
 from runs.lookups import CASE_STATUSES
-from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, ScoreStatus
+from runs.models import CASE_TERMINAL, CaseRun, CaseStatus, Lane, Run, RunArtifact, RunEvent, RunShare, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.services import evaluation_spec_for, workspace_prices_for
 from workspaces.models import Workspace
@@ -128,6 +135,7 @@ class LaneProgress:
     scored: int = 0
     score_mean: float | None = None
     waiting_on_provider: int = 0  # running cases waiting on their provider account's limit now
+    outcome_failed: int = 0  # finished cases that failed: a failing verdict, or the agent failed with none
     activity: str = ""  # what the lane is doing, in words (set by the presenter)
 
     @property
@@ -148,18 +156,36 @@ class LaneProgress:
         return self.passed / self.scored if self.scored else None
 
     @property
+    def outcome(self) -> str:
+        """The lane's outcome so far, for its colours: pass (every finished case passed), fail (none
+        did), mixed, or none (no verdict yet)."""
+        if self.outcome_failed and not self.passed:
+            return "fail"
+        if self.outcome_failed:
+            return "mixed"
+        return "pass" if self.passed else "none"
+
+    @property
     def bar(self) -> dict[str, str]:
-        """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=)."""
+        """The segments of the lane's progress bar on a 0–100 axis (SVG attributes: no style=).
+
+        Colour and fill follow the outcome: green for passed cases, red for failed ones (a failing
+        verdict, or an agent that failed without one), grey for cases that finished without a
+        verdict (scoring pending, unscored, cancelled), blue for running ones."""
         if not self.total:
-            return {"ok": "0", "failed": "0", "failed_x": "0", "running": "0", "running_x": "0"}
+            return {key: "0" for key in ("ok", "failed", "failed_x", "other", "other_x", "running", "running_x")}
         unit = 100 / self.total
-        ok, failed, running = self.completed * unit, (self.done - self.completed) * unit, self.running * unit
+        passed, failed = min(self.passed, self.done), min(self.outcome_failed, max(0, self.done - self.passed))
+        ok, bad = passed * unit, failed * unit
+        other, running = max(0, self.done - passed - failed) * unit, self.running * unit
         return {
             "ok": f"{ok:.2f}",
-            "failed": f"{failed:.2f}",
+            "failed": f"{bad:.2f}",
             "failed_x": f"{ok:.2f}",
+            "other": f"{other:.2f}",
+            "other_x": f"{ok + bad:.2f}",
             "running": f"{running:.2f}",
-            "running_x": f"{ok + failed:.2f}",
+            "running_x": f"{ok + bad + other:.2f}",
         }
 
 
@@ -174,6 +200,10 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             failed=Count("case_runs", filter=Q(case_runs__status=CaseStatus.FAILED)),
             running=Count("case_runs", filter=Q(case_runs__status=CaseStatus.RUNNING)),
             passed=Count("case_runs", filter=Q(case_runs__passed=True)),
+            outcome_failed=Count(
+                "case_runs",
+                filter=Q(case_runs__passed=False) | Q(case_runs__status=CaseStatus.FAILED, case_runs__passed__isnull=True),
+            ),
             scored=Count("case_runs", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             score_mean=Avg("case_runs__score", filter=Q(case_runs__score_status=ScoreStatus.SCORED)),
             steps=Sum("case_runs__step_count"),
@@ -203,6 +233,7 @@ def lane_progress(*, run: Run) -> list[LaneProgress]:
             scored=lane.scored,
             score_mean=lane.score_mean,
             waiting_on_provider=waiting.get(lane.pk, 0),
+            outcome_failed=lane.outcome_failed,
         )
         for lane in lanes
     ]
@@ -223,13 +254,14 @@ def _waiting_on_provider(run: Run) -> dict[int, int]:
     return {row["lane_id"]: row["cases"] for row in rows}
 
 
-def case_run_list(*, run: Run, lane_id: Any = None) -> QuerySet[CaseRun]:
-    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position")
-    if lane_id not in (None, ""):
-        try:
-            cases = cases.filter(lane_id=int(lane_id))
-        except (TypeError, ValueError):
-            cases = cases.none()
+def case_run_list(*, run: Run, lane_id: Any = None, trial: Any = None) -> QuerySet[CaseRun]:
+    cases = CaseRun.objects.filter(run=run).select_related("lane").order_by("lane__lane_index", "position", "trial")
+    for field, value in (("lane_id", lane_id), ("trial", trial)):
+        if value not in (None, ""):
+            try:
+                cases = cases.filter(**{field: int(value)})
+            except (TypeError, ValueError):
+                cases = cases.none()
     return cases
 
 
@@ -294,7 +326,10 @@ def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[R
 
 # -- the results matrix --------------------------------------------------------------------------
 
-MATRIX_FIELDS = ("pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt")
+MATRIX_FIELDS = (
+    "pk", "lane_id", "case_key", "position", "status", "passed", "score", "score_status", "stop_reason", "attempt",
+    "duration_ms", "total_tokens", "trial",
+)  # fmt: skip
 
 
 class CaseMatrixRow(TypedDict):
@@ -310,18 +345,166 @@ class CaseMatrixRow(TypedDict):
     score_status: str
     stop_reason: str
     attempt: int
+    duration_ms: int | None
+    total_tokens: int
+    trial: int
 
 
-def case_matrix_rows(*, run: Run) -> list[CaseMatrixRow]:
-    """Every case run of the run as a small dict (no outputs), in case order: one cheap query."""
-    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index").values(*MATRIX_FIELDS)
-    return cast(list[CaseMatrixRow], list(rows))
+def case_matrix_rows(*, run: Run, first_trials: bool = False) -> list[CaseMatrixRow]:
+    """Every case run of the run (``first_trials``: trial 1 of each case) as a small dict (no
+    outputs), in case order: one cheap query."""
+    rows = CaseRun.objects.filter(run=run)
+    if first_trials:
+        rows = rows.filter(trial=1)
+    values = rows.order_by("position", "case_key", "lane__lane_index", "trial").values(*MATRIX_FIELDS)
+    return cast(list[CaseMatrixRow], list(values))
+
+
+class MatrixTrialCounts(TypedDict):
+    """Every trial of one case in one lane, counted (the matrix's ``k/n passed``)."""
+
+    trials: int
+    open: int  # queued or running
+    running: int
+    passed: int
+    judged: int  # with a verdict
+    score_mean: float | None  # over the finished trials with a score
+    latency_mean: float | None  # ms, over the finished trials with a duration
+    tokens_mean: float | None
+
+
+_OPEN = [CaseStatus.QUEUED, CaseStatus.RUNNING]
+_NO_VERDICT = [CaseStatus.QUEUED, CaseStatus.RUNNING, CaseStatus.CANCELLED]  # as runs/matrix.py words a cell
+
+
+def case_matrix_trial_counts(*, run: Run) -> dict[tuple[int, str], MatrixTrialCounts]:
+    """Per (lane id, case key), its trials counted in the database: one query, whatever the trials."""
+    rows = (
+        CaseRun.objects.filter(run=run)
+        .values("lane_id", "case_key")
+        .annotate(
+            n_trials=Count("pk"),
+            n_open=Count("pk", filter=Q(status__in=_OPEN)),
+            n_running=Count("pk", filter=Q(status=CaseStatus.RUNNING)),
+            n_passed=Count("pk", filter=Q(passed=True) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            n_judged=Count("pk", filter=Q(passed__isnull=False) & ~Q(status__in=_NO_VERDICT) & ~Q(score_status=ScoreStatus.ERRORED)),
+            mean_score=Avg("score", filter=Q(score__isnull=False) & ~Q(status__in=_OPEN)),
+            mean_latency=Avg("duration_ms", filter=Q(duration_ms__isnull=False) & ~Q(status__in=_OPEN)),
+            mean_tokens=Avg("total_tokens"),
+        )
+        .order_by()
+    )
+    return {
+        (row["lane_id"], row["case_key"]): {
+            "trials": row["n_trials"],
+            "open": row["n_open"],
+            "running": row["n_running"],
+            "passed": row["n_passed"],
+            "judged": row["n_judged"],
+            "score_mean": row["mean_score"],
+            "latency_mean": row["mean_latency"],
+            "tokens_mean": row["mean_tokens"],
+        }
+        for row in rows
+    }
 
 
 def case_output_starts(*, case_run_ids: list[int], length: int = 160) -> dict[int, str | None]:
     """The first ``length`` characters of each case run's final output (None: no answer)."""
     rows = CaseRun.objects.filter(pk__in=case_run_ids).annotate(start=Substr("final_output", 1, length)).values_list("pk", "start")
     return dict(rows)
+
+
+def case_cost_means(*, run: Run, case_keys: list[str]) -> dict[tuple[int, str], float | None]:
+    """Per (lane id, case key) of ``case_keys``, the mean cost in USD of its priced trials (runs with trials)."""
+    rows = (
+        CaseScore.objects.filter(case_run__run=run, case_run__case_key__in=case_keys)
+        .values("case_run__lane_id", "case_run__case_key")
+        .annotate(mean_cost=Avg(Cast(KT("document__cost_usd"), FloatField())))
+        .order_by()
+    )
+    return {(row["case_run__lane_id"], row["case_run__case_key"]): row["mean_cost"] for row in rows}
+
+
+def case_costs(*, case_run_ids: list[int]) -> dict[int, float | None]:
+    """Each scored case run's cost in USD, as its score priced it (None: not priced)."""
+    rows = CaseScore.objects.filter(case_run_id__in=case_run_ids).values_list("case_run_id", "document__cost_usd")
+    return {pk: float(cost) if isinstance(cost, int | float) else None for pk, cost in rows}
+
+
+def run_masker(*, run: Run) -> Redactor:
+    """Masks a security pack's planted values (the canaries) in what the results pages and exports
+    show. Outputs are stored masked already (secrets and planted values); this is the second lock,
+    and the only one for the case inputs, which come from the pack as written."""
+    return Redactor(planted_values(pack_manifest(pack_version_id=run.pack_version_id).manifest))
+
+
+def case_inputs_shown(*, run: Run, masker: Redactor | None = None, case_keys: list[str] | None = None) -> dict[str, JSON]:
+    """The inputs of the run's cases (every case, or those of ``case_keys``: a page of the matrix)
+    as the agent was given them (hidden keys dropped, planted values masked), by case key."""
+    mask = masker or run_masker(run=run)
+    case_runs = CaseRun.objects.filter(run=run) if case_keys is None else CaseRun.objects.filter(run=run, case_key__in=case_keys)
+    rows = case_runs.order_by("case_key", "lane__lane_index").values_list("case_key", "case__payload", "regression_case__payload")
+    found: dict[str, JSON] = {}
+    for case_key, payload, regression_payload in rows:
+        if case_key in found:
+            continue
+        chosen = regression_payload if isinstance(regression_payload, dict) else payload
+        shown = visible_case(chosen if isinstance(chosen, dict) else {}).get("inputs")
+        found[case_key] = mask.json(shown if shown is not None else [])
+    return found
+
+
+SEARCH_MAX_CHARS = 200
+
+
+def case_keys_matching(*, run: Run, query: str, inputs: dict[str, JSON]) -> set[str]:
+    """The case keys of the run whose key, inputs (as shown) or any lane's final output contains
+    ``query`` (case-insensitive; at most ``SEARCH_MAX_CHARS``). ``inputs`` is ``case_inputs_shown``:
+    the search reads what the page shows, so it is never an oracle for a masked value."""
+    needle = query.strip()[:SEARCH_MAX_CHARS].casefold()
+    if not needle:
+        return set(inputs)
+    keys = {key for key, shown in inputs.items() if needle in key.casefold() or needle in _searchable(shown)}
+    by_output = CaseRun.objects.filter(run=run, final_output__icontains=needle).values_list("case_key", flat=True)
+    return keys | set(by_output)
+
+
+def _searchable(value: JSON) -> str:
+    if isinstance(value, str):
+        return value.casefold()
+    return json.dumps(value, ensure_ascii=False, default=str).casefold()
+
+
+def case_outputs(*, case_run_ids: list[int]) -> dict[int, str | None]:
+    """Whole final outputs (the offline report), read 500 at a time."""
+    found: dict[int, str | None] = {}
+    for start in range(0, len(case_run_ids), 500):
+        found.update(CaseRun.objects.filter(pk__in=case_run_ids[start : start + 500]).values_list("pk", "final_output"))
+    return found
+
+
+def case_output_full(*, case_run: CaseRun, masker: Redactor) -> str | None:
+    """A case run's whole final output, planted values masked (None: no answer)."""
+    output = CaseRun.objects.filter(pk=case_run.pk).values_list("final_output", flat=True).first()
+    return masker.text(output) if output is not None else None
+
+
+EXPORT_FIELDS = (
+    "pk", "case_key", "lane_id", "lane__label", "lane__lane_index", "trial", "status", "stop_reason", "passed", "score",
+    "score_status", "duration_ms", "input_tokens", "output_tokens", "total_tokens", "final_output", "case_score__document__cost_usd",
+)  # fmt: skip
+
+
+def results_rows(*, run: Run) -> Iterator[dict[str, Any]]:
+    """Every case run of the run, in case order then lane order, read in chunks (the exports stream it)."""
+    rows = CaseRun.objects.filter(run=run).order_by("position", "case_key", "lane__lane_index", "trial").values(*EXPORT_FIELDS)
+    yield from rows.iterator(chunk_size=500)
+
+
+def run_shares(*, run: Run) -> list[RunShare]:
+    """The run's share links, newest first (tokens are never stored: only their state)."""
+    return list(RunShare.objects.filter(run=run).select_related("created_by", "revoked_by").order_by("-created_at", "-id"))
 
 
 def validator_keys(*, run: Run) -> list[str]:
@@ -348,24 +531,43 @@ def validator_verdicts(*, run: Run, key: str) -> dict[int, ValidatorDetail]:
 
 @dataclasses.dataclass
 class CaseNeighbours:
-    previous: CaseRun | None
+    previous: CaseRun | None  # the case before this one in its lane, same trial
     next: CaseRun | None
-    same_case: list[CaseRun]  # the same case in the run's other lanes, in lane order
+    same_case: list[CaseRun]  # the same case and trial in the run's other lanes, in lane order
+    trials: list[CaseRun] = dataclasses.field(default_factory=list)  # every trial of this case in this lane (one: no switcher)
+    previous_trial: CaseRun | None = None
+    next_trial: CaseRun | None = None
 
 
 def case_neighbours(*, case_run: CaseRun) -> CaseNeighbours:
-    """The cases before and after this one in its lane, and the same case in the other lanes."""
-    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id).only("pk", "case_key", "position", "status")
+    """The cases before and after this one in its lane (same trial), the same case in the other
+    lanes, and this case's other trials in its lane (docs/runs.md, "Trials")."""
+    lane_cases = CaseRun.objects.filter(lane_id=case_run.lane_id, trial=case_run.trial).only(
+        "pk", "case_key", "position", "status", "trial"
+    )
     previous = lane_cases.filter(Q(position__lt=case_run.position) | Q(position=case_run.position, pk__lt=case_run.pk))
     following = lane_cases.filter(Q(position__gt=case_run.position) | Q(position=case_run.position, pk__gt=case_run.pk))
     same = (
-        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key)
+        CaseRun.objects.filter(run_id=case_run.run_id, case_key=case_run.case_key, trial=case_run.trial)
         .exclude(pk=case_run.pk)
         .select_related("lane")
         .order_by("lane__lane_index")
     )
+    trials = list(
+        CaseRun.objects.filter(lane_id=case_run.lane_id, case_key=case_run.case_key)
+        .only("pk", "trial", "status", "passed", "score_status", "case_key")
+        .order_by("trial")
+    )
+    if len(trials) < 2:
+        trials = []
+    index = next((i for i, t in enumerate(trials) if t.pk == case_run.pk), -1)
     return CaseNeighbours(
-        previous=previous.order_by("-position", "-pk").first(), next=following.order_by("position", "pk").first(), same_case=list(same)
+        previous=previous.order_by("-position", "-pk").first(),
+        next=following.order_by("position", "pk").first(),
+        same_case=list(same),
+        trials=trials,
+        previous_trial=trials[index - 1] if index > 0 else None,
+        next_trial=trials[index + 1] if 0 <= index < len(trials) - 1 else None,
     )
 
 

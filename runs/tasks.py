@@ -18,7 +18,7 @@ from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
-from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunRedispatch, RunStart
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunRedispatch, RunRoundAdvance, RunStart
 from runs.pipeline.hosted.finish import hosted_case_deadline
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
@@ -91,6 +91,13 @@ def case_run_deadline(case_run_id: int, attempt: int) -> None:
     """A hosted case's deadline (runs/pipeline/hosted/finish.py)."""
     db_fresh()
     hosted_case_deadline(case_run_id=case_run_id, attempt=attempt)
+
+
+@shared_task(name=RunRoundAdvance.task_name, **IDEMPOTENT)
+def run_round_advance(run_id: int) -> None:
+    """An adaptive run's round (runs/pipeline/rounds.py): a redelivery finds the round settled and does nothing."""
+    db_fresh()
+    pipeline.run_round_advance(run_id=run_id)
 
 
 @shared_task(name=RunReap.task_name, **IDEMPOTENT)

@@ -5,22 +5,37 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from core.errors import DomainError
 from core.forms import form_add_domain_error
+from core.net import client_ip
 from packs.models import Pack
 from regression.failures.selectors import failed_case_count
-from runs import lookups, presenters, run_table, selectors, services, timeline
+from runs import lookups, presenters, results, run_table, selectors, services, timeline
 from runs.events import payload_hydrate
 from runs.forms import RunCreateForm
-from runs.matrix import SHOW_CHOICES, MatrixFilters, matrix_attach_outputs, matrix_digest, matrix_filter, matrix_rows
+from runs.matrix import (
+    SHOW_CHOICES,
+    MatrixFilters,
+    matrix_attach_details,
+    matrix_attach_outputs,
+    matrix_digest,
+    matrix_filter,
+    matrix_rows,
+    matrix_search,
+    trial_cells,
+)
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus, ScoreStatus
+from runs.services.shares import SHARE_DAYS_DEFAULT
 from workspaces.access import WorkspaceRequest, can, workspace_view
 from workspaces.models import Role
 
@@ -65,6 +80,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     regression_suite_ids=[s.pk for s in data.get("regression_suite_ids") or []],
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
+                    repeats=(data.get("repeats") or "").strip() or 1, max_repeats=data.get("max_repeats"),
                 )  # fmt: skip
             except DomainError as exc:  # a refused request, or a deployment or version gone since the form was drawn
                 form_add_domain_error(form, exc)
@@ -118,9 +134,11 @@ def _polled(response: HttpResponse, live: bool) -> HttpResponse:
 def _status_context(request: WorkspaceRequest, run) -> dict:
     counts = lookups.case_counts(run=run)
     failures = list(CaseRun.objects.filter(run=run, status="failed").select_related("lane").order_by("-finished_at")[:5])
+    lanes = presenters.lanes_with_activity(selectors.lane_progress(run=run))
     return {
         "run": run,
-        "lanes": presenters.lanes_with_activity(selectors.lane_progress(run=run)),
+        "lanes": lanes,
+        "trials": presenters.trials_summary(run, lanes),
         "elapsed": _elapsed(run),
         "failures": failures,
         "failed_cases": failed_case_count(run=run),
@@ -138,11 +156,22 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
     filters = MatrixFilters.from_query(request.GET, validators)
     lanes = list(run.lanes.order_by("lane_index"))
     verdicts = selectors.validator_verdicts(run=run, key=filters.validator) if filters.validator else None
-    all_rows = matrix_rows(selectors.case_matrix_rows(run=run), lanes, validator_key=filters.validator, validator_verdicts=verdicts)
+    # With trials, the matrix reads trial 1 of each case and its trials' counts (two queries whatever
+    # the trials); the list view and a validator's verdicts need every trial's row.
+    counted = (run.repeats > 1 or run.is_adaptive) and view == "matrix" and not filters.validator
+    small_rows = selectors.case_matrix_rows(run=run, first_trials=counted)
+    counts = selectors.case_matrix_trial_counts(run=run) if counted else None
+    all_rows = matrix_rows(small_rows, lanes, validator_key=filters.validator, validator_verdicts=verdicts, trial_counts=counts)
     shown = matrix_filter(all_rows, filters)
+    search = request.GET.get("q", "").strip()[: selectors.SEARCH_MAX_CHARS]
+    inputs: dict | None = None
+    if search:  # server-side, over this run's cases only: keys, inputs as shown, final outputs
+        inputs = selectors.case_inputs_shown(run=run)
+        shown = matrix_search(shown, selectors.case_keys_matching(run=run, query=search, inputs=inputs))
     lane_filter = request.GET.get("lane", "") if view == "list" else ""
     query = {"view": view if view != "matrix" else "", "show": filters.show if filters.active else "", "validator": filters.validator}
     query["lane"] = lane_filter
+    query["q"] = search
     context = {
         "view": view,
         "filters": filters,
@@ -151,23 +180,34 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
         "lanes_all": lanes,
         "lane_filter": lane_filter,
         "total_cases": len(all_rows),
+        "search": search,
+        "narrowed": filters.active or bool(search),
         "shown_cases": len(shown),
         "query": urlencode({k: v for k, v in query.items() if v}),
         "live": live,
     }
     if view == "list":
         case_runs = selectors.case_run_list(run=run, lane_id=lane_filter)
-        if filters.active:
-            case_runs = case_runs.filter(pk__in=[c.case_run_id for r in shown for c in r.cells if c is not None])
+        if filters.active or search:  # every trial of the cases the filters and the search keep
+            case_runs = case_runs.filter(case_key__in=[r.case_key for r in shown])
         list_page = Paginator(case_runs, CASES_PER_PAGE).get_page(request.GET.get("page"))
-        cells = {c.case_run_id: c for r in shown for c in r.cells if c is not None}
+        cells = trial_cells(small_rows, validator_key=filters.validator, validator_verdicts=verdicts)
         rows = [(case_run, cells.get(case_run.pk)) for case_run in list_page.object_list]
         digest = matrix_digest([], [(c.pk, c.status, c.step_count, c.attempt, cell) for c, cell in rows], list_page.number)
         context.update(cases=list_page, case_rows=rows, digest=digest)
     else:
         matrix_page = Paginator(shown, CASES_PER_PAGE).get_page(request.GET.get("page"))
         matrix = list(matrix_page.object_list)
-        matrix_attach_outputs(matrix, selectors.case_output_starts(case_run_ids=[c.case_run_id for r in matrix for c in r.cells if c]))
+        ids = [c.case_run_id for r in matrix for c in r.cells if c]
+        masker = selectors.run_masker(run=run)  # outputs are stored masked: this is the second lock
+        # Read past the shown 400 characters so a planted value across the cut is masked whole.
+        starts = selectors.case_output_starts(case_run_ids=ids, length=400 + 256)
+        matrix_attach_outputs(matrix, {pk: masker.text(text)[:400] if text else text for pk, text in starts.items()})
+        if inputs is None:  # no search: read the inputs of this page's cases only
+            inputs = selectors.case_inputs_shown(run=run, masker=masker, case_keys=[r.case_key for r in matrix])
+        trials = run.repeats > 1 or run.is_adaptive
+        cost_means = selectors.case_cost_means(run=run, case_keys=[r.case_key for r in matrix]) if trials else None
+        matrix_attach_details(matrix, costs=selectors.case_costs(case_run_ids=ids), inputs=inputs, cost_means=cost_means)
         context.update(cases=matrix_page, matrix=matrix, digest=matrix_digest(matrix, matrix_page.number, len(shown)))
     return context
 
@@ -319,3 +359,133 @@ def case_side_by_side(request: WorkspaceRequest, run_id: int, case_run_id: int, 
     others = selectors.case_neighbours(case_run=left).same_case
     context = {"run": run, "left": left, "right": right, "rows": rows, "live": live, "digest": digest, "others": others}
     return render(request, "runs/case_side_by_side.html", context)
+
+
+@workspace_view()
+def case_output(request: WorkspaceRequest, run_id: int, case_run_id: int) -> HttpResponse:
+    """A matrix cell's whole final output (the cell shows its start; this is its "Show all")."""
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    case_run = lookups.case_run_get(run=run, pk=case_run_id)
+    output = selectors.case_output_full(case_run=case_run, masker=selectors.run_masker(run=run))
+    context = {"run": run, "case_run": case_run, "output": output}
+    template = "runs/case_output.html#case-output" if request.htmx else "runs/case_output.html"
+    return render(request, template, context)
+
+
+def _export(run, chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(results.encode_lines(chunks), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "private, no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@workspace_view()
+def run_results_csv(request: WorkspaceRequest, run_id: int) -> StreamingHttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    return _export(run, results.csv_lines(run), content_type="text/csv; charset=utf-8", filename=f"run-{run.pk}-results.csv")
+
+
+@workspace_view()
+def run_results_json(request: WorkspaceRequest, run_id: int) -> StreamingHttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    return _export(run, results.json_chunks(run), content_type="application/json", filename=f"run-{run.pk}-results.json")
+
+
+def report_response(run, *, shared: bool, download: bool) -> HttpResponse:
+    """The self-contained report under its own strict policy (only its inline style, by hash)."""
+    response = HttpResponse(render_to_string("runs/report.html", results.report_context(run, shared=shared)))
+    response["Content-Security-Policy"] = results.report_csp()
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "private, no-store"
+    if download:
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-report.html"'
+    return response
+
+
+@workspace_view()
+def run_report(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    return report_response(run, shared=False, download=request.GET.get("download") == "1")
+
+
+# -- share links (docs/runs.md, "Share links") ----------------------------------------------------
+
+SHARE_VIEWS_PER_MINUTE = 60  # per client address, over every link: a token is not guessed, but it is not hammered either
+
+
+def _shares_context(request: WorkspaceRequest, run, *, created_url: str = "", error: str = "") -> dict:
+    return {
+        "run": run, "shares": selectors.run_shares(run=run), "can_share": can(request.membership, Role.MEMBER),
+        "created_url": created_url, "share_error": error, "share_days": SHARE_DAY_CHOICES,
+    }  # fmt: skip
+
+
+SHARE_DAY_CHOICES = (1, 7, 30, 90)
+
+
+def _shares_response(request: WorkspaceRequest, run, **extra: str) -> HttpResponse:
+    if request.htmx:
+        return render(request, "runs/run_shares.html#run-shares", _shares_context(request, run, **extra))
+    return render(request, "runs/run_shares.html", _shares_context(request, run, **extra))
+
+
+@workspace_view()
+def run_shares(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    return _shares_response(request, run)
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def run_share_create(request: WorkspaceRequest, run_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    try:
+        days = int(request.POST.get("expires_in_days") or SHARE_DAYS_DEFAULT)
+    except ValueError:
+        days = 0  # the service names the field and the range
+    try:
+        _share, raw = services.run_share_create(run=run, user=request.user, expires_in_days=days)
+    except DomainError as exc:
+        return _shares_response(request, run, error=exc.message)
+    return _shares_response(request, run, created_url=request.build_absolute_uri(reverse("shared-report", args=[raw])))
+
+
+@require_POST
+@workspace_view(Role.MEMBER)
+def run_share_revoke(request: WorkspaceRequest, run_id: int, share_id: int) -> HttpResponse:
+    run = lookups.run_get(workspace=request.workspace, pk=run_id)
+    services.run_share_revoke(share=lookups.run_share_get(run=run, pk=share_id), user=request.user)
+    return _shares_response(request, run)
+
+
+def _throttled(request) -> bool:
+    key = f"share-views:{client_ip(request)}:{int(timezone.now().timestamp() // 60)}"
+    cache.add(key, 0, timeout=120)
+    try:
+        return cache.incr(key) > SHARE_VIEWS_PER_MINUTE
+    except ValueError:  # evicted between add and incr
+        return False
+
+
+@require_GET
+def shared_report(request, token: str) -> HttpResponse:
+    """``/s/<token>/``: the run's report for anyone holding the link, no session needed. An
+    unknown, revoked and expired link get the same 404; nothing here names the workspace's
+    secrets, planted values or anything the report does not show."""
+    if _throttled(request):
+        response = HttpResponse("Too many requests. Try again in a minute.", status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = "60"
+        response["X-Robots-Tag"] = "noindex, nofollow"
+        return response
+    share = lookups.run_share_by_token(token=token)
+    if share is None:
+        response = HttpResponse(
+            "Not found: this link is unknown, revoked or expired.", status=404, content_type="text/plain; charset=utf-8"
+        )
+        response["X-Robots-Tag"] = "noindex, nofollow"
+        response["Cache-Control"] = "no-store"
+        return response
+    services.run_share_viewed(share=share)
+    return report_response(share.run, shared=True, download=False)

@@ -10,6 +10,8 @@ import difflib
 import json
 from typing import NotRequired, TypedDict, cast
 
+from django.db.models import Avg, Count, Q
+
 from engine.scoring.documents import (
     CaseCounts,
     CaseDimension,
@@ -24,10 +26,12 @@ from engine.scoring.documents import (
     ValidatorDetail,
 )
 from engine.scoring.security import DETECTORS, REPORT_SEVERITIES, describe
+from engine.scoring.stats import LaneStatistics
 from engine.types import JSON
-from runs.models import CaseRun, Lane, Run
+from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
 from scoring.selectors import EvidenceTier, lane_evidence_tiers
+from scoring.statistics import KRow, interval_note, k_rows, pass_rate_text, score_text, statistics_by_lane
 
 DIFF_LIMIT = 200  # lines; a diff longer than this is cut with a note
 
@@ -58,7 +62,11 @@ class LaneRow(TypedDict):
     security: NotRequired[str]  # security packs: findings in words, or "no leak found by these detectors"; the API leaves it out
     evidence_tier: str
     evidence_tier_label: str
+    statistics: LaneStatistics | None  # the lane's trial statistics (scoring/statistics.py)
+    pass_rate_text: str  # "62 % (48–74 %, 95 % CI, 10 trials)"
+    pass_rate_interval: str  # "48–74 %, 95 % CI, 10 trials", or "1 trial: no uncertainty estimate"
     bars: NotRequired[dict[str, int | None]]  # added by the page (scoring/views.py)
+    interval_short: NotRequired[str]  # added by the page: "44–100 % · 4 trials"
     dimension_cells: NotRequired[list[DimensionCell]]  # added by the page
 
 
@@ -101,6 +109,16 @@ class CaseEntry(TypedDict):
     metrics: list[MetricDetail]
     llm_judges: list[JudgeResult]
     replay_url: str
+    trials: NotRequired[TrialCounts]  # a lane with repeated trials: the entry is trial 1, these count them all
+
+
+class TrialCounts(TypedDict):
+    """Every trial of one case in a lane (docs/runs.md, "Trials"): ``passed`` of ``judged`` passed."""
+
+    total: int
+    passed: int
+    judged: int
+    score_mean: float | None
 
 
 class CaseVerdicts(CaseEntry):
@@ -168,6 +186,10 @@ class LaneScorecardView(TypedDict):
     cases: list[CaseEntry]
     failures_only: bool
     evidence_tier: EvidenceTier
+    statistics: LaneStatistics | None  # None until the lane has a scorecard (scoring/statistics.py)
+    pass_rate_text: str  # "62 % (48–74 %, 95 % CI, 10 trials)"
+    score_text: str
+    k_rows: list[KRow]  # pass@k and pass^k, k = 1 … trials
     markdown: NotRequired[str]  # added by the page (scoring/views.py)
     run: NotRequired[Run]  # added by the page
 
@@ -205,6 +227,7 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
     for card_of_lane in lane_cards.values():
         dimension_keys += [k for k in (_lane_document(card_of_lane).get("dimensions") or {}) if k not in dimension_keys]
     tiers = lane_evidence_tiers(list(lanes.values()))
+    statistics = statistics_by_lane({lane_id: _lane_document(c) for lane_id, c in lane_cards.items()})
     rows: list[LaneRow] = []
     for entry in ranking:
         lane = lanes.get(int(entry["lane_id"]))
@@ -232,6 +255,9 @@ def run_scorecard_rows(run: Run) -> RunScorecardRows:
                 "security": security_summary(document.get("security")),
                 "evidence_tier": tiers[lane.pk]["tier"],  # docs/hosted-agents.md, Evidence tiers
                 "evidence_tier_label": tiers[lane.pk]["label"],
+                "statistics": statistics.get(lane.pk),
+                "pass_rate_text": pass_rate_text(statistics.get(lane.pk)),
+                "pass_rate_interval": interval_note(statistics.get(lane.pk)),
             }
         )
     ranked = _run_document(card)
@@ -316,19 +342,47 @@ def case_verdicts(case_run: CaseRun, *, workspace_slug: str) -> CaseVerdicts:
     }
 
 
+def trial_counts(lane: Lane) -> dict[str, TrialCounts]:
+    """Per case key, the lane's trials of it: how many, how many passed and were judged, the mean score."""
+    rows = (
+        CaseRun.objects.filter(lane=lane)
+        .values("case_key")
+        .annotate(
+            n_total=Count("pk"),
+            n_passed=Count("pk", filter=Q(passed=True)),
+            n_judged=Count("pk", filter=Q(passed__isnull=False)),
+            mean_score=Avg("score", filter=Q(score_status=ScoreStatus.SCORED)),
+        )
+        .order_by()
+    )
+    return {
+        row["case_key"]: {"total": row["n_total"], "passed": row["n_passed"], "judged": row["n_judged"], "score_mean": row["mean_score"]}
+        for row in rows
+    }
+
+
 def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> LaneScorecardView:
     """Everything the lane scorecard page shows."""
     card = LaneScorecard.objects.filter(lane=lane).first()
     document = _lane_document(card)
-    case_runs = list(CaseRun.objects.filter(lane=lane).select_related("case_score").order_by("position", "pk"))
+    # With repeated trials the page lists each case once (its trial 1, which the replay's trial
+    # switcher leads on from) with its trials counted in one query: the page costs the same at 1
+    # and at 10 trials (bench/trials_load.py).
+    rows = CaseRun.objects.filter(lane=lane) if lane.trials <= 1 else CaseRun.objects.filter(lane=lane, trial=1)
+    case_runs = list(rows.select_related("case_score").order_by("position", "pk"))
+    counts = trial_counts(lane) if lane.trials > 1 else {}
     # One CaseScore per case run was loaded with select_related; reuse it instead of re-querying.
     cases: list[CaseEntry] = []
     for case_run in case_runs:
         score = getattr(case_run, "case_score", None) if hasattr(case_run, "case_score") else None
-        cases.append(_case_entry(case_run, score, workspace_slug=workspace_slug))
+        entry = _case_entry(case_run, score, workspace_slug=workspace_slug)
+        if case_run.case_key in counts:
+            entry["trials"] = counts[case_run.case_key]
+        cases.append(entry)
     security = security_section(document, case_runs, workspace_slug=workspace_slug)
     if failures_only:
-        cases = [c for c in cases if c["passed"] is not True]
+        cases = [c for c in cases if c["passed"] is not True or ("trials" in c and c["trials"]["passed"] < c["trials"]["total"])]
+    statistics = statistics_by_lane({lane.pk: document})[lane.pk] if card is not None else None
     return {
         "security": security,
         "lane": lane,
@@ -340,6 +394,10 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         "cases": cases,
         "failures_only": failures_only,
         "evidence_tier": lane_evidence_tiers([lane])[lane.pk],  # docs/hosted-agents.md, Evidence tiers
+        "statistics": statistics,
+        "pass_rate_text": pass_rate_text(statistics),
+        "score_text": score_text(statistics),
+        "k_rows": k_rows(statistics),
     }
 
 
@@ -485,6 +543,20 @@ def _fmt(value: object, digits: int = 3) -> str:
     return str(value)
 
 
+def _statistics_markdown(statistics: LaneStatistics | None) -> list[str]:
+    """pass@k / pass^k and the flaky cases, or the sentence saying one trial gives no estimate."""
+    if not statistics:
+        return []
+    if statistics.get("uncertainty"):
+        return [f"- {statistics['uncertainty']}"]
+    ks = sorted(statistics.get("pass_at_k") or {}, key=int)
+    at = ", ".join(f"pass@{k} {statistics['pass_at_k'][k]:.2f}" for k in ks)
+    hat = ", ".join(f"pass^{k} {statistics['pass_hat_k'][k]:.2f}" for k in ks if k in (statistics.get("pass_hat_k") or {}))
+    flaky = statistics.get("flaky_cases") or []
+    shown = ", ".join(f"`{key}`" for key in flaky[:10]) + (f" and {len(flaky) - 10} more" if len(flaky) > 10 else "")
+    return [f"- {at}", f"- {hat}", f"- Flaky cases (mixed outcomes): {shown or 'none'}"]
+
+
 def lane_scorecard_markdown(view: LaneScorecardView) -> str:
     """The lane scorecard as Markdown, for pasting into a PR or an issue."""
     document = view["document"]
@@ -494,7 +566,9 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
         "",
         f"- Overall score: **{_fmt(document.get('overall_score'))}** — "
         f"{'passed' if document.get('passed') else 'failed' if document.get('passed') is False else 'pass/fail unknown'}",
-        f"- Pass rate: {_fmt(document.get('pass_rate'))}",
+        f"- Pass rate: {view['pass_rate_text']}",
+        f"- Mean score: {view['score_text']}",
+        *_statistics_markdown(view["statistics"]),
         f"- Validity: {document.get('validity') or '—'}" + (f" ({document['validity_reason']})" if document.get("validity_reason") else ""),
         "",
         "| Dimension | Score | Weight | Contribution | Gate | Threshold |",

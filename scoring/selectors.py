@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TypedDict
 
 from django.db.models import Avg, Count, Q
 
+from engine.scoring.stats import Trial
 from engine.scoring.tiers import BLACK_BOX, NATIVE, TIER_LABELS, TIER_NAMES, lane_tier
 from infrastructure.models import ExecutionTarget
-from runs.models import CaseRun, Lane, Run, ScoreStatus
+from runs.models import CaseRun, CaseStatus, Lane, Run, ScoreStatus
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,3 +65,21 @@ def lane_evidence_tiers(lanes: list[Lane]) -> dict[int, EvidenceTier]:
                 seen[lane_id].append(tier)
     tiers = {lane.pk: (lane_tier(seen[lane.pk]) if seen.get(lane.pk) else BLACK_BOX) if lane.pk in seen else NATIVE for lane in lanes}
     return {pk: {"tier": tier, "name": TIER_NAMES[tier], "label": TIER_LABELS[tier]} for pk, tier in tiers.items()}
+
+
+def lane_trials(*, lane_ids: Sequence[int]) -> dict[int, dict[str, list[Trial]]]:
+    """``{lane_id: {case_key: [Trial, …]}}`` in trial order: each case run's verdict and score, or
+    ``None`` for both when it was not scored (missing evidence, never a failure); a cancelled trial
+    is left out. One query, whatever the number of lanes, cases and trials."""
+    out: dict[int, dict[str, list[Trial]]] = {lane_id: {} for lane_id in lane_ids}
+    rows = (
+        CaseRun.objects.filter(lane_id__in=list(lane_ids))
+        .exclude(status=CaseStatus.CANCELLED)
+        .order_by("lane_id", "case_key", "trial")
+        .values_list("lane_id", "case_key", "score_status", "passed", "score")
+    )
+    for lane_id, case_key, score_status, passed, score in rows.iterator(chunk_size=2000):
+        scored = score_status == ScoreStatus.SCORED
+        trial: Trial = {"passed": passed if scored else None, "score": float(score) if scored and score is not None else None}
+        out[lane_id].setdefault(case_key, []).append(trial)
+    return out

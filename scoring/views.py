@@ -11,6 +11,7 @@ from packs.models import Pack
 from runs.models import Lane, Run, ScoreStatus
 from scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run_scorecard_rows
 from scoring.selectors import lane_standings
+from scoring.statistics import error_bar
 from scoring.trends import pack_trends
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 
@@ -28,9 +29,16 @@ def _run_scorecard_context(run: Run) -> dict[str, object]:
     max_cost = max((r["cost_usd"] or 0 for r in data["lanes"]), default=0) or None
     max_latency = max((r["latency_p50_ms"] or 0 for r in data["lanes"]), default=0) or None
     for row in data["lanes"]:
+        interval = error_bar(row["statistics"], "pass_rate")
+        trials = row["statistics"]["trials"] if row["statistics"] else 0
+        row["interval_short"] = (
+            f"{interval['low'] * 100:.0f}–{interval['high'] * 100:.0f} % · {trials} trials" if interval else f"{trials} trial · no interval"
+        )
         row["bars"] = {
             "overall": _bar(row["overall_score"]),
             "pass_rate": _bar(row["pass_rate"]),
+            "pass_rate_low": _bar(interval["low"]) if interval else None,
+            "pass_rate_high": _bar(interval["high"]) if interval else None,
             "cost": _bar(row["cost_usd"], max_cost),
             "latency": _bar(row["latency_p50_ms"], max_latency),
         }
@@ -81,6 +89,7 @@ def lane_scorecard_json(request: WorkspaceRequest, run_id: int, lane_id: int) ->
         "label": lane.label,
         "deployment": view["deployment"],
         "scorecard": view["document"] or None,
+        "statistics": view["statistics"],
         "cases": [{k: v for k, v in c.items() if k != "case_run"} for c in view["cases"]],
     }
     response = JsonResponse(body, json_dumps_params={"indent": 2})

@@ -10,7 +10,8 @@ from typing import Any
 from django.db import transaction
 
 from core.actors import actor_or_none
-from core.errors import DomainError, full_clean
+from core.errors import Conflict, DomainError, full_clean
+from core.writes import insert_or_none
 from engine.tools import secret_hosts
 from secrets_app import crypto
 from secrets_app.models import SECRET_KEY_RE, SECRET_VALUE_MAX_BYTES, WorkspaceSecret
@@ -100,13 +101,19 @@ def secret_set(
             workspace=workspace, key=key, ciphertext=ciphertext, key_id=key_id, allowed_hosts=hosts or [],
             created_by=actor_user, updated_by=actor_user,
         )  # fmt: skip
-        full_clean(secret)
-        secret.save()
-        audit_record(
-            workspace=workspace, actor=actor, action="secret.created", target=key, metadata={"allowed_hosts": secret.allowed_hosts}
-        )
-        logger.info("secret %s created in workspace %s", key, workspace.slug)
-        return secret, created
+        try:
+            full_clean(secret)
+            inserted = insert_or_none(secret)
+        except Conflict:  # the twin was committed before the constraint check ran
+            inserted = None
+        if inserted is not None:
+            audit_record(
+                workspace=workspace, actor=actor, action="secret.created", target=key, metadata={"allowed_hosts": secret.allowed_hosts}
+            )
+            logger.info("secret %s created in workspace %s", key, workspace.slug)
+            return secret, created
+        # A concurrent PUT of the same key inserted first: this one replaces it, like a PUT after it.
+        secret, created = WorkspaceSecret.objects.select_for_update().get(workspace=workspace, key=key), False
     assert secret is not None
     fields = ["updated_by", "updated_at"]
     metadata: dict[str, Any] = {"value": "kept" if value is None else "replaced"}

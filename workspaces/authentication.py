@@ -21,12 +21,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
-        failures = TokenAuthFailureThrottle()
-        failures.check(request)  # 429 once this address has guessed too many tokens
         try:
             return self._authenticate_token(header)
         except exceptions.AuthenticationFailed:
-            failures.record_failure(request)
+            # A bad token counts against its address; past the budget it is a 429 (a valid one never is).
+            throttled = TokenAuthFailureThrottle().failure(request)
+            if throttled is not None:
+                raise throttled from None
             raise
 
     def _authenticate_token(self, header: list[bytes]):

@@ -27,6 +27,10 @@ DEMO_SEEDERS: list[str] = [
     "infrastructure.demo.seed",
     "packs.demo_seed.seed",
 ]
+# Demo runs, after the data they use; only `seed_demo` asks for them (tests that seed the demo get none).
+DEMO_RUN_SEEDERS: list[str] = [
+    "runs.demo.seed",
+]
 
 
 @dataclasses.dataclass
@@ -41,7 +45,7 @@ class DemoResult:
 
 
 @transaction.atomic
-def demo_seed() -> DemoResult:
+def demo_seed(*, with_runs: bool = False) -> DemoResult:
     User = get_user_model()
     user, created = User.objects.get_or_create(username=DEMO_USERNAME, defaults={"email": "demo@example.com"})
     if created or not user.check_password(DEMO_PASSWORD):
@@ -56,7 +60,7 @@ def demo_seed() -> DemoResult:
     workspace, _ = Workspace.objects.get_or_create(slug=DEMO_WORKSPACE_SLUG, defaults={"name": "Demo workspace"})
     WorkspaceMembership.objects.update_or_create(workspace=workspace, user=user, defaults={"role": Role.ADMIN})
     notes: list[str] = []
-    for path in DEMO_SEEDERS:
+    for path in DEMO_SEEDERS + (DEMO_RUN_SEEDERS if with_runs else []):
         notes.extend(import_string(path)(workspace=workspace, user=user) or [])
     return DemoResult(
         username=DEMO_USERNAME, password=DEMO_PASSWORD, workspace=workspace, notes=notes, superuser_password=superuser_password

@@ -145,3 +145,25 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target}"
+
+
+class IdempotentRequest(models.Model):
+    """A write sent with an ``Idempotency-Key`` header, and its answer, kept for a day.
+
+    The same key with the same body replays ``response_body``/``response_status``; with another
+    body it is refused (409). ``response_status`` is null while the first request is running.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64, help_text="SHA-256 of the method, path and body.")
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "user", "key"], name="uniq_idempotency_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.response_status or 'running'})"

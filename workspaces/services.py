@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core.actors import actor_or_none
 from core.errors import Conflict, DomainError, Forbidden, NotFound, full_clean
+from core.writes import insert_or_conflict
 from workspaces.models import SCOPE_RANK, ApiToken, AuditEvent, Invitation, Role, TokenScope, Workspace, WorkspaceMembership
 
 User = get_user_model()
@@ -65,7 +66,8 @@ def membership_add(*, workspace: Workspace, user: Any, role: str, actor: Any = N
         raise DomainError(f"Role must be one of {', '.join(Role.values)}.", field="role")
     if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
         raise DomainError(f"{user.username} is already a member of this workspace.", field="user")
-    membership = WorkspaceMembership.objects.create(workspace=workspace, user=user, role=role)
+    membership = WorkspaceMembership(workspace=workspace, user=user, role=role)
+    insert_or_conflict(membership, field="user", message=f"{user.username} is already a member of this workspace.")
     audit_record(workspace=workspace, actor=actor, action="member.added", target=user.username, metadata={"role": role})
     return membership
 

@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every answer, the other middleware's included, carries X-Request-Id (core/request_id.py).
+    "core.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -149,6 +151,10 @@ MEDIA_URL = "/media/"
 # storage through django-storages when ARTIFACT_STORAGE_URL is s3://BUCKET[/PREFIX][?endpoint_url=…].
 ARTIFACT_STORAGE_URL = env.str("ARTIFACT_STORAGE_URL", default="")
 ARTIFACT_MAX_BYTES = env.int("ARTIFACT_MAX_BYTES", default=50 * 1024 * 1024)
+# All of a workspace's artifacts together (uploads, published bundles, run exports): 413 quota_exceeded past it.
+ARTIFACT_BYTES_PER_WORKSPACE = env.int("ARTIFACT_BYTES_PER_WORKSPACE", default=5 * 1024 * 1024 * 1024)
+# The artifacts attached to one run (its stored exports, which every export call adds afresh).
+ARTIFACT_BYTES_PER_RUN = env.int("ARTIFACT_BYTES_PER_RUN", default=1024 * 1024 * 1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -171,6 +177,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Throttle counters live in the cache: set CACHE_URL (redis://…) when several web processes serve.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# How long an Idempotency-Key's first answer is replayed (workspaces/idempotency.py).
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # JSON request bodies nested deeper than this are refused with a 400 (core/parsers.py).
 API_JSON_MAX_DEPTH = env.int("API_JSON_MAX_DEPTH", default=64)
 
@@ -244,6 +252,13 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {},
+    # The Error component on every operation's error answers (core/schema.py), then the hosted
+    # callback, a plain Django view drf-spectacular cannot see (runs/hosted/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.document_error_responses",
+        "runs.hosted.schema.document_hosted_callback",
+    ],
 }
 
 # --- Celery -------------------------------------------------------------------------------
@@ -396,6 +411,8 @@ HOSTED_CALLBACK_BASE_URL = env.str("HOSTED_CALLBACK_BASE_URL", default="http://l
 HOSTED_DISPATCH_TIMEOUT_SECONDS = env.float("HOSTED_DISPATCH_TIMEOUT_SECONDS", default=10.0)
 HOSTED_DISPATCH_MAX_RESPONSE_BYTES = env.int("HOSTED_DISPATCH_MAX_RESPONSE_BYTES", default=64 * 1024)
 HOSTED_CALLBACK_MAX_BYTES = env.int("HOSTED_CALLBACK_MAX_BYTES", default=256 * 1024)
+# Messages one case may post to the hosted callback per window (a 429 with Retry-After past it).
+HOSTED_CALLBACK_THROTTLE = env.str("HOSTED_CALLBACK_THROTTLE", default="600/min")
 # Byte budgets of what hosted agents post (docs/hosted-agents.md): one case attempt, one run, and
 # one workspace's running runs together; over a budget the callback answers 429 naming it.
 HOSTED_EVENT_BYTES_PER_CASE = env.int("HOSTED_EVENT_BYTES_PER_CASE", default=16 * 1024 * 1024)
@@ -407,8 +424,9 @@ REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "core.request_id.RequestIdLogFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

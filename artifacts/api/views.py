@@ -16,6 +16,7 @@ from artifacts.downloads import download_response
 from artifacts.models import ArtifactKind
 from core.api import ApiError
 from workspaces.api.base import WorkspaceApiView
+from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 
 # Multipart framing around the file; a body larger than the limit plus this is refused unread.
 _MULTIPART_SLACK = 64 * 1024
@@ -55,7 +56,9 @@ class ArtifactListApi(WorkspaceApiView):
             413: OpenApiResponse(description="Larger than ARTIFACT_MAX_BYTES"),
             415: OpenApiResponse(description="Content type not accepted"),
         },
+        parameters=[IDEMPOTENCY_PARAMETER],
     )
+    @idempotent
     def post(self, request: Request, workspace_slug: str) -> Response:
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)

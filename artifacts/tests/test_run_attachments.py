@@ -49,7 +49,7 @@ def test_a_member_attaches_an_artifact_once(api_client_for, member, workspace, f
     assert first.json()["attached_by"] == "bob"
     assert client.post(url, {"artifact_id": str(artifact.pk)}, format="json").status_code == 200
     assert RunArtifact.objects.filter(run=finished_run).count() == 1
-    assert [row["artifact"]["name"] for row in client.get(url).json()] == ["notes.md"]
+    assert [row["artifact"]["name"] for row in client.get(url).json()["results"]] == ["notes.md"]
 
 
 def test_a_viewer_lists_but_cannot_attach(api_client_for, viewer, workspace, finished_run):
@@ -109,3 +109,16 @@ def test_an_artifact_backed_asset_is_in_the_sandbox_before_the_agent_starts(work
     case = CaseRun.objects.get(run=run)
     assert case.status == CaseStatus.COMPLETED, case.error
     assert "staged from an artifact" in case.final_output
+
+
+def test_exports_past_the_run_quota_are_a_413_quota_exceeded(api_client_for, member, finished_run, settings):
+    client = api_client_for(member)
+    first = client.post(f"{BASE}/runs/{finished_run.pk}/artifacts/exports")
+    stored = sum(Artifact.objects.get(pk=row["artifact"]["id"]).size_bytes for row in first.json())
+    settings.ARTIFACT_BYTES_PER_RUN = stored * 3 // 2  # room for the first copy, not for a second
+    again = client.post(f"{BASE}/runs/{finished_run.pk}/artifacts/exports")
+    assert again.status_code == 413, again.content
+    body = again.json()
+    assert body["error"]["code"] == "quota_exceeded" and "ARTIFACT_BYTES_PER_RUN" in body["error"]["message"]
+    assert body["quota"]["used"] == stored and body["quota"]["requested"] == stored
+    assert RunArtifact.objects.filter(run=finished_run).count() == 2  # nothing of the refused copy

@@ -39,6 +39,8 @@ class Installation:
     ``metric_collectors``: the metric collectors the scorer has; empty skips the check.
     ``sandbox_templates()``: the ids of the operator's sandbox templates, asked only of packs that name
     one (it reads the database); None skips the check.
+    ``json_path_error(path)``: why the scorer cannot parse a JSON path, or None; a bad path is then
+    a validation *error* (``bundle/validate/json_paths.py``); None skips the check.
     """
 
     primitives: frozenset[str]
@@ -48,6 +50,7 @@ class Installation:
     primitive_kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metric_collectors: frozenset[str] = frozenset()
     sandbox_templates: Callable[[], frozenset[str]] | None = None
+    json_path_error: Callable[[str], str | None] | None = None
 
 
 def lint_bundle(bundle: dict[str, Any], installation: Installation | None) -> list[tuple[str, str]]:

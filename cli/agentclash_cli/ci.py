@@ -60,10 +60,12 @@ def find_recent_baseline(
     deployment_id: int,
     max_age_days: float,
     exclude_run_id: int | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any] | None:
     """The newest completed single-lane run of the deployment on the same version and input set,
     finished no longer ago than ``max_age_days``; never ``exclude_run_id`` (the candidate run
-    itself, which may already have finished when the baseline deployment is the candidate's)."""
+    itself, which may already have finished when the baseline deployment is the candidate's). Only a
+    run with ``repeats`` trials of every case counts (a server without trials: one)."""
     oldest = dt.datetime.now(dt.UTC) - dt.timedelta(days=max_age_days)
     for run in client.paginate(client.ws("runs"), page_size=100, status="completed", pack=pack_id):
         created = _parse_time(run.get("created_at"))
@@ -77,6 +79,7 @@ def find_recent_baseline(
             and run.get("input_set_id") == input_set_id
             and len(lanes) == 1
             and lanes[0].get("deployment_id") == deployment_id
+            and run.get("repeats", 1) == repeats
             and finished is not None
             and finished >= oldest
         ):
@@ -114,6 +117,7 @@ class _Plan:
     judge_fields: dict[str, Any]
     suite_ids: list[int]
     promotion_suite_id: int | None
+    repeats: int = 1
 
 
 def _plan(client: Client, config: CiConfig) -> _Plan:
@@ -161,6 +165,7 @@ def _plan(client: Client, config: CiConfig) -> _Plan:
         judge_fields=judge_fields,
         suite_ids=suite_ids,
         promotion_suite_id=promotion_suite_id,
+        repeats=config.repeats,
     )
 
 
@@ -174,6 +179,8 @@ def _create(client: Client, plan: _Plan, deployment_id: int, role: str, deployme
     }
     if plan.suite_ids:
         body.update(suites.run_fields(plan.suite_ids))
+    if plan.repeats != 1:
+        body["repeats"] = plan.repeats
     return create_run(client, body, judges.CI_WORDS)
 
 
@@ -190,6 +197,7 @@ def _baseline(client: Client, config: CiConfig, plan: _Plan, candidate: dict[str
         deployment_id=plan.baseline_deployment_id,
         max_age_days=config.max_age_days,
         exclude_run_id=candidate["id"],
+        repeats=config.repeats,
     )
     if baseline is not None:
         _log(err, f"baseline run {baseline['id']} (finished {baseline.get('finished_at')})")

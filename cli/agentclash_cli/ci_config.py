@@ -36,6 +36,25 @@ class CiConfig:
     promotion_suite: str | None
     output: str
     workspace: str | None
+    repeats: int = 1  # evaluation.repeats: trials of every case in each run (docs/ci.md)
+
+
+MAX_REPEATS = 50
+
+
+def check_repeats(value: Any, where: str) -> int:
+    """``repeats`` for ``ci``: an integer from 1 to 50. ``ci`` runs the candidate and the baseline as
+    separate one-lane runs, so adaptive trials (``"auto"``, which compare lanes of one run) do not apply."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        raise CliError(
+            f'{where}: "auto" is not available in ci: the candidate and the baseline are separate runs, and adaptive '
+            "trials compare lanes of one run; give a number of trials from 1 to 50"
+        )
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        raise CliError(f"{where} must be an integer from 1 to {MAX_REPEATS} (trials of every case)")
+    return value
 
 
 def _section(doc: dict[str, Any], key: str, allowed: set[str], *, required: bool = False) -> dict[str, Any]:
@@ -106,7 +125,9 @@ def load_config(path: str | Path) -> CiConfig:
     if doc.get("version", 1) != 1:
         raise CliError("ci.yaml: version must be 1")
     candidate = _section(doc, "candidate", {"deployment"}, required=True)
-    evaluation = _section(doc, "evaluation", {"pack", "input_set", "suites", "judge_deployments", "allow_missing_judges"}, required=True)
+    evaluation = _section(
+        doc, "evaluation", {"pack", "input_set", "suites", "judge_deployments", "allow_missing_judges", "repeats"}, required=True
+    )
     baseline = _section(doc, "baseline", {"run", "deployment", "max_age_days", "refresh"}, required=True)
     gate = _section(doc, "gate", {"policy"})
     promotion = _section(doc, "promotion", {"policy", "suite"})
@@ -136,6 +157,7 @@ def load_config(path: str | Path) -> CiConfig:
     promotion_suite = _text(promotion, "suite", "promotion") or (str(suite_names[0]) if suite_names else None)
     if promotion_policy == "proposed" and not promotion_suite:
         raise CliError("ci.yaml: promotion.policy proposed needs promotion.suite (or evaluation.suites)")
+    repeats = check_repeats(evaluation.get("repeats", 1), "ci.yaml: evaluation.repeats")
     output = doc.get("output") or DEFAULT_OUTPUT
     if not isinstance(output, str):
         raise CliError("ci.yaml: output must be a folder path")
@@ -156,4 +178,5 @@ def load_config(path: str | Path) -> CiConfig:
         promotion_suite=promotion_suite,
         output=output,
         workspace=_text(doc, "workspace", "ci.yaml") if doc.get("workspace") else None,
+        repeats=repeats,
     )

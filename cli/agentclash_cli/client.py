@@ -6,6 +6,7 @@ import dataclasses
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
@@ -103,6 +104,10 @@ class Client:
         self.retry_policy = retry_policy or retry.RetryPolicy()
         self.reconnect_wait = reconnect_wait
         self.note = note
+        # One Idempotency-Key per invocation (AGENTCLASH_IDEMPOTENCY_KEY to share it across CI job
+        # attempts), numbered per write: a retried POST is answered with the first one's result.
+        self.idempotency_base = os.environ.get("AGENTCLASH_IDEMPOTENCY_KEY") or uuid.uuid4().hex
+        self._idempotent_writes = 0
         self._http = httpx.Client(
             base_url=config.url,
             headers={
@@ -159,8 +164,15 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
 
-    def post(self, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 201)) -> Any:
-        return self.request("POST", path, json=body, ok=ok).json()
+    def post(self, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 201), idempotent: bool = False) -> Any:
+        headers = self.idempotency_headers() if idempotent else None
+        return self.request("POST", path, json=body, ok=ok, headers=headers).json()
+
+    def idempotency_headers(self) -> dict[str, str]:
+        """``Idempotency-Key`` for the next write that must not happen twice (runs, publish):
+        the server replays the first answer to every retry that carries it (docs/ci.md)."""
+        self._idempotent_writes += 1
+        return {"Idempotency-Key": f"{self.idempotency_base}-{self._idempotent_writes}"[:255]}
 
     def patch(self, path: str, body: Any) -> Any:
         return self.request("PATCH", path, json=body).json()

@@ -37,7 +37,11 @@ class GateOutcome:
         return EXIT_CODES.get(self.verdict, USAGE)
 
     def regressed(self) -> list[str]:
-        """Case keys that passed (or completed) in the baseline and failed in the candidate."""
+        """Case keys that passed (or completed) in the baseline and failed in the candidate; none when
+        the trials decided the gate (a flaky case's single flip is not a regression there)."""
+        statistics = self.gate.get("statistics") or {}
+        if int(statistics.get("trials_per_case") or 0) >= 2 and statistics.get("comparisons"):
+            return []
         divergence = (self.comparison.get("summary") or {}).get("case_divergence") or {}
         keys = [*(divergence.get("passed_to_failed") or []), *(divergence.get("completed_to_failed") or [])]
         return list(dict.fromkeys(str(k) for k in keys))
@@ -138,6 +142,8 @@ def print_outcome(outcome: GateOutcome, out: TextIO | None = None) -> None:
     out.write(f"reason: {gate.get('reason_code')} — {gate.get('summary')}\n")
     reason = f", {comparison['reason_code']}" if comparison.get("reason_code") else ""
     out.write(f"comparison: #{comparison['id']} ({comparison.get('status')}{reason})\n")
+    for line in gate.get("trials_text") or []:  # the trials behind the verdict (the server words them)
+        out.write(f"{line}\n")
     for condition in gate.get("triggered_conditions") or []:
         out.write(f"  - {condition.get('condition')}: {condition.get('outcome')}\n")
     for key, result in sorted((gate.get("dimension_results") or {}).items()):
@@ -153,4 +159,11 @@ def write_json(path: str | Path, value: Any) -> None:
 
 
 def gate_result(outcome: GateOutcome) -> dict[str, Any]:
-    return {"verdict": outcome.verdict, "exit_code": outcome.exit_code, "comparison": outcome.comparison, "gate": outcome.gate}
+    return {
+        "verdict": outcome.verdict,
+        "exit_code": outcome.exit_code,
+        # What the trials said (trials_per_case, the paired intervals, more_trials_per_case); null without trials.
+        "statistics": outcome.gate.get("statistics"),
+        "comparison": outcome.comparison,
+        "gate": outcome.gate,
+    }

@@ -61,7 +61,9 @@ def suite(
     total = 0.0
     for case in cases:
         key = str(case.get("case_key"))
-        testcase = ET.SubElement(element, "testcase", classname=_text(classname), name=_text(key), time=f"{_seconds(case):.3f}")
+        trial = case.get("trial") or 1  # repeated trials: one test case per trial, named apart
+        title = key if trial == 1 else f"{key} (trial {trial})"
+        testcase = ET.SubElement(element, "testcase", classname=_text(classname), name=_text(title), time=f"{_seconds(case):.3f}")
         counts["tests"] += 1
         total += _seconds(case)
         found = _outcome(case, key in marked)
@@ -104,6 +106,25 @@ def run_suites(run: dict[str, Any], cases: list[dict[str, Any]]) -> list[ET.Elem
     ]
 
 
+def trial_properties(gate: dict[str, Any]) -> dict[str, Any]:
+    """The trials behind a gate's verdict as suite properties: trials per case, and per metric the
+    paired change with its interval; empty for a gate without trials."""
+    statistics = gate.get("statistics") or {}
+    if not statistics:
+        return {}
+    properties: dict[str, Any] = {"trials_per_case": statistics.get("trials_per_case"), "trials_note": statistics.get("note")}
+    for one in statistics.get("comparisons") or []:
+        interval = one.get("interval")
+        if interval and statistics.get("trials_per_case", 0) >= 2:
+            metric = one.get("metric")
+            properties[f"{metric}_change"] = f"{one.get('difference'):+.4f}"
+            properties[f"{metric}_interval"] = f"{interval[0]:+.4f} to {interval[1]:+.4f} ({one.get('confidence'):.1%})"
+            properties[f"{metric}_decision"] = one.get("decision")
+    if statistics.get("more_trials_per_case") is not None:
+        properties["more_trials_per_case"] = statistics["more_trials_per_case"]
+    return properties
+
+
 def gate_suites(outcome: GateOutcome) -> list[ET.Element]:
     """A gate's baseline and candidate lanes (``gate --junit``, ``ci run --junit``)."""
     comparison = outcome.comparison
@@ -120,7 +141,13 @@ def gate_suites(outcome: GateOutcome) -> list[ET.Element]:
                 classname=f"{pack}.{side}.{label}",
                 cases=cases,
                 regressed=outcome.regressed() if side == "candidate" else (),
-                properties={"run_id": run.get("id"), "lane_id": lane_id, "verdict": outcome.verdict, "comparison_id": comparison["id"]},
+                properties={
+                    "run_id": run.get("id"),
+                    "lane_id": lane_id,
+                    "verdict": outcome.verdict,
+                    "comparison_id": comparison["id"],
+                    **trial_properties(outcome.gate),
+                },
             )
         )
     return suites

@@ -80,6 +80,19 @@ def _packs_parser(commands: Any) -> None:
     _json_alias(publish)
 
 
+def _repeats(text: str) -> int | str:
+    """``--repeats``: 1 to 50, or ``auto`` (the server checks the rest and names the field)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to 50, or auto (got {text!r})") from None
+    if not 1 <= value <= 50:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to 50, or auto (got {value})")
+    return value
+
+
 def _run_parser(commands: Any) -> None:
     run = _sub(commands, "run", help="start a run of a pack with one or more deployments")
     run.add_argument("--pack", required=True, metavar="SLUG[@VERSION]", help="the pack (default version: the newest runnable)")
@@ -88,6 +101,14 @@ def _run_parser(commands: Any) -> None:
     run.add_argument("--suite", action="append", default=[], metavar="NAME", help="add a regression suite (repeatable)")
     _judge_options(run)
     run.add_argument("--name", default="", help="run name")
+    run.add_argument(
+        "--repeats",
+        type=_repeats,
+        default=1,
+        metavar="N|auto",
+        help="trials of every case in every lane: 1 to 50 (default 1), or auto (adaptive rounds; needs --max-repeats and two deployments)",
+    )
+    run.add_argument("--max-repeats", type=int, metavar="N", help="with --repeats auto: the most trials of one case (2 to 50)")
     run.add_argument(
         "--follow", action="store_true", help="show progress until the run ends, then a per-lane table; exit 0 only if it completed"
     )
@@ -120,6 +141,9 @@ def _ci_parser(commands: Any) -> None:
         sub.add_argument("--output", "-o", metavar="DIR", help="results folder (default: output in the manifest, else agentclash-results)")
         _judge_options(sub)
         sub.add_argument("--junit", metavar="FILE", help="write both lanes' cases as JUnit XML (one test case per case × lane)")
+        sub.add_argument(
+            "--repeats", metavar="N", help="trials of every case in each run, 1 to 50 (overrides evaluation.repeats in the manifest)"
+        )
         sub.add_argument(
             "--pr-comment", action="store_true", help="post or update one sticky pull-request comment (GITHUB_TOKEN, GITHUB_REPOSITORY)"
         )
@@ -196,6 +220,8 @@ def _run(args: argparse.Namespace) -> int:
             name=args.name,
             judge_choices=args.judge_deployment,
             allow_missing_judges=bool(args.allow_missing_judges),
+            repeats=args.repeats,
+            max_repeats=args.max_repeats,
         )
         if not _json(args):
             print(run["id"], flush=True)
@@ -244,6 +270,8 @@ def _ci_config(args: argparse.Namespace) -> ci_config.CiConfig:
         config = dataclasses.replace(config, judge_deployments=args.judge_deployment)
     if getattr(args, "allow_missing_judges", None):
         config = dataclasses.replace(config, allow_missing_judges=True)
+    if getattr(args, "repeats", None) is not None:
+        config = dataclasses.replace(config, repeats=ci_config.check_repeats(args.repeats, "--repeats"))
     return config
 
 

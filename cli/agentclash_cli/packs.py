@@ -100,7 +100,9 @@ def publish(client: Client, file: str, *, as_json: bool, out: TextIO | None = No
     out, err = out or sys.stdout, err or sys.stderr
     ((name, raw),) = read_bundles([file])
     try:
-        body = client.request("POST", client.ws("packs/publish"), content=bundle_body(raw), headers=YAML_HEADERS).json()
+        body = client.request(
+            "POST", client.ws("packs/publish"), content=bundle_body(raw), headers={**YAML_HEADERS, **client.idempotency_headers()}
+        ).json()
     except ApiError as exc:
         refused = _refusal(name, raw, exc)
         if refused is None:

@@ -98,9 +98,8 @@ def fits(deployment: dict[str, Any], mode: str) -> bool:
 
 
 def check_fit(version: dict[str, Any], names: list[str], deployments: dict[str, dict[str, Any]], *, pack: str) -> None:
-    """Refuse deployments whose runtime profile does not run the pack's execution mode: the New-run
-    page does not offer them, but the API still starts such a run (it refuses only hosted agents in
-    multi-turn or responses packs and providers without the Responses API)."""
+    """Refuse deployments whose runtime profile does not run the pack's execution mode before asking
+    the server (which refuses them too, ``deployment_mode_mismatch``), listing the ones that fit."""
     mode = pack_mode(version)
     unfit = [name for name in names if not fits(deployments[name], mode)]
     if unfit:
@@ -132,7 +131,7 @@ def judge_request(
 def create_run(client: Client, body: dict[str, Any], words: judges.Words) -> dict[str, Any]:
     """POST the run; a refusal about judges is said with the command's words."""
     try:
-        created: dict[str, Any] = client.post(client.ws("runs"), body)
+        created: dict[str, Any] = client.post(client.ws("runs"), body, idempotent=True)
     except ApiError as exc:
         raise (judges.refusal(exc, words) or exc) from None
     return created
@@ -148,6 +147,8 @@ def start_run(
     name: str = "",
     judge_choices: list[str] | None = None,
     allow_missing_judges: bool = False,
+    repeats: int | str = 1,
+    max_repeats: int | None = None,
 ) -> dict[str, Any]:
     """Resolve every name and check the deployments fit the pack, then POST the run; the created run."""
     suite_ids = suites.resolve(client, suite_names or [])  # first: fails fast on servers without suites
@@ -170,6 +171,10 @@ def start_run(
         body["name"] = name
     if suite_ids:
         body.update(suites.run_fields(suite_ids))
+    if repeats != 1:  # a server without trials never sees the field for a one-trial run
+        body["repeats"] = repeats
+    if max_repeats is not None:
+        body["max_repeats"] = max_repeats
     return create_run(client, body, judges.RUN_WORDS)
 
 
@@ -179,7 +184,9 @@ def progress_line(run: dict[str, Any], width: int = 30) -> str:
     done = sum(int(counts.get(s) or 0) for s in DONE_STATUSES)
     filled = int(width * done / total) if total else 0
     failed = f" · {counts.get('failed')} failed" if counts.get("failed") else ""
-    return f"run {run['id']} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} cases{failed} · {run['status']}"
+    noun = "case runs" if run.get("repeats", 1) != 1 else "cases"  # trials: each case runs several times
+    rounds = f" · round {run['rounds']}" if run.get("repeats") == "auto" and run.get("rounds") else ""
+    return f"run {run['id']} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {noun}{failed}{rounds} · {run['status']}"
 
 
 def follow(
@@ -256,6 +263,9 @@ def lane_results(client: Client, run: dict[str, Any], cases: list[dict[str, Any]
                 "score": row.get("overall_score"),
                 "rank": row.get("rank"),
                 "winner": winner_id is not None and int(winner_id) == int(lane["id"]),
+                # The server words the interval: "62 % (48–74 %, 95 % CI, 10 trials)" or "… (1 trial: no uncertainty estimate)".
+                "pass_rate_text": row.get("pass_rate_text"),
+                "statistics": row.get("statistics"),
             }
         )
     winner = next((lane["label"] for lane in lanes if lane["winner"]), None)
@@ -278,4 +288,14 @@ def lanes_table(results: dict[str, Any]) -> str:
     reason = f" ({results['winner_reason']})" if results.get("winner_reason") else ""
     if results["scoring"] != "scored":
         return text + f"no scores: scoring {results['scoring']}\n"
-    return text + f"winner: {results['winner'] or 'none'}{reason}\n"
+    return text + f"winner: {results['winner'] or 'none'}{reason}\n" + "".join(_pass_rate_line(lane) for lane in results["lanes"])
+
+
+def _pass_rate_line(lane: dict[str, Any]) -> str:
+    """``Good: pass rate 62 % (48–74 %, 95 % CI, 10 trials) · flaky: c1, c4`` (servers without statistics: nothing)."""
+    text = lane.get("pass_rate_text")
+    if not text or text == "—":
+        return ""
+    flaky = list((lane.get("statistics") or {}).get("flaky_cases") or [])
+    shown = ", ".join(flaky[:5]) + (f" and {len(flaky) - 5} more" if len(flaky) > 5 else "")
+    return f"{lane['label']}: pass rate {text}" + (f" · flaky: {shown}" if shown else "") + "\n"

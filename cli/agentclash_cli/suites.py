@@ -55,10 +55,12 @@ def propose_failures(client: Client, *, run_id: int, lane_id: int, suite_id: int
     """Promote every failed case of the candidate lane as a *proposed* regression case (not the
     regression cases the run included: they already are in a suite)."""
     proposed = []
+    seen: set[str] = set()  # with trials, a case fails once per trial: it is proposed once
     for case in client.paginate(client.ws(f"runs/{run_id}/cases"), lane=lane_id):
-        if case.get("regression_case_id"):
+        if case.get("regression_case_id") or case.get("case_key") in seen:
             continue
         if case.get("passed") is False or case.get("status") == "failed":
+            seen.add(str(case.get("case_key")))
             proposed.append(
                 client.post(client.ws(f"runs/{run_id}/cases/{case['id']}/promote"), {"suite_id": suite_id, "status": "proposed"})
             )

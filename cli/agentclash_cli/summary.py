@@ -108,8 +108,14 @@ def markdown_summary(outcome: GateOutcome, *, web_url: WebUrl | None = None, tit
         f"policy `{policy_key}`",
         "",
     ]
-    lines += _dimensions(outcome) + _regressed(outcome, web_url) + _conditions(outcome)
+    lines += _trials(outcome) + _dimensions(outcome) + _regressed(outcome, web_url) + _conditions(outcome)
     return "\n".join(lines) + "\n"
+
+
+def _trials(outcome: GateOutcome) -> list[str]:
+    """The trials behind the verdict, as the server words them (``trials_text``), in a code block."""
+    text = outcome.gate.get("trials_text") or []
+    return ["```", *(str(line) for line in text), "```", ""] if text else []
 
 
 def append_step_summary(markdown: str) -> None:

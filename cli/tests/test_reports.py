@@ -130,3 +130,33 @@ def test_the_lane_table_names_the_winner_or_why_there_is_none():
     lanes[0]["winner"] = True
     won = lanes_table({"scoring": "scored", "winner": "Good", "winner_reason": "highest overall score", "lanes": lanes})
     assert "Good     3/3  0.900     1  winner\n" in won and won.endswith("winner: Good (highest overall score)\n")
+
+
+def test_the_lane_table_ends_with_each_lanes_pass_rate_interval_and_flaky_cases():
+    lanes = [
+        {
+            "label": "Good",
+            "passed": 30,
+            "total": 30,
+            "score": 0.9,
+            "rank": 1,
+            "winner": True,
+            "pass_rate_text": "100 % (1 trial: no uncertainty estimate)",
+        },
+        {
+            "label": "Flaky",
+            "passed": 20,
+            "total": 30,
+            "score": 0.7,
+            "rank": 2,
+            "winner": False,
+            "pass_rate_text": "67 % (48–81 %, 95 % CI, 10 trials)",
+            "statistics": {"flaky_cases": ["c1", "c2"]},
+        },
+    ]
+    text = lanes_table({"scoring": "scored", "winner": "Good", "winner_reason": "highest overall score", "lanes": lanes})
+    assert text.endswith(
+        "winner: Good (highest overall score)\n"
+        "Good: pass rate 100 % (1 trial: no uncertainty estimate)\n"
+        "Flaky: pass rate 67 % (48–81 %, 95 % CI, 10 trials) · flaky: c1, c2\n"
+    )

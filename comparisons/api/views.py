@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -15,6 +15,8 @@ from comparisons import services as comparison_services
 from comparisons.models import Comparison, GateResult
 from core.api import ApiError
 from engine.scoring.documents import ComparisonSummary, GateDimensionResult, GatePolicy, GateResultDocument, TriggeredCondition
+from engine.scoring.gates import statistics_lines
+from engine.scoring.stats import GateStatistics
 from runs.models import Lane, Run
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
@@ -48,6 +50,8 @@ class GateOut(TypedDict):
     policy_fingerprint: str
     dimension_results: dict[str, GateDimensionResult]
     triggered_conditions: list[TriggeredCondition]
+    statistics: GateStatistics | None
+    trials_text: list[str]
     created_at: dt.datetime
 
 
@@ -73,7 +77,8 @@ def comparison_out(comparison: Comparison) -> ComparisonOut:
 
 
 def comparison_detail_out(comparison: Comparison) -> ComparisonDetailOut:
-    summary: ComparisonSummary = comparison.summary
+    # The raw trials (every case run's verdict and score) stay out: the gates' statistics say what they showed.
+    summary = cast(ComparisonSummary, {k: v for k, v in (comparison.summary or {}).items() if k != "trials"})
     gates = [gate_out(g) for g in comparison.gate_results.all()]
     return {**comparison_out(comparison), "summary": summary, "gates": gates}
 
@@ -91,6 +96,8 @@ def gate_out(gate: GateResult) -> GateOut:
         "policy_fingerprint": gate.policy_fingerprint,
         "dimension_results": (details.get("dimension_results") if details else None) or {},
         "triggered_conditions": (details.get("triggered_conditions") if details else None) or [],
+        "statistics": (details.get("statistics") if details else None) or None,
+        "trials_text": statistics_lines(details.get("statistics") if details else None),
         "created_at": gate.created_at,
     }
 
@@ -123,6 +130,15 @@ class GateOutputSerializer(serializers.Serializer[GateOut]):
     policy_fingerprint = serializers.CharField()
     dimension_results = serializers.JSONField()
     triggered_conditions = serializers.ListField(child=serializers.JSONField())
+    statistics = serializers.JSONField(
+        allow_null=True,
+        help_text="What the trials said: decision, trials_per_case, single_trial, max_regression, confidence, "
+        "more_trials_per_case, note, and per metric (pass_rate, score) the paired difference with its interval; "
+        "null for a comparison stored without trials.",
+    )
+    trials_text = serializers.ListField(
+        child=serializers.CharField(), help_text="The trials behind the verdict in words, one line each (empty without trials)."
+    )
     created_at = serializers.DateTimeField()
 
 
@@ -188,7 +204,7 @@ class ComparisonDetailApi(WorkspaceApiView):
     @extend_schema(summary="One comparison with its summary and gate history", responses=ComparisonDetailOutputSerializer)
     def get(self, request: Request, workspace_slug: str, comparison_id: int) -> Response:
         comparison = object_get_for_workspace(
-            comparison_selectors.comparison_list(workspace=self.workspace), workspace=self.workspace, pk=comparison_id
+            comparison_selectors.comparison_list(workspace=self.workspace, summaries=True), workspace=self.workspace, pk=comparison_id
         )
         return Response(comparison_detail_out(comparison))
 

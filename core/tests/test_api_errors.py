@@ -227,3 +227,45 @@ def test_a_model_validation_error_that_escapes_a_service_is_a_400_naming_its_fie
             "fields": {"name": ["Ensure this value has at most 200 characters."]},
         }
     }
+
+
+@pytest.mark.parametrize(
+    ("query", "field"), [("limit=abc", "limit"), ("limit=0", "limit"), ("offset=-1", "offset"), ("offset=1e3", "offset")]
+)
+def test_a_bad_limit_or_offset_is_a_400_naming_it(api_client_for, admin, query, field):
+    response = api_client_for(admin).get(f"/api/v1/workspaces/acme/runs?{query}")
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_a_limit_above_the_maximum_is_capped(api_client_for, admin):
+    response = api_client_for(admin).get("/api/v1/workspaces/acme/runs?limit=100000&offset=0")
+    assert response.status_code == 200 and response.json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/workspaces/acme/runs?pack=abc", "pack"),
+        ("/api/v1/workspaces/acme/runs?status=bogus", "status"),
+        ("/api/v1/workspaces/acme/deployments?include_archived=maybe", "include_archived"),
+    ],
+)
+def test_a_malformed_list_filter_is_a_400_naming_it(api_client_for, admin, path, field):
+    response = api_client_for(admin).get(path)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_well_formed_list_filters_still_work(api_client_for, admin):
+    client = api_client_for(admin)
+    for path in ("runs?pack=7&status=running", "deployments?include_archived=true", "deployments?include_archived=0"):
+        assert client.get(f"/api/v1/workspaces/acme/{path}").status_code == 200, path
+
+
+def test_a_number_where_text_is_expected_is_a_400_naming_the_field(api_client_for, admin):
+    response = api_client_for(admin).post("/api/v1/workspaces/acme/members", {"username": 0, "role": "viewer"}, format="json")
+    assert response.status_code == 400 and "username" in response.json()["error"]["fields"]
+
+
+def test_an_unknown_hook_path_is_the_json_envelope(client):
+    response = client.post("/hooks/hosted/not-a-number/events", "{}", content_type="application/json")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

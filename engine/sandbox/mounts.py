@@ -23,12 +23,12 @@ MAX_INODES = 262_144
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def mount_workspace(path: str, size: int, uid: int | None) -> bool:
+def mount_workspace(path: str, size: int, uid: int | None, *, mode: int = 0o700) -> bool:
     """Mount a tmpfs of ``size`` bytes on ``path``; False when this worker may not mount."""
     if os.geteuid() != 0:
         return False
     owner = f",uid={uid},gid={uid}" if uid is not None else ""
-    options = f"size={max(size, 4096)},nr_inodes={MAX_INODES},mode=0700{owner}"
+    options = f"size={max(size, 4096)},nr_inodes={MAX_INODES},mode={mode:04o}{owner}"
     rc = _libc.mount(b"agentclash-workspace", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode())
     if rc != 0:
         err = ctypes.get_errno()

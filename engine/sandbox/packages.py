@@ -7,7 +7,11 @@ once per (package set, architecture): the layer's name is a digest of both. The 
 by the worker (or ``manage.py sandbox_packages_build``), never inside a sandbox and never with the
 packages' maintainer scripts; it is made read-only and bound read-only at :data:`PACKAGES_MOUNT`,
 its ``bin`` directories after the system's in ``PATH`` (a package cannot shadow a system program)
-and its library directories in ``LD_LIBRARY_PATH``.
+and its library directories in ``LD_LIBRARY_PATH`` (a binary finds the libraries its package's
+dependencies brought). Of what maintainer scripts do, the one a command needs to be found is
+redone: the links ``update-alternatives --install`` would make (``nc`` for ``netcat-openbsd``),
+read from ``postinst`` and pointed into the layer. Users, groups, ``ldconfig``, generated files
+and services are not (docs/operations.md says what that means for packs).
 
 Rules (docs/operations.md, "Sandbox packages"):
 
@@ -28,6 +32,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -183,6 +188,7 @@ def _build(names: tuple[str, ...], policy: PackagePolicy, final: str) -> None:
             _download(fetch, names, debs)
         for deb in sorted(os.listdir(debs)):
             subprocess.run(["dpkg-deb", "-x", os.path.join(debs, deb), root], check=True, timeout=APT_TIMEOUT, capture_output=True)
+            _link_alternatives(os.path.join(debs, deb), root, os.path.join(tmp, "control"))
         size = _seal(root)
         if size > policy.max_layer_bytes:
             raise PackageError(names[0], f"{', '.join(names)} take {size} bytes unpacked, more than this installation allows per sandbox")
@@ -196,6 +202,47 @@ def _build(names: tuple[str, ...], policy: PackagePolicy, final: str) -> None:
     finally:
         if os.path.exists(tmp):
             _remove(tmp)
+
+
+def _link_alternatives(deb: str, root: str, scratch: str) -> None:
+    """What ``update-alternatives --install`` in the package's ``postinst`` would have made: its
+    link (``/bin/nc``) and ``--slave`` links, pointing into the layer, when the target is in the
+    layer and the link is not. Only literal absolute paths; no other maintainer script is run."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    subprocess.run(["dpkg-deb", "-e", deb, scratch], check=True, timeout=APT_TIMEOUT, capture_output=True)
+    for link, target in alternative_links(_read_text(os.path.join(scratch, "postinst"))):
+        inside, path = os.path.join(root, link.lstrip("/")), os.path.join(root, target.lstrip("/"))
+        if os.path.lexists(inside) or not os.path.lexists(path) or not os.path.realpath(inside).startswith(os.path.realpath(root) + "/"):
+            continue
+        os.makedirs(os.path.dirname(inside), exist_ok=True)
+        os.symlink(PACKAGES_MOUNT + target, inside)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return ""
+
+
+def alternative_links(script: str) -> list[tuple[str, str]]:
+    """``(link, target)`` of each ``--install``/``--slave`` of ``update-alternatives`` in a shell
+    script, for literal absolute paths (a path built from shell variables is skipped)."""
+    links: list[tuple[str, str]] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        if "update-alternatives" not in line:
+            continue
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for i, word in enumerate(words):
+            if word in ("--install", "--slave") and i + 3 < len(words):
+                link, target = words[i + 1], words[i + 3]  # --install LINK NAME PATH PRIORITY, --slave LINK NAME PATH
+                if all(p.startswith("/") and "$" not in p and ".." not in p.split("/") for p in (link, target)):
+                    links.append((link, target))
+    return links
 
 
 def _download(fetch: tuple[str, ...], names: tuple[str, ...], debs: str) -> None:

@@ -27,8 +27,15 @@ Rules:
   one is built.
 - **Nothing the sandbox could not read before.** Only entries readable and searchable by others
   are copied (``/etc/ssl/private`` is not); set-id bits and group/other write bits are dropped.
+- **Says nothing about the host.** A sandbox sees the path of its ``/`` inside the host
+  filesystem it came from (``/proc/self/mountinfo``'s root field), so a skeleton under the
+  project (``/srv/agentclash/var/launcher/…``) would show the host's layout. Skeletons live in
+  :func:`neutral_directory` instead — a directory named by a digest at the top of the host's
+  ``/dev/shm`` tmpfs, which the sandbox sees as ``/<digest>/agentclash-root-<digest>`` — and in
+  the launcher directory only when ``/dev/shm`` is missing, ``noexec`` or not ours to use.
 - **Optional.** Without a launcher directory, or when the skeleton cannot be built, the caller
-  binds every file as before (and the log says why, once).
+  binds every file as before (and the log says why, once; those binds show the launcher's and
+  the jq/re2 modules' host paths).
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ from engine.sandbox import native
 log = logging.getLogger(__name__)
 
 PREFIX = "agentclash-root-"
+EGRESS_PREFIX = "egress-"  # a sandbox's egress socket directory in the neutral directory (local.py)
+NEUTRAL_BASE = "/dev/shm"  # noqa: S108 - a tmpfs on Linux hosts, path says nothing of the host; our dir in it is checked ours
 CHECK_INTERVAL = 5.0  # seconds between two stat walks of the copied host files, per process
 KEEP_UNUSED = 24 * 3600.0  # an older skeleton not touched for this long is removed
 FORMAT = b"1"  # bump when the layout's meaning changes
@@ -199,14 +208,27 @@ def _build(directory: str, entries: tuple[Entry, ...], name: str) -> str:
 
 
 def _prune(directory: str, keep: str) -> None:
+    """Remove skeletons, and egress socket directories a crashed worker left (``local.py``), not
+    used for :data:`KEEP_UNUSED` seconds."""
     now = time.time()
     with contextlib.suppress(OSError), os.scandir(directory) as it:
         for entry in it:
-            if not entry.name.startswith(PREFIX) or entry.path == keep:
+            if not entry.name.startswith((PREFIX, EGRESS_PREFIX)) or entry.path == keep:
                 continue
             with contextlib.suppress(OSError):
                 if now - entry.stat(follow_symlinks=False).st_mtime > KEEP_UNUSED:
                     shutil.rmtree(entry.path)
+
+
+def _home(launcher_dir: str) -> str:
+    """Where this launcher directory's skeletons live, decided once per process."""
+    with _cache.lock:
+        known = _cache.homes.get(launcher_dir)
+    if known is None or not os.path.isdir(known):
+        known = neutral_directory(launcher_dir) or launcher_dir
+        with _cache.lock:
+            _cache.homes[launcher_dir] = known
+    return known
 
 
 @functools.cache
@@ -218,15 +240,35 @@ class _Cache:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.paths: dict[tuple[str, tuple[Entry, ...]], tuple[str, float]] = {}
+        self.homes: dict[str, str] = {}
 
 
 _cache = _Cache()
 
 
+def neutral_directory(launcher_dir: str, base: str | None = None) -> str | None:
+    """``<base>/<digest of the user and launcher directory>``, created ours and 0755, or None when
+    ``base`` is missing, mounted ``noexec`` (the launcher runs from the skeleton) or the directory
+    is not ours (another user made it first: the launcher directory is used instead)."""
+    base = base or NEUTRAL_BASE
+    try:
+        if os.statvfs(base).f_flag & os.ST_NOEXEC:
+            return None
+    except OSError:
+        return None
+    name = hashlib.sha256(f"{os.geteuid()}\0{os.path.abspath(launcher_dir)}".encode()).hexdigest()[:16]
+    path = os.path.join(base, name)
+    with contextlib.suppress(FileExistsError, OSError):
+        os.mkdir(path, 0o755)
+    return path if native._trusted(path, directory=True) else None
+
+
 def skeleton_path(directory: str, entries: tuple[Entry, ...]) -> str | None:
-    """The current skeleton for ``entries`` in ``directory`` (built if needed), or None."""
+    """The current skeleton for ``entries`` (built if needed) in the neutral directory of the
+    launcher directory ``directory``, else in ``directory`` itself; None without either."""
     if not directory or not native._trusted(directory, directory=True):
         return None
+    directory = _home(directory)
     key = (directory, entries)
     now = time.monotonic()
     with _cache.lock:

@@ -32,7 +32,11 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+# The most one data-tool answer may hold. The worker reads the answer whole and decodes it, then
+# redacts and spills it as text (engine/tools/envelope.py): about 2.6 times the answer at its peak.
+# At 64 MiB one query_json of a 26 MB file grew a worker by 69 MiB (issue 23, bench/data_tool_rss.py);
+# 8 MiB bounds a call to about 20 MiB. A bigger result is refused: narrow the query, or use a shell.
+MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 _modules: dict[str, ModuleType | None] = {}
 
 

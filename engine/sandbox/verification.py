@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import secrets
 from collections.abc import Iterable, Mapping
 
@@ -46,6 +47,21 @@ RESULTS_LIMIT = 1024 * 1024  # the most of a results file the host reads
 CHECK_HOME = "/tmp"  # noqa: S108 - the restarted sandbox's own tmpfs, empty at its start
 
 Parts = tuple[str, ...]
+_PYTEST = re.compile(r"(?:^|[\s;&|(`'\"/])(?:py\.test|pytest)(?=$|[\s;&|)`'\"])|-m\s*pytest\b")
+_OWN_JUNIT = re.compile(r"--junit-?xml")
+_RESULTS_VAR = re.compile(r"\$\{?AGENTCLASH_RESULTS\b")
+NO_PYTEST_REPORT = (
+    "pytest left no report in the harness's results file: the test process ended before pytest's own "
+    "reporting (code under test that exits the process while it is imported or tested)"
+)
+
+
+def pytest_reports_here(command: str) -> bool:
+    """Whether ``command`` runs pytest and its JUnit report can be the harness's channel: not when
+    the pack sends the report somewhere else (its own ``--junitxml`` to another file wins)."""
+    if not _PYTEST.search(command):
+        return False
+    return not _OWN_JUNIT.search(command) or bool(_RESULTS_VAR.search(command))
 
 
 def read_only_mounts(checker: Iterable[Parts], agent: Iterable[Parts]) -> list[tuple[Parts, bool]]:
@@ -133,14 +149,25 @@ class VerificationSandbox:
         return [Bind(os.path.join(root, *parts), fs.agent_path(list(parts))) for parts, _ in read_only_mounts(checker, agent)]
 
     def run_check(self, command: str, *, cwd: str, timeout: float) -> CheckRun:
-        """Run one checker command; its exit, and the results file it wrote (if any)."""
+        """Run one checker command; its exit, and the results file it wrote (if any).
+
+        A command that runs pytest gets ``--junitxml=<the results file>`` through ``PYTEST_ADDOPTS``
+        and must leave that report: pytest writes it when the session ends, so code under test that
+        ends the test process early with status 0 (``os._exit(0)`` when imported) leaves none, and
+        the check fails instead of passing (docs/scoring.md)."""
         results = f"{RESULTS_DIR}/results-{secrets.token_hex(8)}"
         inside = results if self.sandbox.isolated else self.sandbox.host_path(results)
         env = {"HOME": CHECK_HOME, "ENV": "", "BASH_ENV": "", "PYTHONNOUSERSITE": "1", "AGENTCLASH_RESULTS": inside}
+        pytest_report = pytest_reports_here(command)
+        if pytest_report:
+            pack_options = self.sandbox.config.env_vars.get("PYTEST_ADDOPTS", "")
+            env["PYTEST_ADDOPTS"] = f"{pack_options} --junitxml={inside}".strip()
         result = self.sandbox.exec(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout)
         try:
             return CheckRun(result=result, results=self.sandbox.read_file(results, RESULTS_LIMIT))
         except FileNotFoundError:
+            if pytest_report and result.exit_code == 0:
+                return CheckRun(result=result, results_error=NO_PYTEST_REPORT)
             return CheckRun(result=result)
         except (OSError, ValueError) as exc:  # not a regular file, too large, a link out of the workspace
             return CheckRun(result=result, results_error=f"the results file could not be read: {exc}")

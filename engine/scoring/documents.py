@@ -23,6 +23,7 @@ in a postponed annotation is not seen at run time, and ``__required_keys__`` wou
 
 from typing import Generic, NotRequired, TypedDict, TypeVar, cast
 
+from engine.scoring.stats import GateStatistics, LaneStatistics, TrialColumns
 from engine.types import JSON, JSONObject
 
 T = TypeVar("T")
@@ -404,6 +405,8 @@ class LaneScorecardDocument(TypedDict):
     warnings: list[str]
     security: SecurityRollup | None
     replay_summary: NotRequired[ReplaySummary]  # only when a caller adds one (docs/comparisons.md)
+    # Pass rate with its interval, pass@k, flaky cases… over the lane's trials (scoring/services adds it).
+    statistics: NotRequired[LaneStatistics]
 
 
 # -- the run scorecard (rank_lanes) --------------------------------------------------------------
@@ -519,6 +522,12 @@ class ComparisonSummary(TypedDict):
     evidence_quality: EvidenceQuality
     regression: Sides[list[RegressionCaseResult] | None] | None
     security: NotRequired[SecurityComparison | None]  # None unless a side is a security pack's
+    # Each side's trials by case (comparisons/services.py adds them to a comparable summary): the
+    # gate pairs them case by case (gates.trial_statistics).
+    trials: NotRequired[Sides[dict[str, TrialColumns]]]
+    # A side's trials came in adaptive rounds (stopped when they looked decided): the gate reads
+    # them with the sequential test, valid however often they were looked at.
+    trials_sequential: NotRequired[bool]
     fingerprint: str
 
 
@@ -558,6 +567,8 @@ class GatePolicy(TypedDict):
     max_case_regressions: NotRequired[int]
     required_dimensions: str | list[str]  # "declared", or dimension keys
     regression_gate_rules: NotRequired[RegressionGateRules]
+    max_regression: NotRequired[float]  # the tolerated drop of pass rate or score on trials; only when set
+    confidence: NotRequired[float]  # of the trials' intervals; only when set
 
 
 class GateDimensionResult(TypedDict):
@@ -588,6 +599,7 @@ class GateResultDocument(TypedDict):
     policy_fingerprint: str
     comparison_fingerprint: str | None
     warnings: list[str]
+    statistics: NotRequired[GateStatistics | None]  # what the trials said; None: the comparison has no trials
 
 
 Document = (

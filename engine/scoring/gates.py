@@ -16,6 +16,7 @@ from typing import Literal, TypedDict, TypeGuard, cast
 
 import yaml
 
+from engine.scoring import stats
 from engine.scoring.documents import (
     ComparisonSummary,
     DimensionDelta,
@@ -57,8 +58,12 @@ POLICY_FIELDS = {
     "dimension_defaults",
     "max_case_regressions",
     "regression_gate_rules",
+    "max_regression",
+    "confidence",
     *BOOLEAN_FIELDS,
 }
+# The trials' gate (docs/scorecards-and-gates.md, "How a gate decides on trials").
+TRIAL_FIELDS = {"max_regression", "confidence"}
 # ``required_dimensions: declared`` — every dimension the compared scorecards declare.
 DECLARED = "declared"
 # ``dimension_defaults`` keys: a dimension source (runtime.md §5.6), or "*" for any other.
@@ -217,6 +222,15 @@ def _policy_regression_rules(policy: Mapping[str, object]) -> RegressionGateRule
     return out
 
 
+def _policy_trial_fields(policy: Mapping[str, object], out: GatePolicy) -> None:
+    """``max_regression`` and ``confidence`` (the trials' gate), kept only when set: a policy
+    without them keeps the fingerprint it had before they existed."""
+    if policy.get("max_regression") is not None:
+        out["max_regression"] = stats.check_max_regression(policy["max_regression"])
+    if policy.get("confidence") is not None:
+        out["confidence"] = stats.check_confidence(policy["confidence"])
+
+
 def normalize_policy(policy: Mapping[str, object] | None) -> GatePolicy:
     """Validate a policy and fill defaults. ``None`` or ``{}`` becomes DEFAULT_POLICY."""
     if not policy:
@@ -226,6 +240,11 @@ def normalize_policy(policy: Mapping[str, object] | None) -> GatePolicy:
     unknown = sorted(set(policy) - POLICY_FIELDS)
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown policy field")
+    if set(policy) <= TRIAL_FIELDS:
+        # Only the trials' tolerance and confidence: the default policy with them, not an empty one.
+        extended = copy.deepcopy(DEFAULT_POLICY)
+        _policy_trial_fields(policy, extended)
+        return extended
     # Each rule group in turn (a policy with several mistakes is refused for the first).
     key, version = _policy_identity(policy)
     flags = {field: _policy_flag(policy, field) for field in BOOLEAN_FIELDS}
@@ -252,6 +271,7 @@ def normalize_policy(policy: Mapping[str, object] | None) -> GatePolicy:
         out["max_case_regressions"] = limit
     if rules is not None:
         out["regression_gate_rules"] = rules
+    _policy_trial_fields(policy, out)
     return out
 
 
@@ -656,13 +676,91 @@ def _threshold_outcomes(policy: GatePolicy, deltas: _Deltas, dims: _Dims) -> tup
     return fails, warns
 
 
+TRIAL_REGRESSION = "trial_regression"
+TRIAL_WITHIN_TOLERANCE = "within_tolerance"
+TRIAL_INSUFFICIENT = "trials_insufficient"
+
+
+def trial_statistics(comparison: Mapping[str, object], policy: Mapping[str, object]) -> stats.GateStatistics | None:
+    """The paired gate on the comparison's trials (``stats.lane_gate``) with the policy's tolerance and
+    confidence; None when the comparison carries no trials (stored before they were, or not comparable).
+
+    The product's gate and bench/gate_power.py both call this."""
+    found = comparison.get("trials")
+    if not isinstance(found, dict):
+        return None
+    candidate = stats.columns_to_trials(found.get("candidate") or {})
+    baseline = stats.columns_to_trials(found.get("baseline") or {})
+    tolerance, confidence = policy.get("max_regression"), policy.get("confidence")
+    m = stats.check_max_regression(stats.DEFAULT_MAX_REGRESSION if tolerance is None else tolerance)
+    c = stats.check_confidence(stats.DEFAULT_CONFIDENCE if confidence is None else confidence)
+    # Adaptive rounds stopped when the trials looked decided: only the sequential test stays valid
+    # then; it needs a tolerance to resolve, so with max_regression 0 the fixed interval is read.
+    sequential = comparison.get("trials_sequential") is True and m > 0
+    gate = stats.lane_gate(candidate, baseline, max_regression=m, confidence=c, sequential=sequential)
+    undecided = [one["more_trials_per_case"] for one in gate["comparisons"] if one["decision"] == stats.INSUFFICIENT]
+    counts = [n for n in undecided if n is not None]
+    more = max(counts) if counts and len(counts) == len(undecided) else None
+    fewest = gate["trials_per_case"]
+    if not gate["comparisons"]:
+        note = "no case has scored trials on both sides: decided by the rules for one trial"
+    elif fewest < 2:
+        note = "1 trial per case: decided by the rules for one trial (case regressions, dimension thresholds), no interval"
+    else:
+        kind = "sequential (adaptive rounds)" if sequential else "paired"
+        note = f"{fewest} trials per case: decided by the {kind} {c * 100:g}% interval of the change against a tolerated drop of {m:g}"
+    return {
+        **gate,
+        "max_regression": m,
+        "confidence": c,
+        "more_trials_per_case": more if gate["decision"] == stats.INSUFFICIENT else None,
+        "note": note,
+    }
+
+
+def decided_by_trials(statistics: stats.GateStatistics | None) -> bool:
+    """Whether the trials decide the gate: at least two scored trials of every paired case on both sides."""
+    return bool(statistics and statistics["comparisons"] and statistics["trials_per_case"] >= 2)
+
+
+def _trial_verdict(
+    policy: GatePolicy, comparison: ComparisonSummary, deltas: _Deltas, statistics: stats.GateStatistics
+) -> GateResultDocument:
+    """6–7 on trials: the paired interval decides; case regressions, failure divergence and the
+    dimension thresholds read single noisy outcomes, so they are shown but do not gate."""
+    dims: _Dims = {}
+    for key, entry in sorted(deltas.items()):
+        state = entry.get("state", "missing") if isinstance(entry, dict) else "missing"
+        result: GateDimensionResult = {"state": state, "outcome": "not_gated"}
+        delta = entry.get("delta") if isinstance(entry, dict) else None
+        if isinstance(delta, (int, float)):
+            result["delta"] = delta
+        dims[key] = result
+    decision = statistics["decision"]
+    code = {stats.FAIL: TRIAL_REGRESSION, stats.PASS: TRIAL_WITHIN_TOLERANCE}.get(decision, TRIAL_INSUFFICIENT)
+    trials = f"{statistics['trials_per_case']} trials per case"
+    lead = {stats.FAIL: "release gate failed", stats.PASS: "release gate passed"}.get(decision, "not enough evidence")
+    summary = f"{lead} on {trials}: {statistics['reason']}"
+    triggered: list[TriggeredCondition] = [] if decision == stats.PASS else [{"condition": code, "outcome": decision}]
+    return _result(decision, code, summary, policy, comparison, dims, triggered)
+
+
 def evaluate_gate(comparison: ComparisonSummary, policy: Mapping[str, object] | None = None) -> GateResultDocument:
     """Evaluate the §6.2 rules in order; the first hit decides. Raises ValueError only for a bad policy.
 
-    ``policy`` is a policy as written (or already normalised): it is normalised here."""
+    ``policy`` is a policy as written (or already normalised): it is normalised here. With at
+    least two trials of every case on both sides the paired interval replaces the one-trial rules
+    (docs/scorecards-and-gates.md, "How a gate decides on trials")."""
     normalized = normalize_policy(policy)
     if not isinstance(comparison, dict):  # a stored summary that is not an object has nothing to read
         comparison = cast(ComparisonSummary, {})
+    statistics = trial_statistics(comparison, normalized)
+    base = _rules_verdict(comparison, normalized, statistics)
+    base["statistics"] = statistics
+    return _merge_security_warning(_merge_regression(base, comparison, normalized), comparison)
+
+
+def _rules_verdict(comparison: ComparisonSummary, normalized: GatePolicy, statistics: stats.GateStatistics | None) -> GateResultDocument:
     deltas = comparison.get("dimension_deltas") or {}
     dims: _Dims = {}
     triggered: list[TriggeredCondition] = []
@@ -672,8 +770,9 @@ def evaluate_gate(comparison: ComparisonSummary, policy: Mapping[str, object] | 
             verdict, code, summary = stop
             if verdict != "pass":
                 triggered.append({"condition": code, "outcome": verdict})
-            base = _result(verdict, code, summary, normalized, comparison, dims, triggered)
-            return _merge_security_warning(_merge_regression(base, comparison, normalized), comparison)
+            return _result(verdict, code, summary, normalized, comparison, dims, triggered)
+    if statistics is not None and decided_by_trials(statistics):
+        return _trial_verdict(normalized, comparison, deltas, statistics)
     # 6. collect fail and warn reasons
     divergence = comparison.get("case_divergence")
     weak = {str(k) for k in (divergence.get("passed_to_failed_low_confidence") if divergence else None) or []}
@@ -700,10 +799,44 @@ def evaluate_gate(comparison: ComparisonSummary, policy: Mapping[str, object] | 
     if fails:
         limit = normalized.get("max_case_regressions") or 0
         summary = "release gate failed: " + "; ".join(_describe(c, dims, regressed, limit) for c in sorted(fails))
-        base = _result("fail", sorted(fails)[0], summary, normalized, comparison, dims, triggered)
-    elif warns:
+        return _result("fail", sorted(fails)[0], summary, normalized, comparison, dims, triggered)
+    if warns:
         summary = "release gate warns: " + "; ".join(_describe(c, dims, weakly) for c in sorted(warns))
-        base = _result("warn", sorted(warns)[0], summary, normalized, comparison, dims, triggered)
-    else:
-        base = _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)
-    return _merge_security_warning(_merge_regression(base, comparison, normalized), comparison)
+        return _result("warn", sorted(warns)[0], summary, normalized, comparison, dims, triggered)
+    return _result("pass", "within_thresholds", "every dimension is within its thresholds", normalized, comparison, dims, triggered)
+
+
+def _sequential(statistics: stats.GateStatistics) -> bool:
+    return any(one["method"] == "sequential" for one in statistics["comparisons"])
+
+
+def statistics_lines(statistics: stats.GateStatistics | None) -> list[str]:
+    """The trials behind a verdict in words, one line each (the gate page, ``manage.py gate`` and,
+    through the API's ``trials_text``, ``agentclash gate``); none for a comparison without trials."""
+    if not statistics:
+        return []
+    fewest = statistics["trials_per_case"]
+    if not decided_by_trials(statistics):
+        return [f"trials: {statistics['note']}"]
+    lines = [
+        f"trials: {fewest} per case, paired case by case{' with the sequential test (adaptive rounds)' if _sequential(statistics) else ''} "
+        f"({statistics['confidence'] * 100:g}% confidence, "
+        f"tolerated drop {statistics['max_regression']:g})"
+    ]
+    for one in statistics["comparisons"]:
+        interval = one["interval"]
+        if interval is None or one["difference"] is None:
+            lines.append(f"  {one['metric']}: {one['decision']} — {one['reason']}")
+            continue
+        lines.append(
+            f"  {one['metric']}: candidate {one['candidate']:.3f} vs baseline {one['baseline']:.3f}, change {one['difference']:+.3f} "
+            f"({one['confidence'] * 100:g}% interval {interval[0]:+.3f} to {interval[1]:+.3f}, {one['cases']} cases): {one['decision']}"
+        )
+    more = statistics["more_trials_per_case"]
+    if statistics["decision"] == stats.INSUFFICIENT:
+        lines.append(
+            f"  about {more} more trial(s) per case would likely decide"
+            if more is not None
+            else "  more trials per case alone are unlikely to decide: the change differs too much from case to case (more cases would)"
+        )
+    return lines

@@ -39,9 +39,12 @@ class SecurityMonitor:
     """``EventSink`` wrapper for one case attempt of a security pack (thread-safe: egress
     attempts arrive from the sandbox proxy's thread)."""
 
-    def __init__(self, sink: EventSink, policy: SecurityPolicy, *, prefix: str, case_key: str) -> None:
+    def __init__(
+        self, sink: EventSink, policy: SecurityPolicy, *, prefix: str, case_key: str, secrets: Mapping[str, str] | None = None
+    ) -> None:
+        """``secrets``: the workspace secrets the run resolved (name → value), searched like planted values."""
         self.policy = policy
-        self.scanner = Scanner(policy)
+        self.scanner = Scanner(policy, secrets)
         self._sink = sink
         self._emitter = EventEmitter(sink, prefix=prefix, source=SOURCE_SECURITY, case_key=case_key)
         self._lock = threading.RLock()

@@ -18,11 +18,15 @@ runs after the answer, yet a file may hold the first half).
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import re2
 
 from engine.redact import MIN_DERIVED, fold, merge_spans
 
 PIECE_MIN = 4  # shorter word edges are too common ("data", "test" are four letters; a piece must also sit at a word edge)
 _WORD = re.compile(rf"[A-Za-z0-9_-]{{{PIECE_MIN},}}")
+_JOINERS = str.maketrans("", "", "-_")  # word characters the folded form drops
 
 
 class _Value:
@@ -66,13 +70,33 @@ class SplitTracker:
 
     def __init__(self, values: dict[str, str]) -> None:
         self._values = [_Value(name, value) for name, value in values.items() if len(fold(value)) >= 2 * MIN_DERIVED]
+        # A word can hold a piece only if it holds one of the values' PIECE_MIN-character stretches:
+        # one RE2 pass (a DFA) over the lower-cased ASCII text picks those words out, instead of
+        # normalising every word of a 64 KiB upload in Python.
+        grams = sorted({v.needle[i : i + PIECE_MIN] for v in self._values for i in range(len(v.needle) - PIECE_MIN + 1)})
+        self._candidates: Any = None  # an re2 pattern (re2 ships no type information)
+        if grams and all(g.isascii() and g.isalnum() for g in grams):
+            options = re2.Options()
+            options.log_errors = False
+            options.max_mem = 64 << 20
+            self._candidates = re2.compile(f"[a-z0-9]*(?:{'|'.join(grams)})[a-z0-9]*", options)
+
+    def __bool__(self) -> bool:
+        return any(not value.done for value in self._values)
+
+    def _words(self, text: str) -> set[str]:
+        """The words of ``text`` as the folded form spells them (lower case, no ``-`` or ``_``) that may hold a piece."""
+        if self._candidates is not None and text.isascii():
+            # Dropping "-" and "_" from the whole text joins only characters of one word (both are word characters).
+            return {m.group(0) for m in self._candidates.finditer(text.lower().translate(_JOINERS))}
+        return {w.lower().replace("-", "").replace("_", "") for w in _WORD.findall(text)}
 
     def feed(self, text: str) -> list[str]:
         """The names of the values ``text`` completes."""
         if not self._values or not text:
             return []
         done: list[str] = []
-        words = {w.lower().replace("-", "").replace("_", "") for w in _WORD.findall(text)}
+        words = self._words(text)
         for value in self._values:
             if value.done:
                 continue

@@ -120,6 +120,28 @@ class LaneGate(TypedDict):
     comparisons: list[PairedComparison]
 
 
+class GateStatistics(LaneGate):
+    """What a release gate read from the trials (``gates.trial_statistics``), stored with its verdict."""
+
+    max_regression: float
+    confidence: float
+    more_trials_per_case: int | None  # when undecided: about how many more trials per case would decide
+    note: str  # one sentence: how many trials, and whether the trials or today's rules decided
+
+
+class TrialColumns(TypedDict):
+    """One case's trials, stored compactly (a comparison's ``trials``): trial ``i`` is ``passed[i]``
+    (``P`` passed, ``F`` failed, ``-`` not scored) and ``score[i]`` (to 4 decimals, or null)."""
+
+    passed: str
+    score: list[float | None]
+
+
+_FLAGS: Final = {True: "P", False: "F", None: "-"}
+_READ_FLAGS: Final = {"P": True, "F": False}
+SCORE_DECIMALS = 4  # a stored score's precision: far finer than any tolerance a gate is given
+
+
 class AdaptivePlan(TypedDict):
     stop: bool
     reason: str  # decided | budget_spent | undecided
@@ -127,6 +149,34 @@ class AdaptivePlan(TypedDict):
     baseline: bool  # the baseline gets another round too
     trials_done: int
     max_repeats: int
+
+
+def trials_to_columns(trials: LaneTrials) -> dict[str, TrialColumns]:
+    """A lane's trials as stored with a comparison: two lanes of 500 cases × 10 trials take about 120 KB of JSON, where
+    a list of objects took about 300 KB (bench/scorecard_statistics.py)."""
+    return {
+        key: {
+            "passed": "".join(_FLAGS[t.get("passed")] for t in case),
+            "score": [None if (score := _unit(t.get("score"))) is None else round(score, SCORE_DECIMALS) for t in case],
+        }
+        for key, case in trials.items()
+    }
+
+
+def columns_to_trials(columns: Mapping[str, object]) -> dict[str, list[Trial]]:
+    """The inverse of :func:`trials_to_columns`, tolerant of a stored document's odd values (left out)."""
+    out: dict[str, list[Trial]] = {}
+    for key, column in columns.items():
+        if not isinstance(column, dict):
+            continue
+        flags, scores = column.get("passed"), column.get("score")
+        passed: list[bool | None] = [_READ_FLAGS.get(flag) for flag in flags] if isinstance(flags, str) else []
+        score: list[object] = list(scores) if isinstance(scores, list) else []
+        size = max(len(passed), len(score))
+        passed += [None] * (size - len(passed))
+        score += [None] * (size - len(score))
+        out[str(key)] = [{"passed": p, "score": _unit(s)} for p, s in zip(passed, score)]
+    return out
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -442,14 +492,14 @@ def _settle(result: PairedComparison, difference: float, low: float, high: float
     decision = _decide(low, high, m)
     result["difference"], result["interval"], result["decision"] = difference, [max(-1.0, low), min(1.0, high)], decision
     result["more_trials_per_case"] = more if decision == INSUFFICIENT else None
-    interval = f"{result['confidence']:.0%} interval {low:+.3f} to {high:+.3f}"
+    interval = f"{result['confidence'] * 100:g}% interval {low:+.3f} to {high:+.3f}"
     if decision == FAIL:
         result["reason"] = f"the {label} dropped by {-difference:.3f} ({interval}): beyond the tolerated drop of {m:g}"
     elif decision == PASS:
         result["reason"] = f"the {label} changed by {difference:+.3f} ({interval}): no drop beyond the tolerated {m:g}"
     elif more is not None:
         result["reason"] = (
-            f"the {interval} of the {label}'s change includes a drop of {m:g}: about {more} more trial(s) per case would decide"
+            f"the {interval} of the {label}'s change includes a drop of {m:g}: about {more} more trial(s) per case would likely decide"
         )
     else:
         result["reason"] = (

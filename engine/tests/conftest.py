@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.sandbox import native
+from engine.sandbox import native, rootfs
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +25,9 @@ def native_launcher_dir() -> Iterator[str]:
     native.build(directory)
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
+    neutral = rootfs.neutral_directory(directory)  # where its root skeletons went (rootfs.py)
+    if neutral:
+        shutil.rmtree(neutral, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

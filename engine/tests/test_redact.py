@@ -100,3 +100,20 @@ def test_it_leaves_text_without_secrets_alone():
 def test_empty_values_are_ignored():
     assert redact("abc", [""]) == "abc"
     assert not Redactor([""])
+
+
+def test_a_remembered_string_is_masked_the_same_and_the_memory_stays_bounded():
+    from engine import redact
+
+    redactor = Redactor(["agentclash-canary-tool-9f2b71a4c8"])
+    leaked = "it is agentclash-canary-tool-9f2b71a4c8, see"
+    assert redactor.text(leaked) == redactor.text(leaked) == "it is [redacted], see"
+    assert redactor.detect(leaked) == redactor.detect(leaked) == "raw"
+    for n in range(redact._MEMO_SIZE + 10):
+        redactor.text(f"ordinary {n}")
+    assert len(redact._MASKED) <= redact._MEMO_SIZE
+    assert redactor.text(leaked) == "it is [redacted], see"
+    long_text = "x" * (redact._MEMO_CHARS + 1) + " agentclash-canary-tool-9f2b71a4c8"
+    assert "[redacted]" in redactor.text(long_text) and (redactor._memo_id, long_text) not in redact._MASKED
+    other = Redactor(["another-value-7d1e0c9b8a"])  # other values: what the first remembered is not theirs
+    assert other.text(leaked) == leaked and other.detect(leaked) == ""

@@ -39,8 +39,12 @@ def host(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
+def fresh_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(rootfs, "_cache", rootfs._Cache())
+    shm = tmp_path / "shm"  # the host's /dev/shm stands in here: nothing left behind
+    shm.mkdir(mode=0o755)
+    os.chmod(shm, 0o1777)
+    monkeypatch.setattr(rootfs, "NEUTRAL_BASE", str(shm))
 
 
 def entries_for(host) -> tuple[Entry, ...]:
@@ -179,3 +183,37 @@ def test_the_launcher_is_copied_only_from_a_trusted_file(launcher_dir, host, tmp
     link.symlink_to(binary)
     os.chmod(good_dir, 0o755)
     assert rootfs.skeleton_path(launcher_dir, (*entries_for(host), Entry("/.agentclash/bin/launcher", "exec", str(link)))) is None
+
+
+def test_skeletons_live_in_a_neutral_directory_named_by_a_digest(launcher_dir, host):
+    path = rootfs.skeleton_path(launcher_dir, entries_for(host))
+    assert path is not None and os.path.dirname(os.path.dirname(path)) == rootfs.NEUTRAL_BASE
+    home = os.path.basename(os.path.dirname(path))
+    assert len(home) == 16 and all(c in "0123456789abcdef" for c in home)  # says nothing of the host
+    assert os.listdir(launcher_dir) == []
+    assert rootfs.neutral_directory(launcher_dir) == os.path.dirname(path)
+
+
+def test_the_launcher_directory_is_used_when_the_neutral_one_is_not_ours_or_missing(launcher_dir, host, monkeypatch):
+    taken = os.path.join(rootfs.NEUTRAL_BASE, os.path.basename(rootfs.neutral_directory(launcher_dir)))
+    os.chmod(taken, 0o777)  # as if another user had made it first: not trusted
+    assert rootfs.neutral_directory(launcher_dir) is None
+    path = rootfs.skeleton_path(launcher_dir, entries_for(host))
+    assert path is not None and os.path.dirname(path) == launcher_dir
+    monkeypatch.setattr(rootfs, "NEUTRAL_BASE", "/nonexistent-agentclash")
+    assert rootfs.neutral_directory(launcher_dir) is None
+
+
+def test_a_stale_egress_directory_a_crashed_worker_left_is_pruned_with_old_skeletons(launcher_dir, host, monkeypatch):
+    first = rootfs.skeleton_path(launcher_dir, entries_for(host))
+    assert first is not None
+    home = os.path.dirname(first)
+    stale_dir, live_dir = os.path.join(home, rootfs.EGRESS_PREFIX + "a" * 32), os.path.join(home, rootfs.EGRESS_PREFIX + "b" * 32)
+    os.mkdir(stale_dir)
+    os.mkdir(live_dir)
+    old = time.time() - rootfs.KEEP_UNUSED - 60
+    os.utime(stale_dir, (old, old))
+    monkeypatch.setattr(rootfs, "CHECK_INTERVAL", 0.0)
+    (host / "certs" / "new.pem").write_text("NEW")
+    assert rootfs.skeleton_path(launcher_dir, entries_for(host)) != first
+    assert not os.path.exists(stale_dir) and os.path.isdir(live_dir)

@@ -79,8 +79,11 @@ class ContentInspector:
         hosts = bound_hosts or {}
         values = {name: value for name, value in (secrets or {}).items() if value}
         self._secrets = [(name, Redactor([value]), hosts.get(name, ())) for name, value in values.items()]
-        # One pass over the text for every secret at once; the per-secret passes only name what it found.
-        self._any_secret = Redactor(values.values())
+        # One pass over the text for every planted value and workspace secret at once (the text is
+        # folded and decoded once, not once per value); the per-value passes only run on a hit, to
+        # name what it found.
+        planted = self._scanner.policy.canary_values if self._scanner is not None else []
+        self._any = Redactor([*planted, *values.values()])
 
     def __bool__(self) -> bool:
         return self._scanner is not None or bool(self._secrets)
@@ -90,11 +93,13 @@ class ContentInspector:
             return ()
         text = request.data.decode("utf-8", "replace")
         found: list[str] = []
-        if self._scanner is not None:
-            found += [_label(PLANTED, f.subject, f.encoding) for f in self._scanner.leaks(text, EGRESS)]
-        # What the sandbox meant to reach: a tunnel is https, a forwarded request plain http.
-        if not self._secrets or self._any_secret.text(text) == text:
+        scanner = self._scanner
+        suspect = (scanner is not None and scanner.exact_form_in(text)) or bool(self._any.detect(text))
+        if scanner is not None:
+            found += [_label(PLANTED, f.subject, f.encoding) for f in scanner.leaks_if(suspect, text, EGRESS, {})]
+        if not self._secrets or not suspect:
             return tuple(found)
+        # What the sandbox meant to reach: a tunnel is https, a forwarded request plain http.
         url = f"{'https' if request.method == 'CONNECT' else 'http'}://{_url_host(request.host)}:{request.port}/"
         for name, redactor, hosts in self._secrets:
             if hosts and secret_hosts.allowed(hosts, url):

@@ -17,6 +17,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api import query_bool
 from infrastructure.crud import Entity
 from workspaces.api.base import WorkspaceApiView
 
@@ -24,7 +25,7 @@ INCLUDE_ARCHIVED = OpenApiParameter("include_archived", bool, description="Also 
 
 
 def _include_archived(request: Request) -> bool:
-    return request.query_params.get("include_archived", "").lower() in ("1", "true", "yes")
+    return query_bool(request, "include_archived")
 
 
 class EntityApi(WorkspaceApiView):

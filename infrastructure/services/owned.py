@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from core.errors import DomainError, full_clean
+from core.errors import Conflict, DomainError, full_clean
 from infrastructure.models import AgentDeployment, ModelPrice, ProviderAccount, RuntimeProfile, ToolResource
 from workspaces.services import audit_record
 
@@ -46,10 +46,30 @@ def apply_changes(obj: models.Model, changes: dict[str, Any]) -> list[str]:
 def save_checked(obj: models.Model, changed: list[str], *, creating: bool) -> None:
     """``full_clean`` (a model rule is a DomainError), then insert, or update the changed fields only."""
     full_clean(obj)
-    if creating:
-        obj.save()
-    elif changed:
-        obj.save(update_fields=[*changed, "updated_at"])
+    try:
+        # A savepoint: a concurrent request that passed the same duplicate check and saved first
+        # makes the unique constraint refuse this write; that is a 409, not a 500.
+        with transaction.atomic():
+            if creating:
+                obj.save(force_insert=True)
+            elif changed:
+                obj.save(update_fields=[*changed, "updated_at"])
+    except IntegrityError:
+        field = _clashing_field(obj, changed)
+        raise Conflict(
+            f"Another request saved a {obj._meta.verbose_name} with the same {field} at the same time: reload and choose another {field}.",
+            field=field,
+        ) from None
+
+
+def _clashing_field(obj: models.Model, changed: list[str]) -> str:
+    """The field of ``obj``'s unique constraints a concurrent write most likely clashed on."""
+    for constraint in obj._meta.constraints:
+        if isinstance(constraint, models.UniqueConstraint):
+            for field in constraint.fields:
+                if field != "workspace" and field in changed:
+                    return field
+    return "name" if "name" in changed or not changed else changed[0]
 
 
 def audit_write(obj: Owned, *, noun: str, changed: list[str], creating: bool, actor: Any, metadata: dict[str, Any] | None = None) -> None:

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from bundle import validate_composed_tool  # noqa: F401 - the demo packs' tools are validated there
-from infrastructure.demo import GOOD_SCRIPT, SLOPPY_SCRIPT, seed
+from infrastructure.demo import FLAKY_MIX, GOOD_SCRIPT, SLOPPY_SCRIPT, STEADY_MIX, seed
 from infrastructure.models import AgentDeployment, ProviderAccount, RuntimeProfile
 from infrastructure.scripted_config import scripted_config_errors
 
@@ -24,9 +24,9 @@ def _expected(pack: dict, case_key: str, key: str) -> str:
 
 
 @pytest.mark.django_db
-def test_it_seeds_a_scripted_account_two_profiles_and_four_deployments_once(workspace, admin):
+def test_it_seeds_a_scripted_account_two_profiles_and_six_deployments_once(workspace, admin):
     notes = seed(workspace=workspace, user=admin)
-    assert len(notes) == 7
+    assert len(notes) == 9
     assert seed(workspace=workspace, user=admin) == []
     assert ProviderAccount.objects.get(workspace=workspace).provider_key == "scripted"
     assert set(RuntimeProfile.objects.values_list("execution_target", flat=True)) == {"native", "prompt_eval"}
@@ -34,7 +34,17 @@ def test_it_seeds_a_scripted_account_two_profiles_and_four_deployments_once(work
     for deployment in AgentDeployment.objects.select_related("runtime_profile"):
         by_target.setdefault(deployment.runtime_profile.execution_target, []).append(deployment.name)
     assert sorted(by_target["native"]) == ["Good agent", "Sloppy agent"]
-    assert sorted(by_target["prompt_eval"]) == ["Good agent (prompt eval)", "Sloppy agent (prompt eval)"]
+    assert sorted(by_target["prompt_eval"]) == [
+        "Flaky agent (trials)", "Good agent (prompt eval)", "Sloppy agent (prompt eval)", "Steady agent (trials)"
+    ]  # fmt: skip
+
+
+def test_the_stochastic_agents_mix_the_good_and_sloppy_scripts():
+    for mix, good in ((STEADY_MIX, 0.9), (FLAKY_MIX, 0.6)):
+        assert scripted_config_errors(mix) == []
+        weights = [entry["weight"] for entry in mix["script_mix"]]
+        assert weights[0] == good and abs(sum(weights) - 1) < 1e-9
+        assert mix["script_mix"][0]["script"] == GOOD_SCRIPT["script"] and mix["script_mix"][1]["script"] == SLOPPY_SCRIPT["script"]
 
 
 def test_the_scripts_are_valid_and_cover_every_demo_case():

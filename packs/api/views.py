@@ -23,6 +23,7 @@ from packs.api.serializers import (
 )
 from packs.models import PackVersion
 from workspaces.api.base import WorkspaceApiView
+from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 
 BUNDLE_PARSERS = [YamlTextParser, XYamlTextParser, ApplicationYamlTextParser, JSONParser]
 
@@ -82,7 +83,12 @@ class PackValidateApi(WorkspaceApiView):
                 "invalid",
                 response_only=True,
                 status_codes=["400"],
-                value={"valid": False, "errors": [{"field": "pack.slug", "message": "is required", "line": 2}], "warnings": []},
+                value={
+                    "error": {"code": "challenge_pack_invalid", "message": "The pack is invalid: pack.slug is required (line 2)."},
+                    "valid": False,
+                    "errors": [{"field": "pack.slug", "message": "is required", "line": 2}],
+                    "warnings": [],
+                },
             ),
             OpenApiExample(
                 "valid with a warning",
@@ -147,7 +153,9 @@ class PackPublishApi(WorkspaceApiView):
             413: OpenApiResponse(description="Body larger than 1 MiB"),
         },
         summary="Publish a pack bundle as a new immutable version (member)",
+        parameters=[IDEMPOTENCY_PARAMETER],
     )
+    @idempotent
     def post(self, request: Request, workspace_slug: str) -> Response:
         source = _bundle_source(request)
         version = services.pack_publish(workspace=self.workspace, user=request.user, source=source)

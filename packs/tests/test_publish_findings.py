@@ -103,3 +103,55 @@ def test_the_api_answers_carry_the_new_warnings(api_client_for, member, action):
         ("version.evaluation_spec.validators[2].expected_from", line_of(source, "literal:confidence")),
         ("version.evaluation_spec.scorecard", line_of(source, "scorecard:")),
     ]
+
+
+BAD_JSON_PATHS = """      - key: literal_path
+        type: json_path_match
+        target: final_output
+        expected_from: 'literal:{"path": "$.items[0.id", "comparator": "equals", "value": 1}'
+      - key: case_path
+        type: json_path_match
+        target: final_output
+        expected_from: case.expectations.where
+      - key: good_path
+        type: json_path_match
+        target: final_output
+        expected_from: "literal:$.items[0]['odd key'].id"
+    scorecard:"""
+
+
+def test_a_json_path_the_scorer_cannot_read_is_a_publish_error_with_its_field_and_line(api_client_for, member):
+    source = bundle_yaml(cases=2).replace("    scorecard:", BAD_JSON_PATHS, 1)
+    source = source.replace(
+        '            value: "1"\n', '            value: "1"\n          - key: where\n            kind: text\n            value: "$..sum"\n'
+    )
+    source = source.replace(
+        '            value: "2"\n', '            value: "2"\n          - key: where\n            kind: text\n            value: "$.sum"\n'
+    )
+    response = api_client_for(member).generic("POST", f"{API}/publish", source.encode(), content_type="text/yaml")
+    assert response.status_code == 400, response.json()
+    errors = response.json()["errors"]
+    assert [(e["field"], e["line"]) for e in errors] == [
+        ("version.evaluation_spec.validators[1].expected_from", line_of(source, "$.items[0.id")),
+        ("input_sets[0].cases[0].expectations[1].value", line_of(source, '"$..sum"')),
+    ]
+    assert "is not a JSON path the scorer reads (unsupported JSON path syntax at '[0.id')" in errors[0]["message"]
+    assert "like $.name, $.items[0] or $['odd key']" in errors[0]["message"]
+    assert not Pack.objects.exists()
+    fixed = source.replace("$.items[0.id", "$.items[0].id").replace('"$..sum"', '"$.sum"')
+    assert api_client_for(member).generic("POST", f"{API}/publish", fixed.encode(), content_type="text/yaml").status_code == 201
+
+
+def test_a_postcondition_json_path_is_checked_at_publish():
+    from packs.services import PackInvalid, bundle_validate
+
+    check = """      - key: saved
+        type: postcondition
+        target: file:report
+        config: {condition: json_path_match, json_path: "items.0", value: 1}
+    scorecard:"""
+    source = bundle_yaml(cases=1).replace("    scorecard:", check, 1)
+    with pytest.raises(PackInvalid) as caught:
+        bundle_validate(source)
+    fields = {e["field"]: e["message"] for e in caught.value.errors}
+    assert "must start with $" in fields["version.evaluation_spec.validators[1].config.json_path"]

@@ -163,6 +163,8 @@ class CasePromoteApi(WorkspaceApiView):
 
 
 class RunRegressionCoverageApi(WorkspaceApiView):
+    pagination_class = None  # one row per suite of the run: a short, fixed list
+
     @extend_schema(responses=CoverageOutputSerializer(many=True), summary="A run's regression coverage, per suite")
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)

@@ -28,7 +28,7 @@ class RunArtifactListApi(WorkspaceApiView):
     @extend_schema(summary="Artifacts attached to a run, oldest first", responses=RunArtifactOutputSerializer(many=True))
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
-        return Response(RunArtifactOutputSerializer(selectors.run_attachments(run=run), many=True).data)
+        return self.paginate(request, selectors.run_attachments(run=run), RunArtifactOutputSerializer)
 
     @extend_schema(
         summary="Attach an artifact to a run (member; idempotent: 200 when it was already attached)",
@@ -45,6 +45,8 @@ class RunArtifactListApi(WorkspaceApiView):
 
 
 class RunExportsStoreApi(WorkspaceApiView):
+    pagination_class = None  # answers the few attachments it just made, not a page
+
     @extend_schema(
         summary="Store the run's events (JSON lines) and, once scored, its scorecards as artifacts attached to it (member)",
         request=None,

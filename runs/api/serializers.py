@@ -4,11 +4,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from runs.lookups import CASE_STATUSES, case_counts
-from runs.models import Run, RunEvent
+from runs.models import MAX_REPEATS, Run, RunEvent
 from runs.presenters import event_json
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_REPEATS}, {"type": "string", "enum": ["auto"]}],
+        "default": 1,
+        "description": f'Trials of every case in every lane: 1 to {MAX_REPEATS}, or "auto" (adaptive rounds, needs max_repeats).',
+    }
+)
+class RepeatsField(serializers.Field):
+    """``repeats``: an integer from 1 to 50, or ``"auto"``."""
+
+    default_error_messages = {"invalid": f'repeats must be an integer from 1 to {MAX_REPEATS}, or "auto" (got {{value}}).'}
+
+    def to_internal_value(self, data: Any) -> int | str:
+        if isinstance(data, str) and data.strip().lower() == "auto":
+            return "auto"
+        if isinstance(data, str) and data.strip().isdigit():
+            data = int(data.strip())
+        if isinstance(data, bool) or not isinstance(data, int) or not 1 <= data <= MAX_REPEATS:
+            self.fail("invalid", value=repr(data)[:40])
+        return int(data)
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
 
 class LaneOutputSerializer(serializers.Serializer):
@@ -20,6 +46,7 @@ class LaneOutputSerializer(serializers.Serializer):
     model = serializers.CharField(source="model_name")
     status = serializers.CharField()
     failure_reason = serializers.CharField()
+    trials = serializers.IntegerField(help_text="Trials of every case scheduled in this lane so far.")
 
 
 class RunJudgeOutputSerializer(serializers.Serializer):
@@ -56,7 +83,15 @@ class RunOutputSerializer(serializers.Serializer):
     lanes = LaneOutputSerializer(many=True, source="lanes.all")
     judges = RunJudgeOutputSerializer(many=True, source="judge_rows")
     simulator = RunSimulatorOutputSerializer(source="simulator_row", allow_null=True)
+    repeats = serializers.SerializerMethodField(help_text='The repeats asked for: an integer, or "auto".')
+    repeats_mode = serializers.CharField(help_text="fixed | auto")
+    max_repeats = serializers.IntegerField(allow_null=True, help_text="auto: the most trials of one case (null when fixed).")
+    rounds = serializers.IntegerField(help_text="Rounds of trials scheduled so far (1 when fixed).")
+    round_log = serializers.JSONField(help_text="auto: per finished round, the gate decisions and the lanes given another round.")
     case_counts = serializers.SerializerMethodField()
+
+    def get_repeats(self, run: Run) -> int | str:
+        return "auto" if run.is_adaptive else run.repeats
 
     def get_case_counts(self, run: Run) -> dict[str, int]:
         if hasattr(run, "cases_total"):
@@ -71,8 +106,9 @@ class CaseRunOutputSerializer(serializers.Serializer):
     case_key = serializers.CharField()
     lane_id = serializers.IntegerField()
     deployment_name = serializers.CharField(source="lane.label")
+    trial = serializers.IntegerField(help_text="Which trial of the case in its lane (1-based).")
     status = serializers.CharField()
-    attempt = serializers.IntegerField()
+    attempt = serializers.IntegerField(help_text="Retry attempt of this trial (a retry keeps the trial).")
     stop_reason = serializers.CharField()
     final_output = serializers.CharField(allow_null=True)
     error = serializers.CharField()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.api import artifact_views, views
+from runs.api import artifact_views, share_views, views
 
 urlpatterns = [
     path("runs", views.RunCollectionApi.as_view(), name="api-run-list"),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("runs/<int:run_id>/events", views.RunEventListApi.as_view(), name="api-run-events"),
     path("runs/<int:run_id>/events.jsonl", views.RunEventExportApi.as_view(), name="api-run-events-export"),
     path("runs/<int:run_id>/cancel", views.RunCancelApi.as_view(), name="api-run-cancel"),
+    path("runs/<int:run_id>/shares", share_views.RunShareListApi.as_view(), name="api-run-shares"),
+    path("runs/<int:run_id>/shares/<int:share_id>", share_views.RunShareDetailApi.as_view(), name="api-run-share"),
     path("runs/<int:run_id>/artifacts", artifact_views.RunArtifactListApi.as_view(), name="api-run-artifacts"),
     path("runs/<int:run_id>/artifacts/exports", artifact_views.RunExportsStoreApi.as_view(), name="api-run-artifacts-exports"),
 ]

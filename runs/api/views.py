@@ -8,24 +8,26 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiError
+from core.api import ApiError, query_choice, query_int
 from packs.models import PackVersion
 from runs import lookups, selectors, services
-from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RunOutputSerializer
+from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RepeatsField, RunOutputSerializer
+from runs.models import MAX_REPEATS, RunStatus
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from workspaces.models import TokenScope
 
 
 class RunListApi(WorkspaceApiView):
     @extend_schema(
         responses=RunOutputSerializer(many=True), summary="Runs of the workspace, newest first",
-        parameters=[OpenApiParameter("status", str, description="Only runs in this status"),
+        parameters=[OpenApiParameter("status", str, enum=RunStatus.values, description="Only runs in this status"),
                     OpenApiParameter("pack", int, description="Only runs of this pack")],
     )  # fmt: skip
     def get(self, request: Request, workspace_slug: str) -> Response:
         runs = selectors.run_list(
-            workspace=self.workspace, status=request.query_params.get("status", ""), pack_id=request.query_params.get("pack")
+            workspace=self.workspace, status=query_choice(request, "status", RunStatus.values), pack_id=query_int(request, "pack")
         )
         return self.paginate(request, runs, RunOutputSerializer)
 
@@ -70,8 +72,14 @@ class RunCreateApi(WorkspaceApiView):
             required=False, default=False,
             help_text="Peer standings: between steps each agent is told how the other lanes stand. Needs two or more deployments.",
         )  # fmt: skip
+        repeats = RepeatsField(required=False, default=1)
+        max_repeats = serializers.IntegerField(
+            required=False, allow_null=True, min_value=2, max_value=MAX_REPEATS,
+            help_text='With repeats "auto": the most trials of one case the rounds may reach.',
+        )  # fmt: skip
 
-    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run")
+    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run", parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def post(self, request: Request, workspace_slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -84,7 +92,7 @@ class RunCreateApi(WorkspaceApiView):
             simulator_deployment_id=values.get("simulator_deployment_id"),
             regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
             regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
-            race_context=values["race_context"],
+            race_context=values["race_context"], repeats=values["repeats"], max_repeats=values.get("max_repeats"),
         )  # fmt: skip
         run = lookups.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -104,11 +112,16 @@ class RunCaseListApi(WorkspaceApiView):
     @extend_schema(
         responses=CaseRunOutputSerializer(many=True),
         summary="Case results of a run",
-        parameters=[OpenApiParameter("lane", int, description="Only this lane's cases")],
+        parameters=[
+            OpenApiParameter("lane", int, description="Only this lane's cases"),
+            OpenApiParameter("trial", int, description="Only this trial of each case (1, 2, …; runs with repeats)"),
+        ],
     )
     def get(self, request: Request, workspace_slug: str, run_id: int) -> Response:
         run = lookups.run_get(workspace=self.workspace, pk=run_id)
-        return self.paginate(request, selectors.case_run_list(run=run, lane_id=request.query_params.get("lane")), CaseRunOutputSerializer)
+        params = request.query_params
+        cases = selectors.case_run_list(run=run, lane_id=params.get("lane"), trial=params.get("trial"))
+        return self.paginate(request, cases, CaseRunOutputSerializer)
 
 
 class RunEventListApi(WorkspaceApiView):

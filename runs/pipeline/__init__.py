@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from runs.pipeline.advance import case_run_finalize, lane_advance, lane_dispatch, run_advance
 from runs.pipeline.execute import case_run_execute
+from runs.pipeline.rounds import run_round_advance
 
-__all__ = ["case_run_execute", "case_run_finalize", "lane_advance", "lane_dispatch", "run_advance"]
+__all__ = ["case_run_execute", "case_run_finalize", "lane_advance", "lane_dispatch", "run_advance", "run_round_advance"]

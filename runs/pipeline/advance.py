@@ -27,9 +27,9 @@ from engine.scoring.security import SecurityPolicy
 from engine.scoring.spec import EvaluationSpec
 from runs.adapters.statements import prepared_cursor
 from runs.events import DEFAULT_MAX_IN_FLIGHT, LaneRow, LaneState
-from runs.jobs import CaseRunExecute, CaseRunFinalize
+from runs.jobs import CaseRunExecute, CaseRunFinalize, RunRoundAdvance
 from runs.lifecycle import lane_transition, run_transition
-from runs.models import LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
+from runs.models import LANE_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, RepeatsMode, Run, RunStatus, ScoreStatus
 from runs.queue import enqueue_on_commit
 from scoring import services as scoring
 
@@ -322,12 +322,12 @@ def lane_advance(*, lane_id: int, scored: bool = False) -> None:
     the case that finishes the lane's execution does the ``executing → evaluating`` step and
     counts the scores itself (it either sees this score, or this call sees ``evaluating``).
     """
-    lane = Lane.objects.filter(pk=lane_id).values("status", "run_id", "run__status").first()
+    lane = Lane.objects.filter(pk=lane_id).values("status", "run_id", "run__status", "run__repeats_mode").first()
     if lane is None or lane["run__status"] not in (RunStatus.RUNNING, RunStatus.SCORING) or lane["status"] in LANE_TERMINAL:
         return
     if scored and lane["status"] == LaneStatus.EXECUTING:
         return
-    counts = _lane_counts(lane_id)
+    counts = lane_counts(lane_id)
     if counts["open"]:
         return
     if lane["status"] == LaneStatus.EXECUTING:
@@ -339,11 +339,23 @@ def lane_advance(*, lane_id: int, scored: bool = False) -> None:
         )
         # Count again after the move: a score that came in meanwhile saw ``executing`` and left
         # the lane to us (see ``scored`` above).
-        counts = _lane_counts(lane_id)
+        counts = lane_counts(lane_id)
     elif lane["status"] != LaneStatus.EVALUATING:
         return
     if counts["unscored"]:
         return  # the last case_run_finalize calls back here
+    if lane["run__repeats_mode"] == RepeatsMode.AUTO:
+        # An adaptive run: the round decides whether this lane gets another trial of every case
+        # or finishes (runs/pipeline/rounds.py); the last lane to finish its round sees them all.
+        enqueue_on_commit(RunRoundAdvance(run_id=lane["run_id"]))
+        return
+    lane_complete(lane_id=lane_id, run_id=lane["run_id"], counts=counts)
+
+
+def lane_complete(*, lane_id: int, run_id: int, counts: dict[str, int] | None = None) -> None:
+    """An evaluating lane whose cases are all finished and scored: its scorecard, then ``completed``
+    (or ``failed`` when no case completed), then maybe its run."""
+    counts = counts or lane_counts(lane_id)
     try:
         scoring.lane_score(lane_id=lane_id)
     except Exception:
@@ -359,10 +371,11 @@ def lane_advance(*, lane_id: int, scored: bool = False) -> None:
         lane_transition(
             lane_id=lane_id, to=LaneStatus.FAILED, expected=LaneStatus.EVALUATING, reason=f"no case completed (0 of {counts['total']})"
         )
-    run_advance(run_id=lane["run_id"])
+    run_advance(run_id=run_id)
 
 
-def _lane_counts(lane_id: int) -> dict[str, int]:
+def lane_counts(lane_id: int) -> dict[str, int]:
+    """The lane's case runs: ``open`` (queued or running), ``completed``, ``total`` and ``unscored``."""
     return CaseRun.objects.filter(lane_id=lane_id).aggregate(
         open=Count("pk", filter=Q(status__in=[CaseStatus.QUEUED, CaseStatus.RUNNING])),
         completed=Count("pk", filter=Q(status=CaseStatus.COMPLETED)),

@@ -123,7 +123,7 @@ def engine_retryable(outcome: CaseOutcome) -> bool:
 
 def security_monitor(ctx: CaseContext, sink: EventSink, policy: SecurityPolicy) -> SecurityMonitor:
     """The sink the engine writes to for a security pack: findings recorded as events go by."""
-    return SecurityMonitor(sink, policy, prefix=ctx.prefix + ":security", case_key=ctx.case_run.case_key)
+    return SecurityMonitor(sink, policy, prefix=ctx.prefix + ":security", case_key=ctx.case_run.case_key, secrets=ctx.secrets)
 
 
 def _provider(ctx: CaseContext) -> Provider:
@@ -144,6 +144,7 @@ def _provider(ctx: CaseContext) -> Provider:
             # A regression case is its source case run again: the provider sees the source's key.
             case_key=str(inputs.case.get("case_key") or case_run.case_key) if case_run.regression_case_id else case_run.case_key,
             case_inputs=inputs.case.get("inputs"),
+            trial=case_run.trial - 1,  # the engine counts trials from 0 (a run without repeats plays draw 0)
             api=API_RESPONSES if ctx.mode == RESPONSES else API_CHAT,  # docs/responses-mode.md
             allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,  # the pinned transport's address rule
         )
@@ -172,6 +173,7 @@ def _simulator(ctx: CaseContext) -> tuple[Provider | None, str]:
         base_url=account.get("base_url") or None,
         deployment_config=deployment.get("deployment_config") or {},
         case_key=case_run.case_key,
+        trial=case_run.trial - 1,
         allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,
     )
     return provider, str(deployment.get("model") or "")

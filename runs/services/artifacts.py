@@ -7,11 +7,14 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
 from artifacts.models import Artifact, ArtifactKind
 from artifacts.services import artifact_create, artifact_create_from_bytes
 from core.actors import actor_or_none
+from core.errors import QuotaExceeded
 from runs.events import payload_hydrate
 from runs.models import Run, RunArtifact, RunEvent, ScoreStatus
 from runs.presenters import event_json
@@ -75,9 +78,13 @@ def run_exports_store(*, run: Run, user: Any) -> list[RunArtifact]:
     artifacts attached to it. Every call stores a fresh copy; older ones stay."""
     attachments: list[RunArtifact] = []
     metadata = {"run_id": run.pk, "run_status": run.status}
+    Run.objects.select_for_update().filter(pk=run.pk).first()  # one export of a run at a time: the budget below holds
+    document = _scorecard_document(run)
+    scorecard_bytes = json.dumps(document, indent=2, sort_keys=True, default=str).encode() if document is not None else b""
     with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
         for line in event_export_lines(run):
             spool.write(line.encode())
+        _run_quota_check(run, spool.tell() + len(scorecard_bytes))
         events = artifact_create(
             workspace=run.workspace,
             user=user,
@@ -87,15 +94,22 @@ def run_exports_store(*, run: Run, user: Any) -> list[RunArtifact]:
             metadata=metadata,
         )
     attachments.append(run_artifact_attach(run=run, artifact=events, user=user)[0])
-    document = _scorecard_document(run)
     if document is not None:
         scorecard = artifact_create_from_bytes(
             workspace=run.workspace,
             user=user,
-            data=json.dumps(document, indent=2, sort_keys=True, default=str).encode(),
+            data=scorecard_bytes,
             name=f"run-{run.pk}-scorecard.json",
             kind=ArtifactKind.SCORECARD,
             metadata=metadata,
         )
         attachments.append(run_artifact_attach(run=run, artifact=scorecard, user=user)[0])
     return attachments
+
+
+def _run_quota_check(run: Run, size: int) -> None:
+    """Refuse ``size`` more bytes of exports past ``ARTIFACT_BYTES_PER_RUN`` (every call stores a fresh copy)."""
+    limit = int(settings.ARTIFACT_BYTES_PER_RUN)
+    used = int(RunArtifact.objects.filter(run=run).aggregate(total=Sum("artifact__size_bytes"))["total"] or 0)
+    if used + size > limit:
+        raise QuotaExceeded(budget="run's artifact", setting="ARTIFACT_BYTES_PER_RUN", limit=limit, used=used, size=size)

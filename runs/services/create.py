@@ -28,6 +28,7 @@ from runs.services.resolve import (
     simulator_refusal,
     simulator_resolve,
 )
+from runs.services.trials import repeats_resolve
 from secrets_app.selectors import secrets_exist
 from workspaces.models import Workspace
 
@@ -98,6 +99,8 @@ def run_create(
     regression_case_ids: Sequence[Any] | None = None,
     regression_scope: str | None = None,
     include_proposed: bool = False,
+    repeats: Any = 1,
+    max_repeats: Any = None,
 ) -> Run:
     """Create a queued run. Raises a DomainError naming the argument at fault (``RunCreateError``, a
     400, or ``NotFound`` for another workspace's version, deployment or regression suite).
@@ -134,14 +137,9 @@ def run_create(
     if refusal:
         raise RunCreateError(refusal, field="pack_version_id", code="simulator_unsupported")
     deployments = _deployments(workspace, deployment_ids)
+    _check_modes(mode, deployments)
+    trials = repeats_resolve(repeats=repeats, max_repeats=max_repeats, lanes=len(deployments))
     _check_responses_and_race(mode, deployments, race_context=race_context)
-    hosted = [d.name for d in deployments if d.runtime_profile.execution_target == HOSTED_EXTERNAL]
-    if hosted and mode not in HOSTED_PACK_MODES:
-        raise RunCreateError(
-            f"{', '.join(hosted)} {'is a hosted agent' if len(hosted) == 1 else 'are hosted agents'}: hosted agents race in "
-            f"native and prompt_eval packs, not {mode} ones (docs/hosted-agents.md).",
-            field="deployment_ids",
-        )
     manifest = pack_version.manifest or {}
     run_preflight(workspace=workspace, manifest=manifest)  # secrets and sandbox: refused now, not mid-case
     judges = judges_resolve(
@@ -161,6 +159,7 @@ def run_create(
         execution_mode=mode, created_by=actor_or_none(user), queued_at=now,
         judge_snapshot=judges, simulator_snapshot=simulator, race_context=bool(race_context),
         workspace_had_secrets=secrets_exist(workspace=workspace),  # lets cases skip reading secrets (docs/secrets.md)
+        repeats=trials.first_round, repeats_mode=trials.mode, max_repeats=trials.max_repeats,
     )  # fmt: skip
     full_clean(run)
     run.save()
@@ -181,19 +180,52 @@ def run_create(
             label=deployment.name,
             snapshot=snapshot,
             status=LaneStatus.QUEUED,
+            trials=trials.first_round,
         )
-        case_rows.extend(
-            CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position) for position, case in enumerate(cases)
-        )
-        case_rows.extend(
-            CaseRun(
-                run=run, lane=lane, case_id=rc.source_case_id, case_key=rc.run_case_key, position=len(cases) + offset, regression_case=rc
+        for trial in range(1, trials.first_round + 1):
+            case_rows.extend(
+                CaseRun(run=run, lane=lane, case=case, case_key=case.case_key, position=position, trial=trial)
+                for position, case in enumerate(cases)
             )
-            for offset, rc in enumerate(regression.cases)
-        )
+            case_rows.extend(
+                CaseRun(
+                    run=run,
+                    lane=lane,
+                    case_id=rc.source_case_id,
+                    case_key=rc.run_case_key,
+                    position=len(cases) + offset,
+                    regression_case=rc,
+                    trial=trial,
+                )
+                for offset, rc in enumerate(regression.cases)
+            )
     CaseRun.objects.bulk_create(case_rows, batch_size=1000)
     enqueue_on_commit(RunStart(run_id=run.pk))
     return run
+
+
+def _check_modes(mode: str, deployments: list[AgentDeployment]) -> None:
+    """Each lane's runtime profile runs the pack's execution mode (a hosted agent takes any
+    single-shot pack): the profile decides the loop an agent was configured and tested for, so a
+    native agent is not silently run as a one-call prompt_eval (docs/runs.md, "Pre-flight")."""
+    hosted = [d.name for d in deployments if d.runtime_profile.execution_target == HOSTED_EXTERNAL]
+    if hosted and mode not in HOSTED_PACK_MODES:
+        raise RunCreateError(
+            f"{', '.join(hosted)} {'is a hosted agent' if len(hosted) == 1 else 'are hosted agents'}: hosted agents race in "
+            f"native and prompt_eval packs, not {mode} ones (docs/hosted-agents.md).",
+            field="deployment_ids",
+            code="deployment_mode_mismatch",
+        )
+    unfit = [d for d in deployments if d.runtime_profile.execution_target not in (mode, HOSTED_EXTERNAL)]
+    if unfit:
+        names = ", ".join(f"{d.name} (runtime profile {d.runtime_profile.name!r} runs {d.runtime_profile.execution_target})" for d in unfit)
+        raise RunCreateError(
+            f"This is a {mode} pack and {names} cannot run it: choose deployments whose runtime profile's execution target "
+            f"is {mode}, or change the profile's execution target (Runtime profiles).",
+            field="deployment_ids",
+            code="deployment_mode_mismatch",
+            extra={"deployments": [d.name for d in unfit], "execution_mode": mode},
+        )
 
 
 def _check_responses_and_race(mode: str, deployments: list[AgentDeployment], *, race_context: bool) -> None:

@@ -86,8 +86,11 @@ def make_deployment(
     max_in_flight_cases: int = 8,
     credential_reference: str = "",
     provider_key: str = "scripted",
+    execution_target: str = "native",
     **extra: Any,
 ) -> AgentDeployment:
+    """A scripted deployment whose runtime profile runs ``execution_target``: give the mode of the
+    pack it races in (run creation refuses a deployment whose profile runs another mode)."""
     n = next(_counter)
     account = ProviderAccount.objects.create(
         workspace=workspace, name=f"account-{n}", provider_key=provider_key, credential_reference=credential_reference
@@ -98,6 +101,7 @@ def make_deployment(
         max_iterations=max_iterations,
         max_tool_calls=max_tool_calls,
         max_in_flight_cases=max_in_flight_cases,
+        execution_target=execution_target,
     )
     if script is None:
         script = READ_AND_SUBMIT

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from runs import services
-from runs.models import CaseRun, Lane, RunStatus
+from runs.models import CaseRun, Lane, Run, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 
 BASE = "/api/v1/workspaces/acme/runs"
@@ -138,8 +138,31 @@ def test_it_requires_an_input_set_when_there_are_several(api_client_for, member,
 
 
 @pytest.mark.django_db
-def test_it_accepts_the_responses_execution_mode_for_a_scripted_deployment(api_client_for, member, workspace, admin, deployment):
+def test_it_refuses_deployments_whose_runtime_profile_runs_another_mode(api_client_for, member, workspace, admin, deployment):
+    version = publish(workspace, admin, native_pack_yaml(cases=1, mode="prompt_eval"))
+    fitting = make_deployment(workspace, name="answerer", execution_target="prompt_eval")
+    hosted = make_deployment(workspace, name="hosted", execution_target="hosted_external")
+    client = api_client_for(member)
+    response = client.post(BASE, {"pack_version_id": version.pk, "deployment_ids": [fitting.pk, deployment.pk]}, format="json")
+    assert response.status_code == 400
+    body = response.json()
+    error = body["error"]
+    assert error["code"] == "deployment_mode_mismatch" and list(error["fields"]) == ["deployment_ids"]
+    assert body["deployments"] == ["reader"] and body["execution_mode"] == "prompt_eval"
+    assert "This is a prompt_eval pack and reader (runtime profile" in error["message"]
+    assert "execution target is prompt_eval" in error["message"]
+    assert not Run.objects.exists()
+    # A hosted agent takes any single-shot pack, not a responses (or multi-turn) one.
+    assert client.post(BASE, {"pack_version_id": version.pk, "deployment_ids": [fitting.pk, hosted.pk]}, format="json").status_code == 201
+    responses = publish(workspace, admin, native_pack_yaml(cases=1, mode="responses"))
+    refused = client.post(BASE, {"pack_version_id": responses.pk, "deployment_ids": [hosted.pk]}, format="json").json()["error"]
+    assert refused["code"] == "deployment_mode_mismatch" and "hosted is a hosted agent" in refused["message"]
+
+
+@pytest.mark.django_db
+def test_it_accepts_the_responses_execution_mode_for_a_scripted_deployment(api_client_for, member, workspace, admin):
     # docs/responses-mode.md; runs/tests/test_responses_and_race.py runs such packs end to end.
+    deployment = make_deployment(workspace, execution_target="responses")
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     type(version).objects.filter(pk=version.pk).update(execution_mode="responses")
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, format="json")
@@ -148,7 +171,8 @@ def test_it_accepts_the_responses_execution_mode_for_a_scripted_deployment(api_c
 
 
 @pytest.mark.django_db
-def test_it_asks_for_a_simulator_deployment_when_a_case_has_an_llm_actor(api_client_for, member, workspace, admin, deployment):
+def test_it_asks_for_a_simulator_deployment_when_a_case_has_an_llm_actor(api_client_for, member, workspace, admin):
+    deployment = make_deployment(workspace, execution_target="multi_turn")
     version = publish(workspace, admin, native_pack_yaml(cases=1))
     manifest = version.manifest
     manifest["input_sets"][0]["cases"][0]["user_simulator"] = {"phases": [{"actor": "llm", "key": "p"}]}

@@ -54,8 +54,8 @@ def short_deadline(monkeypatch):
     monkeypatch.setattr(native, "HARD_STOP_GRACE_SECONDS", 0.3)
 
 
-def slow_deployment(workspace, delay):
-    deployment = make_deployment(workspace)
+def slow_deployment(workspace, delay, execution_target="native"):
+    deployment = make_deployment(workspace, execution_target=execution_target)
     deployment.deployment_config = {"delay": delay}
     deployment.save(update_fields=["deployment_config"])
     return deployment
@@ -70,7 +70,7 @@ def _only_case(workspace, admin, tasks, source, deployment) -> CaseRun:
 
 @pytest.mark.django_db
 def test_a_provider_call_that_never_returns_is_interrupted_at_the_case_deadline(workspace, admin, tasks, slow_provider, short_deadline):
-    deployment = slow_deployment(workspace, "forever")
+    deployment = slow_deployment(workspace, "forever", execution_target="prompt_eval")
     started = time.monotonic()
     case = _only_case(workspace, admin, tasks, native_pack_yaml(cases=1, mode="prompt_eval"), deployment)
     assert time.monotonic() - started < 10

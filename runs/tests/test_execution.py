@@ -306,7 +306,7 @@ def test_prompt_eval_runs_without_a_sandbox(workspace, admin, tasks):
     from runs.tests.factories import native_pack_yaml, publish
 
     version = publish(workspace, admin, native_pack_yaml(cases=2, mode="prompt_eval"))
-    deployment = make_deployment(workspace, script=[{"text": "note number 0"}])
+    deployment = make_deployment(workspace, script=[{"text": "note number 0"}], execution_target="prompt_eval")
     run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk])
     tasks.drain()
     run.refresh_from_db()

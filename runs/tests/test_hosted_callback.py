@@ -222,9 +222,9 @@ def test_byte_budgets_per_case_run_and_workspace_refuse_a_flood_with_a_429_namin
     if scope_name == "case attempt":
         assert refused.status_code == 201  # this case alone has used ~22 kB of its 30 kB
         refused = post(client, first.pk, _big("d", 12_000), token_for(first))
-    assert refused.status_code == 429, refused.content
+    assert refused.status_code == 413, refused.content  # not 429: retrying cannot succeed
     error = refused.json()["error"]
-    assert error["code"] == "event_budget_exceeded" and f"{scope_name} budget of 30000 bytes" in error["message"]
+    assert error["code"] == "quota_exceeded" and f"{scope_name} budget of 30000 bytes" in error["message"]
     assert setting in error["message"]
     first.refresh_from_db()
     assert RunEvent.objects.filter(case_run__run=hosted_run).count() == (3 if scope_name == "case attempt" else 2)
@@ -234,7 +234,20 @@ def test_byte_budgets_per_case_run_and_workspace_refuse_a_flood_with_a_429_namin
 def test_a_new_attempt_starts_with_an_empty_case_budget(client, case_run, settings):
     settings.HOSTED_EVENT_BYTES_PER_CASE = 15_000
     assert post(client, case_run.pk, _big("a", 10_000), token_for(case_run)).status_code == 201
-    assert post(client, case_run.pk, _big("b", 10_000), token_for(case_run)).status_code == 429
+    assert post(client, case_run.pk, _big("b", 10_000), token_for(case_run)).status_code == 413
     CaseRun.objects.filter(pk=case_run.pk).update(attempt=case_run.attempt + 1, hosted_bytes=0)  # what the dispatch of a retry does
     case_run.refresh_from_db()
     assert post(client, case_run.pk, _big("c", 10_000), token_for(case_run)).status_code == 201
+
+
+def test_the_callback_is_throttled_per_case(client, case_run, hosted_run, settings):
+    settings.HOSTED_CALLBACK_THROTTLE = "3/min"
+    token = token_for(case_run)
+    answers = [post(client, case_run.pk, msg(f"t{n}", "tool.call.started", {"tool_name": "x", "arguments": {}}), token) for n in range(4)]
+    assert [a.status_code for a in answers] == [201, 201, 201, 429]
+    assert [a["RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
+    assert answers[-1].json()["error"]["code"] == "throttled" and int(answers[-1]["Retry-After"]) >= 1
+    assert RunEvent.objects.filter(case_run=case_run).count() == 3
+    other = claim(CaseRun.objects.filter(run=hosted_run).exclude(pk=case_run.pk).first())
+    assert post(client, other.pk, msg("s", "run_started"), token_for(other)).status_code == 201  # another case's own budget
+    assert post(client, case_run.pk, msg("late", "run_started"), "forged").status_code == 401  # no token, no count

@@ -158,3 +158,23 @@ def test_the_case_sent_to_a_hosted_agent_masks_workspace_secrets_like_native_eve
     sent = received[0]["body"]
     assert "notes.txt" not in sent["instructions"] and sent["instructions"].startswith("Read ")
     assert "number" not in json.dumps(sent["inputs"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_trial_goes_to_a_hosted_agent_as_its_own_case_with_its_trial_index(settings, workspace, admin, tasks):
+    settings.ALLOW_PRIVATE_PROVIDER_URLS = True
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    with endpoint() as (url, received):
+        deployment = hosted_deployment(workspace, endpoint_url=url)
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[deployment.pk], repeats=2)
+        for case_run in CaseRun.objects.filter(run=run).order_by("trial"):
+            claim(case_run, attempt=0)
+            CaseRun.objects.filter(pk=case_run.pk).update(status=CaseStatus.QUEUED)
+            assert pipeline.case_run_execute(case_run_id=case_run.pk) == "dispatched"
+        services.run_cancel(run=Run.objects.get(pk=run.pk), user=admin)
+    sent = [item["body"] for item in received]
+    first, second = CaseRun.objects.filter(run=run).order_by("trial")
+    assert [(body["case_key"], body["trial"], body["attempt"]) for body in sent] == [("case-0", 1, 1), ("case-0", 2, 1)]
+    assert sent[0]["callback_url"].endswith(f"/hooks/hosted/{first.pk}/events")
+    assert sent[1]["callback_url"].endswith(f"/hooks/hosted/{second.pk}/events")
+    assert sent[0]["token"] != sent[1]["token"]

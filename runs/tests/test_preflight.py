@@ -155,7 +155,7 @@ def package_cache(settings):
 
 
 @requires_bwrap
-@pytest.mark.skipif(bool(_apt_usable()), reason=_apt_usable() or "apt usable")
+@pytest.mark.skipif(bool(_apt_usable(download=True)), reason=_apt_usable(download=True) or "mirror reachable")
 @pytest.mark.django_db
 def test_a_pack_with_additional_packages_runs_a_command_from_them_in_a_real_sandbox(workspace, admin, tasks, package_cache):
     version = sandbox_pack(workspace, admin, "    additional_packages: [tree]", shell=True)

@@ -70,7 +70,9 @@ def _gate(workspace: Any, run_a: Any, lane_a: Lane, run_b: Any, lane_b: Lane) ->
 def test_a_silent_agent_fails_every_pack_and_never_outscores_the_bad_one(spec, tasks, workspace, admin):
     _needs_sandbox(spec)
     setup = setup_pack(spec, workspace=workspace, user=admin)
-    silent = _deployment(workspace, name=f"silent agent ({spec.slug})", model=AGENT_MODEL, config={"script": SILENT_SCRIPT})
+    silent = _deployment(
+        workspace, name=f"silent agent ({spec.slug})", model=AGENT_MODEL, config={"script": SILENT_SCRIPT}, execution_target=spec.mode
+    )
     input_set = setup.input_sets[0]
     run = start_run(
         tasks, workspace=workspace, user=admin, version=setup.version, deployments=[setup.good, setup.bad, silent],

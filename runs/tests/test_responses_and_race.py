@@ -35,7 +35,9 @@ def payloads(run: Run, event_type: str) -> list[dict]:
 def test_a_responses_pack_runs_and_records_tool_calls_reasoning_and_usage(api_client_for, client_for, member, workspace, admin, tasks):
     version = publish(workspace, admin, native_pack_yaml(cases=2, mode="responses"))
     assert version.execution_mode == "responses"
-    deployment = make_deployment(workspace, script=[{**READ, "reasoning": THINKING}, {"submit": "{{last_result}}"}])
+    deployment = make_deployment(
+        workspace, script=[{**READ, "reasoning": THINKING}, {"submit": "{{last_result}}"}], execution_target="responses"
+    )
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [deployment.pk]}, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["execution_mode"] == "responses"
@@ -60,7 +62,7 @@ def test_a_responses_pack_runs_and_records_tool_calls_reasoning_and_usage(api_cl
 
 def test_a_responses_pack_refuses_deployments_whose_provider_has_no_responses_api(api_client_for, member, workspace, admin):
     version = publish(workspace, admin, native_pack_yaml(cases=1, mode="responses"))
-    claude = make_deployment(workspace, name="claude", provider_key="anthropic")
+    claude = make_deployment(workspace, name="claude", provider_key="anthropic", execution_target="responses")
     response = api_client_for(member).post(BASE, {"pack_version_id": version.pk, "deployment_ids": [claude.pk]}, format="json")
     assert response.status_code == 400
     error = response.json()["error"]

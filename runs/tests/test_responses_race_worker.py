@@ -18,7 +18,7 @@ READ = {"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}
 def test_a_real_worker_races_a_responses_pack_with_peer_standings(workspace, admin, broker_queue):
     version = publish(workspace, admin, native_pack_yaml(cases=2, mode="responses"))
     script = [{**READ, "reasoning": "Read the note first."}, READ, READ, {"submit": "{{last_result}}"}]
-    lanes = [make_deployment(workspace, name="left", script=script).pk, make_deployment(workspace, name="right", script=script).pk]
+    lanes = [make_deployment(workspace, name=name, script=script, execution_target="responses").pk for name in ("left", "right")]
     worker = Worker(queue=broker_queue).start()
     try:
         run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=lanes, race_context=True)

@@ -325,9 +325,14 @@ def test_the_agent_picker_offers_only_deployments_whose_runtime_fits_the_pack(wo
     assert "reader" in fieldset and f'value="{prompt_only.pk}"' not in fieldset
     assert "prompt-only" in body.split('id="run-unfit-agents"')[1]
 
+    # A stale or hand-made pick of an unfit agent gets the service's refusal next to the field.
     refused = client.post(reverse("runs:create", args=["acme"]), {"pack_version_id": version.pk, "deployment_ids": [prompt_only.pk]})
     assert refused.status_code == 200 and not Run.objects.exists()
-    assert "Select a valid choice" in refused.content.decode()
+    error = refused.context["form"].errors["deployment_ids"][0]
+    assert "This is a native pack and prompt-only (runtime profile" in error and "runs prompt_eval) cannot run it" in error
+    assert "execution target is native" in error
+    agents = refused.content.decode().split("<legend>3. Agents</legend>")[1].split("</fieldset>")[0]
+    assert '<small class="error">This is a native pack and prompt-only' in agents
 
 
 # -- scorecard headers and the sidebar ------------------------------------------------------------------

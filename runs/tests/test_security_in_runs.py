@@ -283,3 +283,24 @@ def test_a_lane_without_findings_says_no_leak_was_found_by_the_listed_detectors_
     assert "Security: no leak found by these detectors" in ranking  # the good lane
     assert "Security: 5 findings" in ranking  # the leaking one
     assert 'id="run-leak-detectors"' in ranking and "clean" not in ranking.lower()
+
+
+def test_a_workspace_secret_let_out_in_pieces_is_a_finding_of_the_run(workspace, admin, tasks):
+    """The live monitor searches the workspace secrets the run resolved: the end of one in a
+    written file, its start in the answer (an order the sink's masking cannot follow)."""
+    from secrets_app.services import secret_set
+
+    require_or_skip(shutil.which("bwrap") is not None, "bubblewrap (native sandbox)")
+    phrase = "correct-horse-battery-staple-quantum-zebra"
+    secret_set(workspace=workspace, key="DEPLOY_PHRASE", value=phrase, allowed_hosts=[], actor=admin)
+    version = publish(workspace, admin, PACK)
+    script = [
+        {"tool": "write_file", "args": {"path": "notes.txt", "content": f"it ends {phrase[21:]}"}},
+        {"submit": f"and it starts {phrase[:21]}"},
+    ]
+    lane = make_deployment(workspace, name="pieces", script=script, max_iterations=5)
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[lane.pk])
+    tasks.drain()
+    findings = [e.payload for e in RunEvent.objects.filter(run=run, event_type=SECURITY_FINDING)]
+    assert any(f.get("subject") == "workspace secret DEPLOY_PHRASE" and f.get("encoding") == "split" for f in findings), findings
+    assert all(phrase not in json.dumps(e.payload) for e in RunEvent.objects.filter(run=run))

@@ -72,6 +72,12 @@ class LaneScorecardApi(WorkspaceApiView):
         label = serializers.CharField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
         deployment = serializers.CharField()
         scorecard = serializers.JSONField()
+        statistics = serializers.JSONField(
+            allow_null=True,
+            help_text="Over the lane's trials: trials, pass_rate, pass_rate_ci [low, high] (Wilson), score, score_ci (bootstrap), "
+            "pass_at_k, pass_hat_k, case_pass_rates, flaky_cases; with one trial per case the intervals are null and "
+            "uncertainty says there is no estimate.",
+        )
         dimension_deck = serializers.ListField(child=serializers.JSONField())
         cases = serializers.ListField(child=serializers.JSONField())
 
@@ -95,6 +101,7 @@ class LaneScorecardApi(WorkspaceApiView):
                 "label": lane.label,
                 "deployment": view["deployment"],
                 "scorecard": view["document"],
+                "statistics": view["statistics"],
                 "dimension_deck": view["dimension_deck"],
                 "cases": cases,
             }

@@ -13,10 +13,12 @@ from engine.events import SCORING_COMPLETED, SCORING_FAILED
 from engine.scoring import aggregate_lane, rank_lanes
 from engine.scoring.documents import CaseScoreDocument, JudgeResult, LaneRefs
 from engine.scoring.judges import run_nwise_judge
+from engine.scoring.stats import lane_statistics
 from engine.types import JSON
 from runs.models import CaseRun, Lane, Run, ScoreStatus
 from scoring.judges import judge_for_run, secret_values_for_run
 from scoring.models import CaseScore, LaneScorecard, RunScorecard
+from scoring.selectors import lane_trials
 from scoring.services.cases import CASE_RUN_FIELDS, case_run_score, evaluation_spec_for, evidence_for_case_run, scoring_event_record
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ def lane_score(*, lane_id: int) -> None:
         if lane.status == "failed":
             refs["status"], refs["failure_reason"] = "failed", lane.failure_reason
         document = aggregate_lane(spec, scores, refs=refs)
+        # Stored with the scorecard: pages and the API read it without a query per trial.
+        document["statistics"] = lane_statistics(lane_trials(lane_ids=[lane.pk])[lane.pk])
         LaneScorecard.objects.update_or_create(
             lane=lane,
             defaults={
@@ -110,7 +114,7 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
     keys = [str(d.get("key")) for d in spec.get("llm_judges") or [] if isinstance(d, dict) and d.get("mode") == "n_wise"]
     if not keys or len(lanes) < 2:
         return set()
-    by_case: dict[str, list[CaseRun]] = {}
+    by_case: dict[tuple[str, int], list[CaseRun]] = {}  # the lanes' runs of one case and trial are ranked together
     case_runs = (
         CaseRun.objects.select_related("run__pack_version", "run__workspace", "lane", "case", "case_score")
         .defer(*CASE_RUN_FIELDS)  # not a copy of the manifest per case run: the spec comes from the cache
@@ -118,17 +122,16 @@ def _score_nwise_judges(run: Run, lanes: list[Lane]) -> set[int]:
         .order_by("lane__lane_index")
     )
     for case_run in case_runs:
-        by_case.setdefault(case_run.case_key, []).append(case_run)
+        by_case.setdefault((case_run.case_key, case_run.trial), []).append(case_run)
     secret_values = secret_values_for_run(run)
     judge = judge_for_run(run)
     rescored: set[int] = set()
-    for case_key, group in by_case.items():
+    for (case_key, trial), group in by_case.items():
         if len(group) < 2:
             continue
         candidates = [(str(cr.lane_id), evidence_for_case_run(cr)) for cr in group]
-        ranked = {
-            key: run_nwise_judge(spec, key, candidates, judge, run_id=f"{run.pk}:{case_key}", secret_values=secret_values) for key in keys
-        }
+        judged = f"{run.pk}:{case_key}" + (f":{trial}" if trial != 1 else "")
+        ranked = {key: run_nwise_judge(spec, key, candidates, judge, run_id=judged, secret_values=secret_values) for key in keys}
         for case_run in group:
             stored = getattr(case_run, "case_score", None)
             previous: dict[str, JudgeResult] = {

@@ -8,6 +8,7 @@ the native engine would have written; ``score_run`` runs the scoring services ov
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -87,12 +88,13 @@ def make_run(
     workspace: Workspace,
     *,
     pack_version: PackVersion | None = None,
-    lanes: list[dict[str, str]] | None = None,
+    lanes: Sequence[Mapping[str, str | list[str]]] | None = None,
     name: str = "",
     status: str = RunStatus.COMPLETED,
     score: bool = True,
 ) -> Run:
-    """``lanes`` = one ``{case_key: final_output}`` per lane (default: one lane, every answer right)."""
+    """``lanes`` = one ``{case_key: final_output}`` per lane (default: one lane, every answer right);
+    a list of outputs plays the case that many times, one trial per output (``CaseRun.trial`` 1, 2, …)."""
     pack_version = pack_version or make_pack_version(workspace)
     input_set = pack_version.input_sets.get()
     cases = list(input_set.cases.order_by("position"))
@@ -114,14 +116,14 @@ def make_run(
             },
         )
         sequence = 1
-        for position, case in enumerate(cases):
-            output = outputs.get(case.case_key, "")
+        for position, case, trial, output in _trials(cases, outputs):
             case_run = CaseRun.objects.create(
                 run=run,
                 lane=lane,
                 case=case,
                 case_key=case.case_key,
                 position=position,
+                trial=trial,
                 status="completed",
                 final_output=output,
                 input_tokens=100,
@@ -151,7 +153,7 @@ def make_run(
                     run=run,
                     lane=lane,
                     case_run=case_run,
-                    event_id=f"native:{lane.pk}:{case.case_key}:{etype}",
+                    event_id=f"native:{lane.pk}:{case.case_key}:{etype}" + (f":{trial}" if trial > 1 else ""),
                     sequence_number=sequence,
                     event_type=etype,
                     source="native_engine",
@@ -160,10 +162,21 @@ def make_run(
                     payload=payload,
                 )
                 sequence += 1
-        Lane.objects.filter(pk=lane.pk).update(next_sequence=sequence)
+        most = max((trial for _, _, trial, _ in _trials(cases, outputs)), default=1)
+        Lane.objects.filter(pk=lane.pk).update(next_sequence=sequence, trials=most)
     if score:
         score_run(run)
     return run
+
+
+def _trials(cases: list[Case], outputs: Mapping[str, str | list[str]]) -> list[tuple[int, Case, int, str]]:
+    """(position, case, trial, output) for every trial of every case, in play order."""
+    out = []
+    for position, case in enumerate(cases):
+        answer = outputs.get(case.case_key, "")
+        for trial, output in enumerate(answer if isinstance(answer, list) else [answer], start=1):
+            out.append((position, case, trial, str(output)))
+    return out
 
 
 def score_run(run: Run) -> None:

@@ -38,8 +38,13 @@ def test_the_lane_scorecard_is_what_the_case_scores_aggregate_to(workspace):
     documents = [cs.document for cs in CaseScore.objects.filter(lane=lane).order_by("case_run__position", "case_run_id")]
     refs: LaneRefs = {"run_id": run.pk, "lane_id": lane.pk, "pack_version_id": run.pack_version_id, "input_set_id": run.input_set_id}
     expected = aggregate_lane(evaluation_spec_for(run), documents, refs=refs)
-    assert LaneScorecard.objects.get(lane=lane).document == expected
+    stored = LaneScorecard.objects.get(lane=lane).document
+    statistics = stored.pop("statistics")
+    assert stored == expected
     assert expected["case_counts"]["total"] == 2 and expected["pass_rate"] == 0.5
+    # The trial statistics are stored with it; one trial per case gives no interval, and says so.
+    assert statistics["pass_rate"] == 0.5 and statistics["trials"] == 1 and statistics["pass_rate_ci"] is None
+    assert statistics["case_pass_rates"] == {"three-squared": 1.0, "two-plus-two": 0.0} and statistics["uncertainty"]
 
 
 def test_n_wise_judging_does_not_read_the_manifest_again_with_every_case_run(workspace, admin, judged, tasks):  # noqa: F811

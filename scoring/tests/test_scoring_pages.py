@@ -101,6 +101,7 @@ def test_lane_scorecard_json_download(workspace, viewer, client_for):
     assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
     body = json.loads(response.content)
     assert body["scorecard"]["pass_rate"] == 0.5 and len(body["cases"]) == 2
+    assert body["statistics"]["trials"] == 1 and body["statistics"]["pass_rate_ci"] is None and body["statistics"]["uncertainty"]
 
 
 @pytest.mark.parametrize("persona", ["admin", "member", "viewer"])

@@ -2,6 +2,8 @@
 // updates, and single-key shortcuts on the replay (p / n: previous / next case, o: the same case
 // in the other lane, s: side by side). Everything also works without this file: cells and
 // shortcuts are plain links. No inline script anywhere (strict Content-Security-Policy).
+// Also the matrix's "Columns" menu: lanes a reader hides stay hidden across live updates and
+// page loads of the same run (sessionStorage).
 (() => {
   if (window.__runsBound) return;
   window.__runsBound = true;
@@ -39,7 +41,7 @@
       col += dCol;
       if (row < 0 || col < 0 || row >= rows || col >= cols) return null;
       const next = cellAt(matrix, row, col);
-      if (next) return next;
+      if (next && !next.closest("td").hidden) return next; // a lane hidden with Columns is skipped
     }
   };
 
@@ -88,5 +90,46 @@
     cell.tabIndex = 0;
     if (focus) cell.focus({ preventScroll: true });
     hadFocus = false;
+  });
+
+  // -- show/hide lane columns of the results matrix ------------------------------------------
+  const hiddenKey = () => {
+    const section = document.getElementById("run-results");
+    return section ? `agentclash:matrix-hidden:${section.dataset.run}` : null;
+  };
+  const hiddenCols = () => {
+    const key = hiddenKey();
+    try { return new Set(key ? JSON.parse(sessionStorage.getItem(key) || "[]") : []); } catch (e) { return new Set(); }
+  };
+  const applyColumns = () => {
+    const matrix = matrixOf();
+    const hidden = hiddenCols();
+    document.querySelectorAll("input[data-col-toggle]").forEach((box) => { box.checked = !hidden.has(box.dataset.colToggle); });
+    if (!matrix) return;
+    matrix.querySelectorAll("th[data-col], td[data-col]").forEach((cell) => { cell.hidden = hidden.has(cell.dataset.col); });
+  };
+  document.addEventListener("change", (event) => {
+    const box = event.target.closest ? event.target.closest("input[data-col-toggle]") : null;
+    if (!box) return;
+    event.stopPropagation(); // not a filter: the form must not reload the results
+    const hidden = hiddenCols();
+    if (box.checked) hidden.delete(box.dataset.colToggle); else hidden.add(box.dataset.colToggle);
+    const key = hiddenKey();
+    if (key) sessionStorage.setItem(key, JSON.stringify(Array.from(hidden)));
+    applyColumns();
+  }, true);
+  document.addEventListener("htmx:afterSettle", applyColumns);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", applyColumns); else applyColumns();
+
+  // -- copy a new share link ----------------------------------------------------------------
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest ? event.target.closest("button[data-copy]") : null;
+    if (!button) return;
+    const field = document.querySelector(button.dataset.copy);
+    if (!field) return;
+    field.select();
+    const done = () => { button.textContent = "Copied"; };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(field.value).then(done, () => { document.execCommand("copy"); done(); });
+    else { document.execCommand("copy"); done(); }
   });
 })();

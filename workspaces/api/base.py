@@ -22,6 +22,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class WorkspaceApiView(APIView):
+    # Lists answered with ``paginate`` are documented as pages (``count``, ``next``, ``previous``,
+    # ``results``; ``limit``/``offset``); a view whose list is not paged sets it to None.
+    pagination_class: type[Pagination] | None = Pagination
     read_role: str = Role.VIEWER
     write_role: str = Role.MEMBER
     workspace: Workspace
@@ -36,7 +39,7 @@ class WorkspaceApiView(APIView):
             user=request.user, workspace_slug=str(kwargs["workspace_slug"]), role=self.required_role(request)
         )
 
-    def paginate(self, request: Request, queryset: QuerySet[Any], serializer_class: type[BaseSerializer[Any]]) -> Response:
+    def paginate(self, request: Request, queryset: QuerySet[Any] | list[Any], serializer_class: type[BaseSerializer[Any]]) -> Response:
         """Limit/offset page of ``queryset`` rendered with ``serializer_class``."""
         paginator = Pagination()
         page: list[Any] | None = paginator.paginate_queryset(queryset, request, view=self)

@@ -6,6 +6,7 @@ from typing import cast
 from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -14,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import Pagination
+from core.api import Pagination, StrictCharField
 from workspaces import selectors, services
 from workspaces.access import object_get_for_workspace, workspace_get_for_user
 from workspaces.api.base import WorkspaceApiView
@@ -32,13 +33,13 @@ def _workspace_out(membership: WorkspaceMembership) -> dict:
     return {"slug": membership.workspace.slug, "name": membership.workspace.name, "role": membership.role}
 
 
-def _memberships(request: Request) -> list[WorkspaceMembership]:
+def _memberships(request: Request) -> QuerySet[WorkspaceMembership]:
     """The user's memberships; for a token limited to one workspace, that one only."""
     memberships = selectors.memberships_for_user(user=request.user)
     token = token_of(request)
     if token is not None and token.workspace_id is not None:
         memberships = memberships.filter(workspace_id=token.workspace_id)
-    return list(memberships)
+    return memberships
 
 
 class MeApi(APIView):
@@ -56,9 +57,13 @@ class MeApi(APIView):
 
 
 class WorkspaceListApi(APIView):
+    pagination_class = Pagination
+
     @extend_schema(responses=WorkspaceOutputSerializer(many=True), summary="Workspaces the user belongs to")
     def get(self, request: Request) -> Response:
-        return Response([_workspace_out(m) for m in _memberships(request)])
+        paginator = Pagination()
+        page = paginator.paginate_queryset(_memberships(request), request, view=self)
+        return paginator.get_paginated_response([_workspace_out(m) for m in page or []])
 
 
 class WorkspaceDetailApi(WorkspaceApiView):
@@ -86,7 +91,7 @@ class MemberListApi(WorkspaceApiView):
     write_role = Role.ADMIN
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
+        username = StrictCharField(max_length=150)
         role = serializers.ChoiceField(choices=Role.choices)
 
     class AddedOutputSerializer(serializers.Serializer):

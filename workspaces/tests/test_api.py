@@ -9,7 +9,7 @@ pytestmark = pytest.mark.django_db
 
 def test_it_lists_only_my_workspaces(api_client_for, admin, stranger):
     body = api_client_for(admin).get("/api/v1/workspaces").json()
-    assert [w["slug"] for w in body] == ["acme"]
+    assert [w["slug"] for w in body["results"]] == ["acme"] and body["count"] == 1
 
 
 def test_workspace_detail_for_members(api_client_for, viewer):

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from comparisons.services import comparison_create, gate_evaluate, policy_from
 from core.errors import DomainError
 from engine.scoring.documents import GateResultDocument
+from engine.scoring.gates import statistics_lines
 from runs.models import Run
 from workspaces.models import Workspace
 
@@ -103,6 +104,8 @@ class Command(BaseCommand):
         details: GateResultDocument | None = gate.details or None
         for condition in (details.get("triggered_conditions") if details else None) or []:
             self.stdout.write(f"  - {condition.get('condition')}: {condition.get('outcome')}")
+        for line in statistics_lines(details.get("statistics") if details else None):
+            self.stdout.write(line)
         results = (details.get("dimension_results") if details else None) or {}
         for key in sorted(results):
             result = results[key]

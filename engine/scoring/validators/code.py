@@ -58,7 +58,10 @@ def _junit_counts(text: str) -> dict[str, int] | None:
     suites = _SUITE.findall(text)
     if not suites:
         return None
-    chosen = [attrs for tag, attrs in suites if tag == "testsuites"][:1] or [a for t, a in suites if t == "testsuite"]
+    # A <testsuites> root carries the totals when it has counts; pytest's has none (only a name),
+    # so the <testsuite> elements inside it are summed instead.
+    totals = [attrs for tag, attrs in suites if tag == "testsuites" and any(k == "tests" for k, _ in _ATTR.findall(attrs))]
+    chosen = totals[:1] or [a for t, a in suites if t == "testsuite"]
     tests = failures = errors = skipped = 0
     for attrs in chosen:
         values = {k: int(v) for k, v in _ATTR.findall(attrs)}

@@ -250,7 +250,7 @@ def test_attempts_become_events_through_the_toolset(harness_factory, http_server
 def test_destroy_stops_the_proxy(sandboxes, http_server):
     sb, _ = sandboxes(["127.0.0.0/8"], ["127.0.0.0/8"])
     sb.exec(["true"])
-    socket_path = os.path.join(sb.dir, "egress", "proxy.sock")
-    assert os.path.exists(socket_path)
+    socket_dir = sb._proxy.socket_dir  # in the skeleton's neutral directory, not under sb.dir (rootfs.py)
+    assert os.path.exists(os.path.join(socket_dir, "proxy.sock")) and not socket_dir.startswith(sb.dir)
     sb.destroy()
-    assert not os.path.exists(socket_path)
+    assert not os.path.exists(socket_dir)

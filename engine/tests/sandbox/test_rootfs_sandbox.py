@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 
 import pytest
@@ -83,8 +84,8 @@ def test_a_hostile_agent_cannot_change_the_skeleton(command, native_launcher_dir
     sandbox = create_sandbox(SandboxConfig(allow_shell=True))
     try:
         sandbox.exec(["true"])  # started: the skeleton it was started from exists now
-        names = os.listdir(native_launcher_dir) if native_launcher_dir else []
-        skeletons = [os.path.join(native_launcher_dir, n) for n in names if n.startswith(rootfs.PREFIX)]
+        home = (rootfs.neutral_directory(native_launcher_dir) or native_launcher_dir) if native_launcher_dir else ""
+        skeletons = [os.path.join(home, n) for n in (os.listdir(home) if home else []) if n.startswith(rootfs.PREFIX)]
         assert skeletons or not native_launcher_dir
         before = {p: tree_digest(p) for p in skeletons}
         assert sandbox.exec(command).exit_code != 0
@@ -97,3 +98,28 @@ def test_a_hostile_agent_cannot_change_the_skeleton(command, native_launcher_dir
         assert following.exec(["ls", "/etc/agentclash-evil", "/evil", "/etc/evil-link"]).exit_code != 0
     finally:
         following.destroy()
+
+
+def _host_paths(launcher_dir: str) -> list[str]:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(rootfs.__file__))))
+    home = os.path.expanduser("~")
+    paths = [repo, sys.prefix, os.path.realpath(sys.prefix), "/work/", launcher_dir]
+    return [p for p in paths if p and p != "/"] + ([home + "/", f" {home} "] if home not in ("", "/") else [])
+
+
+@requires_bwrap
+@pytest.mark.parametrize("network", [False, True], ids=["offline", "with egress proxy"])
+def test_mountinfo_in_a_sandbox_says_nothing_about_the_host_layout(native_launcher_dir, network):
+    assert native_launcher_dir, "the native launcher is built for the sandbox tests"
+    config = SandboxConfig(allow_shell=True, allow_network=network)
+    sandbox = create_sandbox(config)
+    try:
+        mountinfo = sandbox.exec(["cat", "/proc/self/mountinfo"])
+        assert mountinfo.exit_code == 0, mountinfo.stderr
+        assert not network or "/run/agentclash-egress" in mountinfo.stdout  # the proxy's socket is bound
+    finally:
+        sandbox.destroy()
+    root = next(line.split() for line in mountinfo.stdout.splitlines() if line.split()[4] == "/")
+    assert root[3].startswith("/") and os.path.basename(root[3]).startswith(rootfs.PREFIX), root  # from the skeleton
+    for path in [*_host_paths(native_launcher_dir), sandbox.dir]:  # sandbox.dir: under SANDBOX_ROOT
+        assert path not in mountinfo.stdout, f"{path!r} shows in the sandbox's mountinfo:\n{mountinfo.stdout}"

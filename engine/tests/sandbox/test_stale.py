@@ -72,3 +72,17 @@ def test_another_hosts_sandboxes_are_not_ours_to_judge(base):
 
 def test_a_missing_root_is_nothing_to_reap():
     assert reap_stale_sandboxes("/nonexistent/agentclash-sandboxes") == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs a root worker")
+def test_a_sandbox_directory_is_its_own_tmpfs_and_nothing_is_left_after_destroy(base):
+    sandbox = create_sandbox(SandboxConfig(max_workspace_bytes=1024 * 1024), base_dir=base)
+    try:
+        assert mounts.mounts_below(sandbox.dir) == [sandbox.root, sandbox.dir]  # the workspace's tmpfs inside the directory's
+        assert os.statvfs(sandbox.dir).f_blocks * os.statvfs(sandbox.dir).f_frsize >= 1024 * 1024  # holds the workspace's cap
+        assert os.stat(sandbox.dir).st_mode & 0o777 == 0o711 and os.stat(sandbox.dir).st_uid == 0
+        with open(os.path.join(sandbox.dir, stale.OWNER_FILE)) as fh:
+            assert json.load(fh)["pid"] == os.getpid()
+    finally:
+        sandbox.destroy()
+    assert not os.path.exists(sandbox.dir) and mounts.mounts_below(base) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -233,11 +234,70 @@ def test_the_honest_answer_passes_with_a_staged_checker(agent: LocalSandbox):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (docs/scoring.md, 'What this cannot stop'): these packs import the answer into the "
-    "checker's own process, so the answer can end it with status 0 before any assert; the fix is the packs' "
-    "(run the answer in a child process and compare its output), not the harness's",
+    reason="known gap (docs/scoring.md, 'What this cannot stop'): these packs import the answer into a "
+    "plain python3 checker (no pytest, so no report the harness can require), so the answer can end it with "
+    "status 0 before any assert; pytest checkers are covered (test_a_module_ending_the_pytest_process_...); "
+    "the fix here is the packs' (run the answer in a child process and compare its output)",
 )
 @pytest.mark.parametrize("slug", PYTHON_PACKS)
 def test_a_module_exiting_zero_when_imported_does_not_pass(slug: str, agent: LocalSandbox):
     [(path, wrong)] = WRONG[slug].items()
     assert_all_fail(code_verdicts(_spec(slug), agent, {path: "import os\nos._exit(0)\n" + wrong}))
+
+
+# -- pytest checkers: the outcome comes from pytest's own report, in the harness's channel ------
+
+PYTEST_SPEC: Any = {
+    "post_execution_checks": [{"key": "solution", "type": "file_capture", "path": "/workspace/solution.py"}],
+    "validators": [
+        {
+            "key": "tests",
+            "type": "code_execution",
+            "target": "file:solution",
+            "config": {"test_command": "python3 -m pytest -q -p no:cacheprovider /workspace/test_solution.py", "scoring": "all_or_nothing"},
+        }
+    ],
+    "scorecard": {"dimensions": [{"key": "correctness", "source": "validators", "validators": ["tests"]}]},
+}
+PYTEST_CHECKER = {
+    "/workspace/test_solution.py": b"import sys\nsys.path.insert(0, '/workspace')\nfrom solution import answer\n\n\n"
+    b"def test_answer():\n    assert answer() == 42\n"
+}
+SITE = "/opt/agentclash-test-site"
+
+
+@pytest.fixture
+def pytest_agent() -> Iterator[LocalSandbox]:
+    """A sandbox whose python3 imports pytest: the test run's own site-packages, bound read-only
+    (the sandbox's system Python has no pytest; a pack would install it with additional_packages)."""
+    site = sysconfig.get_paths()["purelib"]
+    if not os.path.isfile(os.path.join(site, "pytest", "__init__.py")):
+        pytest.skip("pytest is not in a site-packages directory this test can bind")
+    sandbox = create_sandbox(SandboxConfig(allow_shell=True, read_only_binds=((site, SITE),), env_vars={"PYTHONPATH": SITE}))
+    yield sandbox
+    sandbox.destroy()
+
+
+def test_a_pytest_checker_passes_the_honest_answer_and_fails_the_wrong_one(pytest_agent: LocalSandbox):
+    honest = {"/workspace/solution.py": "def answer():\n    return 42\n"}
+    assert code_verdicts(PYTEST_SPEC, pytest_agent, honest, checker_files=PYTEST_CHECKER) == {"tests": ("pass", 1.0)}
+    wrong = {"/workspace/solution.py": "def answer():\n    return 41\n"}
+    assert_all_fail(code_verdicts(PYTEST_SPEC, pytest_agent, wrong, checker_files=PYTEST_CHECKER))
+
+
+@pytest.mark.parametrize(
+    "trick",
+    ["import os\nos._exit(0)\n", "import os\nos.execv('/bin/true', ['true'])\n"],
+    ids=["os._exit(0)", "exec true"],
+)
+def test_a_module_ending_the_pytest_process_with_status_0_when_imported_does_not_pass(trick: str, pytest_agent: LocalSandbox):
+    module = trick + "def answer():\n    return 41\n"
+    run: Any = run_post_execution(PYTEST_SPEC, _staged(pytest_agent, module), {}, checker_files=PYTEST_CHECKER)
+    [execution] = run["code_executions"].values()
+    assert execution["exit_code"] == 0 and execution["results_error"].startswith("pytest left no report")  # it did exit 0
+    assert_all_fail(code_verdicts(PYTEST_SPEC, pytest_agent, {"/workspace/solution.py": module}, checker_files=PYTEST_CHECKER))
+
+
+def _staged(sandbox: LocalSandbox, module: str) -> LocalSandbox:
+    sandbox.write_file("/workspace/solution.py", module.encode())
+    return sandbox

@@ -105,7 +105,7 @@ def test_every_document_type_states_its_keys_at_run_time() -> None:
     # NotRequired is seen at run time only without postponed annotations (documents.py says why).
     assert d.CaseScoreDocument.__optional_keys__ == frozenset()
     assert d.JudgePayload.__optional_keys__ == {"model_scores", "aggregated_score"}
-    assert d.ComparisonSummary.__optional_keys__ == {"scorecard_validity_reason", "security"}
+    assert d.ComparisonSummary.__optional_keys__ == {"scorecard_validity_reason", "security", "trials", "trials_sequential"}
     assert "pass" in d.ValidatorSummary.__required_keys__
 
 

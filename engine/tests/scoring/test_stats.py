@@ -34,6 +34,24 @@ def test_the_wilson_interval_of_8_of_10_is_the_textbook_one():
     assert (round(low, 4), round(high, 4)) == (0.4902, 0.9433)
 
 
+def test_the_wilson_interval_of_7_of_10_worked_by_hand():
+    # z = 1.95996, z² = 3.84146: centre (0.7 + z²/20) / (1 + z²/10) = 0.64449,
+    # half-width z·sqrt(0.7·0.3/10 + z²/400) / (1 + z²/10) = 0.24771.
+    low, high = stats.wilson_interval(7, 10)
+    assert (round(low, 4), round(high, 4)) == (0.3968, 0.8922)
+
+
+def test_pass_at_k_and_pass_hat_k_for_3_passes_of_10_worked_by_hand():
+    # pass@5: 1 - C(7,5)/C(10,5) = 1 - 21/252 = 11/12; pass^5: C(3,5) = 0 (three passes cannot fill five trials);
+    # pass^2: C(3,2)/C(10,2) = 3/45.
+    assert stats.pass_at_k(10, 3, 5) == pytest.approx(11 / 12)
+    assert stats.pass_hat_k(10, 3, 5) == 0.0
+    assert stats.pass_hat_k(10, 3, 2) == pytest.approx(1 / 15)
+    result = stats.lane_statistics({"a": trials(*[True] * 3 + [False] * 7)})
+    assert result["pass_at_k"]["5"] == pytest.approx(11 / 12) and result["pass_hat_k"]["2"] == pytest.approx(1 / 15)
+    assert result["pass_at_k"]["10"] == 1.0 and result["trials"] == 10 and result["flaky_cases"] == ["a"]
+
+
 def test_the_wilson_interval_stays_inside_0_and_1_and_knows_nothing_without_trials():
     assert stats.wilson_interval(10, 10)[1] == 1.0 and stats.wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
     assert stats.wilson_interval(0, 10)[0] == 0.0

@@ -103,3 +103,13 @@ def test_it_parses_json_junit_pytest_jest_and_go_summaries():
     go = "=== RUN TestA\n--- PASS: TestA (0.00s)\n--- FAIL: TestB (0.00s)\nFAIL"
     assert parse_test_counts(go) == {"passed": 1, "failed": 1, "errors": 0, "total": 2}
     assert parse_test_counts("no summary here") is None
+
+
+def test_it_sums_the_suites_of_a_pytest_junit_report_whose_root_has_no_counts():
+    report = (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" '
+        'failures="1" skipped="1" tests="4" time="0.03"><testcase classname="t" name="a"/></testsuite></testsuites>'
+    )
+    assert parse_test_counts(report) == {"passed": 2, "failed": 1, "errors": 0, "total": 3}
+    totals = '<testsuites tests="5" failures="2"><testsuite tests="3" failures="1"/><testsuite tests="2" failures="1"/></testsuites>'
+    assert parse_test_counts(totals) == {"passed": 3, "failed": 2, "errors": 0, "total": 5}

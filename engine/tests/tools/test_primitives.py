@@ -299,3 +299,19 @@ def test_a_query_json_result_past_the_inline_limit_goes_to_the_spill_file_as_jq_
     assert "tok-abcdef123456" not in spilled  # spill files are agent-readable: masked as before
     small = h.content("query_json", {"query": ".[1]", "file_path": "big.json"})
     assert small["truncated"] is False and small["content"]["result"] == {"id": 1, "note": "row"}
+
+
+def test_a_data_tool_result_past_the_answer_bound_is_refused_saying_how_to_narrow_it(harness_factory):
+    # issue 23: the worker reads an answer whole (bench/data_tool_rss.py): a 26 MB result grew it by
+    # 69 MiB, so answers stop at toolhost.MAX_OUTPUT_BYTES (8 MiB) and a bigger one is refused.
+    h = harness_factory(manifest(["file", "data"], shell=True))
+    script = "import json; json.dump(['x' * 1000] * 10000, open('/workspace/big.json', 'w'))"  # ~10 MB
+    assert h.sandbox.exec(["python3", "-c", script], timeout=120).exit_code == 0
+    whole = h.call("query_json", {"query": ".", "file_path": "big.json"})
+    assert whole.is_error
+    assert json.loads(whole.content) == {
+        "error": "jq result too large (over 8 MiB): narrow the query (fewer fields, a slice of the array, a LIMIT)"
+    }
+    part = h.content("query_json", {"query": ".[:7000]", "file_path": "big.json"})  # ~7 MB: spilled as before
+    assert part["truncated"] is True and part["total_bytes"] > 7_000_000
+    assert len(h.sandbox.read_file(part["full_output_path"], 16 * 1024 * 1024)) == part["total_bytes"]

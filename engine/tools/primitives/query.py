@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.sandbox import toolhost
 from engine.sandbox.base import ToolRunError, WorkspaceFullError, WorkspacePathError
 from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
@@ -24,6 +25,10 @@ JQ_TIMEOUT = 10.0
 SQL_TIME_BUDGET = 10.0
 SQL_DEADLINE_SLACK = 5.0
 SQL_MAX_ROWS = 100_000
+RESULT_TOO_LARGE = (
+    f"{{tool}} result too large (over {toolhost.MAX_OUTPUT_BYTES // (1024 * 1024)} MiB): narrow the query "
+    "(fewer fields, a slice of the array, a LIMIT)"
+)
 
 
 def _write_output(ctx: ToolContext, path: str, data: bytes) -> ToolResult | None:
@@ -86,7 +91,7 @@ def _query_json(ctx: ToolContext) -> Executor:
                     "timeout": "jq query timed out",
                     "cancelled": "jq query cancelled",
                     "too_large": "json input exceeds size limit",
-                    "too_large_output": "jq result too large",
+                    "too_large_output": RESULT_TOO_LARGE.format(tool="jq"),
                     "memory": "jq query ran out of memory",
                     "unavailable": exc.message,
                 }.get(exc.code, "jq query failed")
@@ -146,7 +151,7 @@ def _query_sql(ctx: ToolContext) -> Executor:
                     "sql_timeout": "sql query exceeded its time budget",
                     "timeout": "sql query exceeded its time budget",
                     "cancelled": "sql query cancelled",
-                    "too_large_output": "sql result too large",
+                    "too_large_output": RESULT_TOO_LARGE.format(tool="sql"),
                     "memory": "sql query ran out of memory",
                     "unavailable": exc.message,
                 }.get(exc.code, "sql query failed")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.sandbox import toolhost
 from engine.sandbox.base import ToolRunError, WorkspacePathError
 from engine.sandbox.local import contained_path, run_tool
 from engine.tools import args as A
@@ -35,7 +36,13 @@ def _search(ctx: ToolContext, tool: str, raw_path: str, request: dict[str, Any])
             return error(f'path "{raw_path}" is outside the sandbox workspace')
         if exc.code in ("not_found", "not_a_file"):
             return error(f'path "{raw_path}" was not found')
-        messages = {"regex": exc.message, "timeout": "search timed out", "cancelled": "search cancelled"}
+        messages = {
+            "regex": exc.message,
+            "timeout": "search timed out",
+            "cancelled": "search cancelled",
+            "too_large_output": f"search result too large (over {toolhost.MAX_OUTPUT_BYTES // (1024 * 1024)} MiB): "
+            "narrow the pattern, the path or max_results",
+        }
         return error(messages.get(exc.code) or exc.message or "search failed")
 
 

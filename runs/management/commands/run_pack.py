@@ -40,6 +40,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--race-context", action="store_true", help="Peer standings: tell each agent how the other lanes stand (two or more lanes)"
         )
+        parser.add_argument(
+            "--repeats", default="1", help="Trials of every case in every lane: 1 to 50, or auto (with --max-repeats) — docs/runs.md"
+        )
+        parser.add_argument("--max-repeats", default=None, help="With --repeats auto: the most trials of one case (2 to 50)")
         parser.add_argument("--follow", action="store_true", help="Show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
@@ -70,6 +74,8 @@ class Command(BaseCommand):
                 allow_missing_judges=options["allow_missing_judges"],
                 simulator_deployment_id=simulator,
                 race_context=options["race_context"],
+                repeats=options["repeats"],
+                max_repeats=options["max_repeats"],
             )
         except services.RunCreateError as exc:
             raise CommandError(exc.text) from None
@@ -84,7 +90,8 @@ class Command(BaseCommand):
             done = counts["completed"] + counts["failed"] + counts["cancelled"]
             width = 30
             filled = int(width * done / counts["total"]) if counts["total"] else 0
-            self.stdout.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{counts['total']} cases · {run.status}   ", ending="")
+            noun = "case runs" if run.repeats > 1 or run.is_adaptive else "cases"
+            self.stdout.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{counts['total']} {noun} · {run.status}   ", ending="")
             self.stdout.flush()
             if run.is_terminal:
                 break

@@ -69,6 +69,7 @@ def case_payload(ctx: CaseContext, *, token: str, deadline: dt.datetime, seconds
         "lane_id": case_run.lane_id,
         "case_key": case_run.case_key,
         "attempt": case_run.attempt,
+        "trial": case_run.trial,
         "instructions": mask.text(text),
         "inputs": mask.json(visible_case(inputs.case).get("inputs") or []),
         "workspace_files": [{"path": path, "bytes": len(data)} for path, data in sorted(files.items())],

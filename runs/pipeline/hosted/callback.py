@@ -159,7 +159,8 @@ def _budget_check(case_run: CaseRun, size: int) -> None:
                 f"The hosted agents' {scope_name} budget of {limit} bytes is spent ({used} used, this message {size}); "
                 f"post smaller events, or ask the operator to raise {setting}."
             )
-            raise CallbackRefused(429, "event_budget_exceeded", message)
+            # 413, not 429: waiting does not make room, so an agent that retries 429s must not loop on it.
+            raise CallbackRefused(413, "quota_exceeded", message)
     CaseRun.objects.filter(pk=case_run.pk).update(hosted_bytes=F("hosted_bytes") + size)
 
 
@@ -169,7 +170,7 @@ def hosted_event_record(*, scope: TokenScope, case_run_id: int, message: dict[st
 
     Raises CallbackRefused: 401 (token for another case), 410 (case finished, cancelled or
     re-attempted), 409 (event id already recorded, or a second final answer), 429 (too many
-    events, or a byte budget spent: ``size`` is the message's size in bytes).
+    events), 413 (a byte budget spent: ``size`` is the message's size in bytes).
     """
     LaneRow(scope.lane_id).lock()  # one writer per lane: the open check and the write can't interleave
     case_run = _open_case(scope, case_run_id)

@@ -42,6 +42,8 @@ CASE_SCHEMA: dict[str, JSON] = {
         "lane_id": {"type": "integer"},
         "case_key": {"type": "string"},
         "attempt": {"type": "integer", "minimum": 1},
+        "trial": {"type": "integer", "minimum": 1,
+                  "description": "Which trial of the case in its lane (1, 2, …) when the run repeats its cases; a retry keeps it."},
         "instructions": {"type": "string", "description": "The challenge's instructions (the task)."},
         "inputs": {"description": "The case's inputs as the pack declares them (a list of {key, kind, value…} or an object)."},
         "workspace_files": {

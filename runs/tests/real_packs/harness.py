@@ -87,6 +87,11 @@ class PackAgents:
         return yaml.safe_load(self.pack_path.read_text())
 
     @property
+    def mode(self) -> str:
+        """The pack's execution mode: its racing deployments' runtime profiles run it."""
+        return str((self.pack.get("version") or {}).get("execution_mode") or "native").strip() or "native"
+
+    @property
     def security(self) -> dict[str, Any] | None:
         """The pack's ``security`` block, for packs that have one."""
         return self.pack.get("security") or None
@@ -105,11 +110,22 @@ def all_pack_agents() -> list[PackAgents]:
 
 
 def _deployment(
-    workspace: Any, *, name: str, model: str, config: dict[str, Any], system_prompt: str = "", max_iterations: int = 20
+    workspace: Any,
+    *,
+    name: str,
+    model: str,
+    config: dict[str, Any],
+    system_prompt: str = "",
+    max_iterations: int = 20,
+    execution_target: str = "native",
 ) -> AgentDeployment:
+    """A scripted deployment; a racing one's runtime profile runs its pack's mode (run creation
+    refuses any other), judges and simulators keep the native default (their mode is not checked)."""
     n = next(_names)
     account = ProviderAccount.objects.create(workspace=workspace, name=f"scripted-{n}", provider_key="scripted")
-    profile = RuntimeProfile.objects.create(workspace=workspace, name=f"profile-{n}", max_iterations=max_iterations)
+    profile = RuntimeProfile.objects.create(
+        workspace=workspace, name=f"profile-{n}", max_iterations=max_iterations, execution_target=execution_target
+    )
     return AgentDeployment.objects.create(
         workspace=workspace,
         name=name,
@@ -130,6 +146,7 @@ def agent_deployment(workspace: Any, spec: PackAgents, role: str) -> AgentDeploy
         config={"script": agent["script"]},
         system_prompt=agent.get("system_prompt") or "",
         max_iterations=int(agent.get("max_iterations") or 20),
+        execution_target=spec.mode,
     )
 
 

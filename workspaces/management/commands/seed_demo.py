@@ -12,9 +12,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--url", default=os.environ.get("AGENTCLASH_URL", "http://127.0.0.1:8000/"))
+        parser.add_argument("--no-runs", action="store_true", help="seed the data only, start no demo run")
 
-    def handle(self, *args, url: str, **options) -> None:
-        result = demo_seed()
+    def handle(self, *args, url: str, no_runs: bool = False, **options) -> None:
+        result = demo_seed(with_runs=not no_runs)
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS("AgentClash is ready."))
         self.stdout.write(f"  URL:      {url}")

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('packs', '0002_packversion_warnings'),
-        ('runs', '0014_case_run_hosted_bytes'),
+        ('runs', '0017_merge_trials_and_usage'),
         ('workspaces', '0002_infrastructure_moves_out'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspaces', '0002_infrastructure_moves_out'),
+        ('workspaces', '0003_h27a_idempotent_request'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

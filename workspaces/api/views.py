@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -181,6 +181,8 @@ class TokenOutputSerializer(serializers.Serializer):
 
 
 class TokenListApi(APIView):
+    pagination_class = Pagination
+
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
         scope = serializers.ChoiceField(choices=TokenScope.choices, default=TokenScope.ADMIN)
@@ -199,7 +201,7 @@ class TokenListApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={201: CreatedOutputSerializer},
+        responses={201: CreatedOutputSerializer, 404: OpenApiResponse(description="No workspace of yours has this slug.")},
         summary="Create an API token, optionally limited to one workspace and a scope (read, run, admin)",
     )
     def post(self, request: Request) -> Response:
@@ -288,7 +290,7 @@ class InvitationAcceptApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={201: WorkspaceOutputSerializer},
+        responses={201: WorkspaceOutputSerializer, 404: OpenApiResponse(description="No invitation has this token.")},
         summary="Accept an invitation as the signed-in user (whose email it was sent to)",
     )
     def post(self, request: Request) -> Response:

@@ -1,7 +1,8 @@
 """Our kombu transports: the embedded filesystem broker's atomic message files, and Redis without
 a new client object per command.
 
-**Filesystem.** Kombu's own ``_put`` opens the final ``<time>_<uuid>.<queue>.msg`` name and then
+**Filesystem.** A message's file name starts with its priority (0 to 9), so consumers, which take
+files in name order, take a lower priority first (fair scheduling: docs/operations.md). Kombu's own ``_put`` opens the final ``<time>_<uuid>.<queue>.msg`` name and then
 writes into it, while a consumer's ``_get`` lists the folder, moves any matching file away and
 reads it. A consumer polling at the same moment (two workers on one queue, or the short poll
 interval) can take a file that is still empty or half written and die on ``JSONDecodeError``.
@@ -38,11 +39,13 @@ _sequence = itertools.count()
 
 class Channel(filesystem.Channel):
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem._put takes **kwargs too
-        # Consumers take files in name order: the clock in ns (and this process's own count for
-        # two puts within one tick) keeps messages in publish order, as kombu's own millisecond
-        # prefix did not (a run's first cases, published within one millisecond, came out in uuid
-        # order, so one lane could take every worker slot first).
-        name = f"{monotonic_ns():020d}_{next(_sequence):010d}_{uuid.uuid4()}.{queue}.msg"
+        # Consumers take files in name order: the message's priority first (0 before 9, as on
+        # Redis: runs/queue.py), then the clock in ns (and this process's own count for two puts
+        # within one tick) keeps messages in publish order, as kombu's own millisecond prefix did
+        # not (a run's first cases, published within one millisecond, came out in uuid order, so
+        # one lane could take every worker slot first).
+        priority = self._get_message_priority(payload, reverse=False)
+        name = f"{priority}{monotonic_ns():020d}_{next(_sequence):010d}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = os.path.join(self.data_folder_out, f"partial-{uuid.uuid4().hex}")  # matches no queue
         try:
@@ -55,6 +58,16 @@ class Channel(filesystem.Channel):
             except OSError:
                 pass
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+    def waiting_ahead(self, queue: str, priority: int) -> bool:
+        """Whether a message of a lower priority number than ``priority`` waits in ``queue`` (a
+        chain of cases yields to it: runs/tasks.py); one listing of the folder."""
+        suffix = f".{queue}.msg"
+        try:
+            names = os.listdir(self.data_folder_in)
+        except OSError:
+            return False
+        return any(name[:1].isdigit() and int(name[0]) < priority and name.endswith(suffix) for name in names)
 
 
 class Transport(filesystem.Transport):
@@ -72,6 +85,17 @@ class RedisChannel(kombu_redis.Channel):
         if shared is None or shared.connection_pool is not pool:
             shared = self._shared_client = self._create_client()
         return nullcontext(shared)
+
+    def waiting_ahead(self, queue: str, priority: int) -> bool:
+        """Whether a message of a lower priority number than ``priority`` waits in ``queue``: one
+        ``LLEN`` per priority list ahead of it (kombu keeps one list per priority step)."""
+        keys = {self._q_for_pri(queue, step) for step in self.priority_steps if step < priority}
+        if not keys:
+            return False
+        with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.llen(key)
+            return any(int(length or 0) for length in pipe.execute())
 
     def _disconnect_pools(self) -> None:
         self._shared_client = None

@@ -69,6 +69,7 @@ class LaneState:
     lane_status: str
     run_status: str
     max_in_flight: int
+    workspace_id: int = 0
 
 
 class LaneRow:
@@ -82,19 +83,22 @@ class LaneRow:
     @staticmethod
     def _state_columns() -> str:
         limit = _LIMIT_SQL.get(connection.vendor)
-        return "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+        return (
+            "status, (SELECT status FROM runs_run WHERE runs_run.id = runs_runagent.run_id), "
+            "(SELECT workspace_id FROM runs_run WHERE runs_run.id = runs_runagent.run_id)" + (f", {limit}" if limit else "")
+        )
 
     def _state(self, row: tuple[Any, ...]) -> LaneState:
-        if len(row) < 3:  # another database: read the snapshot
+        if len(row) < 4:  # another database: read the snapshot
             lane = Lane.objects.only("snapshot").filter(pk=self.lane_id).first()
             value = lane.runtime_profile_snapshot.get("max_in_flight_cases") if lane else None
         else:
-            value = row[2]
+            value = row[3]
         try:
             limit = int(value or DEFAULT_MAX_IN_FLIGHT)
         except (TypeError, ValueError):
             limit = DEFAULT_MAX_IN_FLIGHT
-        return LaneState(lane_status=row[0], run_status=row[1], max_in_flight=limit)
+        return LaneState(lane_status=row[0], run_status=row[1], max_in_flight=limit, workspace_id=int(row[2] or 0))
 
     def lock(self) -> None:
         """Lock the row for the rest of the transaction (a no-op write)."""

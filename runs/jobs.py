@@ -86,4 +86,11 @@ class RunReap(Job):
     task_name: ClassVar[str] = "runs.run_reap"
 
 
-JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunRoundAdvance, RunReap)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunRedispatch(Job):
+    """Send again what a broker restart or a crash between commit and publish lost (celery beat)."""
+
+    task_name: ClassVar[str] = "runs.run_redispatch"
+
+
+JOBS: tuple[type[Job], ...] = (RunStart, CaseRunExecute, CaseRunFinalize, CaseRunDeadline, RunRoundAdvance, RunReap, RunRedispatch)

@@ -95,11 +95,26 @@ def _run_close(run_id: int, to: str, reason: str) -> None:
     Cases still running stop at their next cancel check and finish on their own; a lane or run
     already terminal is left as it is (a late case never moves it again).
     """
+    run_lanes_close(run_id=run_id, to=to, reason=reason)
+    Run.objects.filter(pk=run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.SKIPPED)
+
+
+def run_lanes_close(*, run_id: int, to: str, reason: str = "") -> int:
+    """End every open lane of a run that ended early (``to``: cancelled or failed), whatever phase
+    it is in: a lane moved by a worker meanwhile (``queued → ready → executing`` at the start) is
+    read again and ended from its new state. Returns how many it ended."""
     lane_to = LaneStatus.CANCELLED if to == RunStatus.CANCELLED else LaneStatus.FAILED
     why = "the run was cancelled" if to == RunStatus.CANCELLED else f"the run failed: {reason}"
-    for lane_id, status in Lane.objects.filter(run_id=run_id).exclude(status__in=list(LANE_TERMINAL)).values_list("pk", "status"):
-        lane_transition(lane_id=lane_id, to=lane_to, expected=status, reason=why)
-    Run.objects.filter(pk=run_id, score_status=ScoreStatus.PENDING).update(score_status=ScoreStatus.SKIPPED)
+    closed = 0
+    for lane_id in Lane.objects.filter(run_id=run_id).exclude(status__in=list(LANE_TERMINAL)).values_list("pk", flat=True):
+        for _ in range(len(LANE_TRANSITIONS)):  # each lost race means the lane moved one state on: bounded
+            status = Lane.objects.filter(pk=lane_id).values_list("status", flat=True).first()
+            if status is None or status in LANE_TERMINAL:
+                break
+            if lane_transition(lane_id=lane_id, to=lane_to, expected=status, reason=why):
+                closed += 1
+                break
+    return closed
 
 
 def lane_transition(*, lane_id: int, to: str, reason: str = "", expected: str | None = None) -> bool:

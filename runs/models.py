@@ -167,6 +167,8 @@ class Run(models.Model):
                 name="run_max_repeats_with_auto",
             ),
         ]
+        # The dispatcher's question: the workspace's running runs (runs/pipeline/advance.py, fair scheduling).
+        indexes = [models.Index(fields=["workspace"], name="run_running_ws", condition=models.Q(status="running"))]
 
     def __str__(self) -> str:
         return self.name

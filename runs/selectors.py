@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, TypedDict, cast
 
+from django.db import connection, transaction
 from django.db.models import (
     Avg,
     Count,
@@ -273,9 +274,35 @@ def case_run_list(*, run: Run, lane_id: Any = None, trial: Any = None) -> QueryS
     return cases
 
 
+def run_events_horizon(*, run_id: int) -> int | None:
+    """The highest event id below which every event of the run that will ever exist is already
+    committed (None: no limit), so a reader that advances its cursor to the last id it read never
+    skips an event that commits later (docs/runs.md "Reading events").
+
+    An event's id is taken when it is inserted, before its transaction commits: two lanes
+    committing concurrently can make a lower id visible after a higher one was read. Every event
+    is inserted under its lane row's lock, taken before its id (runs/events.py ``LaneRow``). So on
+    PostgreSQL the horizon is the id sequence's last value read first, then a ``FOR SHARE`` on the
+    run's lane rows, which waits for every writer that took an id up to it to commit. SQLite
+    commits one writer at a time, in id order: no horizon is needed there.
+    """
+    if connection.vendor != "postgresql":
+        return None
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence('runs_runevent', 'id')::regclass)")
+        horizon = cursor.fetchone()[0]
+        cursor.execute("SELECT 1 FROM runs_runagent WHERE run_id = %s FOR SHARE", [run_id])
+        cursor.fetchall()
+    return int(horizon or 0)
+
+
 def run_events_after(*, run: Run, after: Any = None, limit: int = 100, case_run: CaseRun | None = None) -> list[RunEvent]:
-    """Events of the run (or one case) with id greater than ``after``, oldest first, payloads hydrated."""
+    """Events of the run (or one case) with id greater than ``after``, oldest first, payloads hydrated;
+    only up to the run's commit horizon (:func:`run_events_horizon`): none is ever skipped."""
     events = RunEvent.objects.filter(run=run)
+    horizon = run_events_horizon(run_id=run.pk)
+    if horizon is not None:
+        events = events.filter(id__lte=horizon)
     if case_run is not None:
         events = events.filter(case_run=case_run)
     try:
@@ -290,8 +317,12 @@ def run_events_after(*, run: Run, after: Any = None, limit: int = 100, case_run:
 
 
 def run_events_latest(*, run: Run, after: Any = None, limit: int = 15) -> list[RunEvent]:
-    """The newest events (at most ``limit``) after ``after``, oldest first: the live ticker."""
+    """The newest events (at most ``limit``) after ``after``, oldest first: the live ticker (up to
+    the run's commit horizon, like :func:`run_events_after`)."""
     events = RunEvent.objects.filter(run=run).select_related("lane")
+    horizon = run_events_horizon(run_id=run.pk)
+    if horizon is not None:
+        events = events.filter(id__lte=horizon)
     try:
         if after not in (None, ""):
             events = events.filter(id__gt=int(after))

@@ -12,13 +12,13 @@ import logging
 import time
 
 from celery import shared_task
-from celery.signals import worker_process_shutdown, worker_ready
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import connections
 
 from engine.sandbox import SandboxSettings, close_warm_sandboxes, native, reap_stale_sandboxes
 from runs import pipeline, queue, services
-from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunRoundAdvance, RunStart
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunReap, RunRedispatch, RunRoundAdvance, RunStart
 from runs.pipeline.hosted.finish import hosted_case_deadline
 
 IDEMPOTENT = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
@@ -65,8 +65,8 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
             try:
                 pipeline.case_run_execute(case_run_id=case_run_id, retry_of=retry_of, stale_seconds=stale_seconds, score_inline=True)
                 for _ in range(max(1, settings.RUNS_CASE_CHAIN) - 1):
-                    if not kept or time.monotonic() > deadline:
-                        break
+                    if not kept or time.monotonic() > deadline or queue.waiting_ahead():
+                        break  # (fair scheduling: another workspace's earlier-priority message waits)
                     next_id = kept.pop()
                     try:
                         pipeline.case_run_execute(case_run_id=next_id, score_inline=True)
@@ -76,8 +76,8 @@ def case_run_execute(case_run_id: int, retry_of: int | None = None, stale_second
             finally:
                 left = list(kept)
     finally:
-        for next_id in left:
-            queue.enqueue(CaseRunExecute(case_run_id=next_id))
+        for next_id in left:  # at the priority its dispatch gave it: not ahead of other workspaces' cases
+            queue.enqueue(CaseRunExecute(case_run_id=next_id), priority=queue.kept_priority())
 
 
 @shared_task(name=CaseRunFinalize.task_name, **IDEMPOTENT)
@@ -106,10 +106,29 @@ def run_reap() -> None:
     services.run_reap()
 
 
+@shared_task(name=RunRedispatch.task_name, **IDEMPOTENT)
+def run_redispatch() -> None:
+    db_fresh()
+    services.run_redispatch()
+
+
 @worker_ready.connect
 def sandboxes_reap_stale(**_: object) -> None:
     """A starting worker removes the sandboxes (workspace, mounts, cgroups) of dead workers on this host."""
     reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+
+
+@worker_process_init.connect
+def sandboxes_reap_dead_sibling(**_: object) -> None:
+    """A pool process that starts removes the sandboxes of dead processes on this host at once:
+    the pool replaces a process that was killed (out of memory, a time limit, ``kill -9``) right
+    away, so the killed one's workspaces, tmpfs mounts and cgroups go within a second, not at the
+    worker's next restart (docs/operations.md "Nothing lost, nothing stuck"). A live sibling's
+    sandboxes are left alone (their owner record names a live process)."""
+    try:
+        reap_stale_sandboxes(str(settings.SANDBOX_ROOT), cgroup_parent=SandboxSettings.from_settings(settings).cgroup_parent)
+    except Exception:  # a sibling reaping the same leftovers at the same moment: theirs to finish
+        log.warning("reaping dead pool processes' sandboxes failed", exc_info=True)
 
 
 @worker_ready.connect

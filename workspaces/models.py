@@ -51,10 +51,28 @@ class WorkspaceMembership(models.Model):
         return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(minimum)]
 
 
+class TokenScope(models.TextChoices):
+    """What an API token may do, on top of its user's role (docs/operations.md "API tokens"):
+    ``read`` reads only; ``run`` also starts runs and evaluates gates; ``admin`` does whatever the
+    user's role allows (every token made before scopes existed)."""
+
+    READ = "read", "Read"
+    RUN = "run", "Read and run (start runs, gate)"
+    ADMIN = "admin", "Full (whatever your role allows)"
+
+
+SCOPE_RANK = {TokenScope.READ: 0, TokenScope.RUN: 1, TokenScope.ADMIN: 2}
+
+
 class ApiToken(models.Model):
-    """A personal API token. Only the SHA-256 of the token is stored; it is shown once."""
+    """A personal API token. Only the SHA-256 of the token is stored; it is shown once.
+
+    ``workspace``: the one workspace it works in (None: every workspace of its user); ``scope``:
+    what it may do there (:class:`TokenScope`)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.ADMIN)
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=16, editable=False, help_text="First characters, to recognise the token.")
@@ -78,6 +96,38 @@ class ApiToken(models.Model):
         if self.revoked_at is not None:
             return False
         return self.expires_at is None or self.expires_at > timezone.now()
+
+
+class Invitation(models.Model):
+    """An invitation to join a workspace: single-use, expiring; only the SHA-256 of its token is
+    stored (the token is shown once, to the admin who made it). Accepted by a signed-in user whose
+    email is ``email``."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=models.Q(role__in=Role.values), name="invitation_role_valid")]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.workspace} ({self.role})"
+
+    @property
+    def status(self) -> str:
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= timezone.now() else "pending"
 
 
 class AuditEvent(models.Model):

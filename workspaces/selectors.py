@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from workspaces.models import ApiToken, WorkspaceMembership
+from workspaces.models import ApiToken, Invitation, WorkspaceMembership
 
 
 def memberships_for_user(*, user: Any) -> QuerySet[WorkspaceMembership]:
@@ -18,4 +18,8 @@ def members_of(*, workspace: Any) -> QuerySet[WorkspaceMembership]:
 
 
 def api_tokens_for_user(*, user: Any) -> QuerySet[ApiToken]:
-    return ApiToken.objects.filter(user=user).order_by("-created_at")
+    return ApiToken.objects.filter(user=user).select_related("workspace").order_by("-created_at")
+
+
+def invitations_of(*, workspace: Any) -> QuerySet[Invitation]:
+    return Invitation.objects.filter(workspace=workspace).select_related("invited_by", "accepted_by")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -12,9 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actors import actor_or_none
-from core.errors import DomainError, full_clean
+from core.errors import Conflict, DomainError, Forbidden, NotFound, full_clean
 from core.writes import insert_or_conflict
-from workspaces.models import ApiToken, AuditEvent, Role, Workspace, WorkspaceMembership
+from workspaces.models import SCOPE_RANK, ApiToken, AuditEvent, Invitation, Role, TokenScope, Workspace, WorkspaceMembership
 
 User = get_user_model()
 
@@ -155,15 +155,38 @@ def user_get_or_create(*, username: str, email: str = "") -> tuple[Any, str | No
     return user, password
 
 
-def api_token_create(*, user: Any, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:
-    """Create a token and return it with its raw value, which is never stored and shown once."""
+def api_token_create(
+    *,
+    user: Any,
+    name: str,
+    expires_at: datetime | None = None,
+    workspace: Workspace | None = None,
+    scope: str = TokenScope.ADMIN,
+    creator: ApiToken | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never stored and shown once.
+
+    ``workspace``: limit it to that workspace (the user must be a member); ``scope``: read, run or
+    admin (docs/operations.md "API tokens"). ``creator``: the token that asks (an API call), whose
+    own limits the new one cannot exceed; None for a signed-in user."""
     name = (name or "").strip() or "API token"
     if len(name) > 100:
         raise DomainError("Name must be at most 100 characters.", field="name")
     if expires_at is not None and expires_at <= timezone.now():
         raise DomainError("Expiry must be in the future.", field="expires_at")
+    if scope not in TokenScope.values:
+        raise DomainError(f"Scope must be one of {', '.join(TokenScope.values)}.", field="scope")
+    if workspace is not None and not WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
+        raise DomainError("You are not a member of that workspace: a token can only be limited to one of yours.", field="workspace")
+    if creator is not None:
+        if SCOPE_RANK[TokenScope(scope)] > SCOPE_RANK[TokenScope(creator.scope)]:
+            raise Forbidden(f"This token's scope is {creator.scope}: it cannot make a token with a wider one ({scope}).", field="scope")
+        if creator.workspace_id is not None and (workspace is None or workspace.pk != creator.workspace_id):
+            raise Forbidden("This token is limited to one workspace: a token it makes must be limited to the same one.", field="workspace")
     raw = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, token_hash=ApiToken.hash(raw), prefix=raw[:10], expires_at=expires_at)
+    token = ApiToken.objects.create(
+        user=user, name=name, token_hash=ApiToken.hash(raw), prefix=raw[:10], expires_at=expires_at, workspace=workspace, scope=scope
+    )
     return token, raw
 
 
@@ -172,3 +195,81 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     return token
+
+
+# -- invitations -----------------------------------------------------------------------------
+
+INVITATION_DAYS = 7
+INVITATION_PREFIX = "aci_"
+
+
+@transaction.atomic
+def invitation_create(*, workspace: Workspace, email: str, role: str, actor: Any, days: int = INVITATION_DAYS) -> tuple[Invitation, str]:
+    """Invite ``email`` to the workspace with ``role``; returns the invitation and its token, shown
+    once (only its hash is kept). The invited user accepts it signed in with that email."""
+    email = (email or "").strip().lower()
+    if role not in Role.values:
+        raise DomainError(f"Role must be one of {', '.join(Role.values)}.", field="role")
+    if not 1 <= days <= 30:
+        raise DomainError("An invitation lasts 1 to 30 days.", field="days")
+    if WorkspaceMembership.objects.filter(workspace=workspace, user__email__iexact=email).exists():
+        raise Conflict(f"{email} is already a member of this workspace.", field="email", code="already_member")
+    raw = INVITATION_PREFIX + secrets.token_urlsafe(32)
+    invitation = Invitation(
+        workspace=workspace,
+        email=email,
+        role=role,
+        token_hash=ApiToken.hash(raw),
+        invited_by=actor_or_none(actor),
+        expires_at=timezone.now() + timedelta(days=days),
+    )
+    full_clean(invitation, exclude=["token_hash"])
+    invitation.save()
+    audit_record(workspace=workspace, actor=actor, action="member.invited", target=email, metadata={"role": role})
+    return invitation, raw
+
+
+def invitation_revoke(*, invitation: Invitation, actor: Any) -> Invitation:
+    if Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        audit_record(workspace=invitation.workspace, actor=actor, action="invitation.revoked", target=invitation.email)
+    invitation.refresh_from_db()
+    return invitation
+
+
+def invitation_find(*, token: str) -> Invitation:
+    """The invitation of ``token`` (any state), or a 404 that says nothing more."""
+    invitation = Invitation.objects.select_related("workspace").filter(token_hash=ApiToken.hash((token or "").strip())).first()
+    if invitation is None:
+        raise NotFound("No invitation has this token: check the link you were sent.", field="token", code="invitation_not_found")
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, user: Any) -> WorkspaceMembership:
+    """Join the invitation's workspace as ``user``, who must be signed in with the invited email.
+    Single use: of two accepts at once, one wins (a compare-and-set on ``accepted_at``)."""
+    invitation = invitation_find(token=token)
+    if invitation.status != "pending":
+        raise Conflict(f"This invitation is {invitation.status}: ask an admin of the workspace for a new one.", field="token",
+                       code=f"invitation_{invitation.status}")  # fmt: skip
+    if not user.email or user.email.strip().lower() != invitation.email:
+        raise Forbidden(
+            "This invitation is for another email address: sign in as the user it was sent to (or set your email to it).",
+            field="token",
+            code="invitation_email_mismatch",
+        )
+    if WorkspaceMembership.objects.filter(workspace=invitation.workspace, user=user).exists():
+        raise Conflict("You are already a member of this workspace.", field="token", code="already_member")
+    now = timezone.now()
+    claimed = Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now).update(
+        accepted_at=now, accepted_by=user
+    )
+    if not claimed:
+        raise Conflict(
+            "This invitation was just used: ask an admin of the workspace for a new one.", field="token", code="invitation_accepted"
+        )
+    membership = WorkspaceMembership.objects.create(workspace=invitation.workspace, user=user, role=invitation.role)
+    audit_record(
+        workspace=invitation.workspace, actor=user, action="member.joined", target=user.username, metadata={"role": invitation.role}
+    )
+    return membership

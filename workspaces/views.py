@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,8 +19,8 @@ from core.errors import DomainError
 from core.forms import form_add_domain_error
 from workspaces import selectors, services
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
-from workspaces.forms import ApiTokenCreateForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
-from workspaces.models import ApiToken, Role, WorkspaceMembership
+from workspaces.forms import ApiTokenCreateForm, InvitationForm, MemberAddForm, MemberRoleForm, WorkspaceCreateForm
+from workspaces.models import ApiToken, Role, TokenScope, WorkspaceMembership
 
 
 @login_required
@@ -53,11 +55,35 @@ def dashboard(request: WorkspaceRequest) -> HttpResponse:
 
 @workspace_view()
 def members(request: WorkspaceRequest) -> HttpResponse:
-    return render(
-        request,
-        "workspaces/members.html",
-        {"memberships": selectors.members_of(workspace=request.workspace), "add_form": MemberAddForm(), "roles": Role.choices},
-    )
+    context = {"memberships": selectors.members_of(workspace=request.workspace), "add_form": MemberAddForm(), "roles": Role.choices}
+    if request.membership.has_role(Role.ADMIN):
+        context["invite_form"] = InvitationForm()
+        context["invitations"] = selectors.invitations_of(workspace=request.workspace)[:20]
+        context["new_invitation"] = request.session.pop(NEW_INVITATION_SESSION_KEY, None)
+    return render(request, "workspaces/members.html", context)
+
+
+# The new invitation's link waits in the session for the one page view after the redirect.
+NEW_INVITATION_SESSION_KEY = "invitation_shown_once"
+
+
+@workspace_view(role=Role.ADMIN)
+@require_POST
+def member_invite(request: WorkspaceRequest) -> HttpResponse:
+    """Invite someone by email: the link (with its single-use token) is shown once, on the members page."""
+    form = InvitationForm(request.POST)
+    if form.is_valid():
+        try:
+            invitation, raw = services.invitation_create(workspace=request.workspace, actor=request.user, **form.cleaned_data)
+        except DomainError as error:
+            messages.error(request, error.message)
+        else:
+            link = request.build_absolute_uri(reverse("workspaces:invitation_accept") + "?" + urlencode({"token": raw}))
+            request.session[NEW_INVITATION_SESSION_KEY] = {"email": invitation.email, "link": link}
+    else:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(str(error) for error in errors)}")
+    return redirect("workspaces:members", workspace_slug=request.workspace.slug)
 
 
 @workspace_view(role=Role.ADMIN)
@@ -131,13 +157,25 @@ NEW_TOKEN_SESSION_KEY = "api_token_shown_once"
 @require_http_methods(["GET", "POST"])
 @never_cache
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    form = ApiTokenCreateForm(request.POST or None)
+    memberships = list(selectors.memberships_for_user(user=request.user))
+    form = ApiTokenCreateForm(request.POST or None, workspaces=[(m.workspace.slug, m.workspace.name) for m in memberships])
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data.get("expires_in_days")
         expires_at = timezone.now() + timedelta(days=days) if days else None
-        token, value = services.api_token_create(user=request.user, name=form.cleaned_data["name"], expires_at=expires_at)
-        request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "value": value}
-        return redirect("workspaces:api_tokens")
+        workspace = next((m.workspace for m in memberships if m.workspace.slug == form.cleaned_data.get("workspace")), None)
+        try:
+            token, value = services.api_token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                expires_at=expires_at,
+                workspace=workspace,
+                scope=form.cleaned_data.get("scope") or TokenScope.ADMIN,
+            )
+        except DomainError as exc:
+            form_add_domain_error(form, exc)
+        else:
+            request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "value": value}
+            return redirect("workspaces:api_tokens")
     new_token = request.session.pop(NEW_TOKEN_SESSION_KEY, None) if request.method == "GET" else None
     return render(
         request,
@@ -179,3 +217,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
     body["broker"] = "ok" if ok else f"error: {detail}"
     status = 200 if all(value == "ok" for value in body.values()) else 503
     return JsonResponse(body, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@never_cache
+def invitation_accept(request: HttpRequest) -> HttpResponse:
+    """The link an invited person follows: who invites them where, and a button to join (signed in
+    with the invited email; the login page brings them back here)."""
+    token = (request.POST.get("token") if request.method == "POST" else request.GET.get("token")) or ""
+    error = ""
+    invitation = None
+    try:
+        invitation = services.invitation_find(token=token)
+        if request.method == "POST":
+            membership = services.invitation_accept(token=token, user=request.user)
+            messages.success(request, f"You joined “{membership.workspace.name}” as {membership.role}.")
+            return redirect("workspaces:dashboard", workspace_slug=membership.workspace.slug)
+    except DomainError as exc:
+        error = exc.message
+    return render(request, "workspaces/invitation_accept.html", {"invitation": invitation, "token": token, "error": error})

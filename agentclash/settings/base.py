@@ -219,7 +219,8 @@ REST_FRAMEWORK = {
         "workspaces.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # TokenLimits: what an API token's workspace and scope allow (docs/operations.md "API tokens").
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "workspaces.permissions.TokenLimits"],
     "DEFAULT_PAGINATION_CLASS": "core.api.Pagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.api.exception_handler",
@@ -322,9 +323,31 @@ if CELERY_WORKER_MAX_MEMORY_PER_CHILD < 0:
 RUNS_CASE_CHAIN = env.int("RUNS_CASE_CHAIN", default=16)
 if RUNS_CASE_CHAIN < 1:
     raise ImproperlyConfigured("RUNS_CASE_CHAIN must be 1 (no chaining) or more.")
+# Fair scheduling (docs/operations.md "Fair scheduling"): a lane never has more than
+# RUNS_MAX_IN_FLIGHT_CEILING cases dispatched and unfinished, whatever its runtime profile's
+# max_in_flight_cases says; a workspace never more than RUNS_WORKSPACE_MAX_IN_FLIGHT across all its
+# running runs (0 = no workspace cap), shared among its lanes least-served first; and a case is
+# published at a broker priority that falls as its workspace's in-flight count grows, so a
+# workspace that starts its first case goes ahead of one that already has many waiting.
+RUNS_MAX_IN_FLIGHT_CEILING = env.int("RUNS_MAX_IN_FLIGHT_CEILING", default=64)
+if RUNS_MAX_IN_FLIGHT_CEILING < 1:
+    raise ImproperlyConfigured("RUNS_MAX_IN_FLIGHT_CEILING must be 1 or more.")
+RUNS_WORKSPACE_MAX_IN_FLIGHT = env.int("RUNS_WORKSPACE_MAX_IN_FLIGHT", default=32)
+if RUNS_WORKSPACE_MAX_IN_FLIGHT < 0:
+    raise ImproperlyConfigured("RUNS_WORKSPACE_MAX_IN_FLIGHT must be 0 (no cap) or more.")
+# Nothing lost (docs/operations.md "Nothing lost, nothing stuck"): every RUNS_REDISPATCH_EVERY_SECONDS
+# beat sends again the start of a run still queued, and the message of a case dispatched but not
+# claimed, RUNS_REDISPATCH_AFTER_SECONDS after the last send (a message lost with a broker restart,
+# or never published: the web process died between its commit and the publish). A message that
+# was not lost makes its copy a no-op (every claim is a compare-and-set).
+RUNS_REDISPATCH_AFTER_SECONDS = env.float("RUNS_REDISPATCH_AFTER_SECONDS", default=15.0)
+RUNS_REDISPATCH_EVERY_SECONDS = env.float("RUNS_REDISPATCH_EVERY_SECONDS", default=5.0)
+if RUNS_REDISPATCH_AFTER_SECONDS <= 0 or RUNS_REDISPATCH_EVERY_SECONDS <= 0:
+    raise ImproperlyConfigured("RUNS_REDISPATCH_AFTER_SECONDS and RUNS_REDISPATCH_EVERY_SECONDS must be positive.")
 CELERY_BEAT_SCHEDULE: dict = {
     # Fails runs stuck in queued/provisioning for 15 min and re-queues cases whose worker died.
     "runs-reaper": {"task": "runs.run_reap", "schedule": 60.0},
+    "runs-redispatch": {"task": "runs.run_redispatch", "schedule": RUNS_REDISPATCH_EVERY_SECONDS},
 }
 
 # --- AgentClash ---------------------------------------------------------------------------

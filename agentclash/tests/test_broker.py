@@ -54,3 +54,26 @@ def test_messages_published_within_one_millisecond_come_out_in_publish_order(cha
     for number in range(50):  # well within a millisecond or two: the old prefix tied them all
         producer._put("runs", {"body": str(number), "headers": {}})
     assert [consumer._get("runs")["body"] for _ in range(50)] == [str(n) for n in range(50)]
+
+
+def test_a_lower_priority_number_comes_out_first_then_publish_order(channels):
+    """Fair scheduling (docs/operations.md): a busy workspace's cases go out at priority 6 or 9, a
+    new one's at 0; the consumer takes the 0 first, whatever was published before it."""
+    producer, consumer = channels
+    for number in range(3):
+        producer._put("runs", {"body": f"busy {number}", "headers": {}, "properties": {"priority": 6}})
+    producer._put("runs", {"body": "new", "headers": {}, "properties": {"priority": 0}})
+    producer._put("runs", {"body": "plain", "headers": {}})  # no priority: 0, after the one before it
+    bodies = [consumer._get("runs")["body"] for _ in range(5)]
+    assert bodies == ["new", "plain", "busy 0", "busy 1", "busy 2"]
+
+
+def test_a_chain_sees_a_message_waiting_ahead_of_its_kept_case(channels):
+    producer, consumer = channels
+    producer._put("runs", {"body": "busy", "headers": {}, "properties": {"priority": 6}})
+    assert not consumer.waiting_ahead("runs", 6)  # same priority: the chain may go on
+    producer._put("runs", {"body": "new", "headers": {}, "properties": {"priority": 0}})
+    assert consumer.waiting_ahead("runs", 6) and not consumer.waiting_ahead("runs", 0)
+    assert not consumer.waiting_ahead("other", 6)  # another queue's messages are not this worker's
+    assert consumer._get("runs")["body"] == "new"
+    assert not consumer.waiting_ahead("runs", 6)

@@ -92,3 +92,21 @@ def test_a_consumed_message_is_acked_and_a_rejected_one_requeued(channel, queue_
         with pytest.raises(simple.Empty):
             simple.get(timeout=0.2)
         simple.close()
+
+
+def test_a_lower_priority_number_comes_out_first_on_redis_too(channel, queue_name):
+    """The same order as the filesystem broker's (fair scheduling, docs/operations.md)."""
+    for number in range(3):
+        channel._put(queue_name, {"body": f"busy {number}", "headers": {}, "properties": {"priority": 6}})
+    channel._put(queue_name, {"body": "new", "headers": {}, "properties": {"priority": 0}})
+    bodies = [channel._get(queue_name)["body"] for _ in range(4)]
+    assert bodies == ["new", "busy 0", "busy 1", "busy 2"]
+
+
+def test_a_chain_sees_a_message_waiting_ahead_of_its_kept_case_on_redis(channel, queue_name):
+    channel._put(queue_name, {"body": "busy", "headers": {}, "properties": {"priority": 6}})
+    assert not channel.waiting_ahead(queue_name, 6)
+    channel._put(queue_name, {"body": "new", "headers": {}, "properties": {"priority": 0}})
+    assert channel.waiting_ahead(queue_name, 6) and not channel.waiting_ahead(queue_name, 0)
+    assert channel._get(queue_name)["body"] == "new"
+    assert not channel.waiting_ahead(queue_name, 6)

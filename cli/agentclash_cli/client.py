@@ -65,6 +65,24 @@ class Config:
             raise CliError(f"AGENTCLASH_URL must start with http:// or https:// (got {self.url!r})")
 
 
+# A web server restarting (a deploy, a crash) refuses connections or drops them for a few seconds:
+# the CLI waits it out, 0.5 s then doubling up to 8 s between tries, at most 60 s in all per request,
+# then fails as before (docs/ci.md "Commands and exit codes": exit codes unchanged).
+RECONNECT_FIRST_WAIT = 0.5
+RECONNECT_MAX_WAIT = 8.0
+RECONNECT_TOTAL_WAIT = 60.0
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def reconnectable(exc: httpx.HTTPError, method: str) -> bool:
+    """A connection that could not be opened never carried the request: any method is tried again.
+    One that broke after the request went out (the server died answering it) is tried again only
+    for a method that changes nothing (a ``POST`` may have been done)."""
+    if isinstance(exc, httpx.ConnectError):
+        return True
+    return method.upper() in _SAFE_METHODS and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError))
+
+
 def stderr_note(message: str) -> None:
     sys.stderr.write(f"agentclash: {message}\n")
     sys.stderr.flush()
@@ -79,10 +97,12 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
         retry_policy: retry.RetryPolicy | None = None,
         note: Callable[[str], None] = stderr_note,
+        reconnect_wait: float = RECONNECT_TOTAL_WAIT,
     ):
         self.config = config
         self.sleep = sleep
         self.retry_policy = retry_policy or retry.RetryPolicy()
+        self.reconnect_wait = reconnect_wait
         self.note = note
         # One Idempotency-Key per invocation (AGENTCLASH_IDEMPOTENCY_KEY to share it across CI job
         # attempts), numbered per write: a retried POST is answered with the first one's result.
@@ -119,12 +139,19 @@ class Client:
         """One API call; 429 and 503 are retried as ``retry.py`` says, other statuses not in ``ok`` raise ApiError."""
 
         def once() -> httpx.Response:
-            try:
-                return self._http.request(method, path, **kwargs)
-            except httpx.TimeoutException:
-                raise CliError(f"{self.config.url} did not answer within {self.config.timeout:.0f}s ({method} {path})") from None
-            except httpx.HTTPError as exc:
-                raise CliError(f"cannot reach {self.config.url}: {exc}") from None
+            waited, delay = 0.0, RECONNECT_FIRST_WAIT
+            while True:
+                try:
+                    return self._http.request(method, path, **kwargs)
+                except httpx.TimeoutException:
+                    raise CliError(f"{self.config.url} did not answer within {self.config.timeout:.0f}s ({method} {path})") from None
+                except httpx.HTTPError as exc:
+                    if not reconnectable(exc, method) or waited + delay > self.reconnect_wait:
+                        raise CliError(f"cannot reach {self.config.url}: {exc}") from None
+                    self.note(f"cannot reach {self.config.url} ({type(exc).__name__}); retrying {method} {path} in {delay:g}s")
+                    self.sleep(delay)
+                    waited += delay
+                    delay = min(delay * 2, RECONNECT_MAX_WAIT)
 
         response, gave_up = retry.send(once, policy=self.retry_policy, sleep=self.sleep, note=self.note, what=f"{method} {path}")
         if response.status_code not in ok:

@@ -20,6 +20,7 @@ from engine.scoring.stats import GateStatistics
 from runs.models import Lane, Run
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
+from workspaces.models import TokenScope
 
 
 class ComparisonOut(TypedDict):
@@ -149,6 +150,8 @@ class _PageSerializer(serializers.Serializer[Any]):
 
 
 class ComparisonListApi(WorkspaceApiView):
+    token_scope = {"POST": TokenScope.RUN}  # a run-scoped token may do this (docs/operations.md "API tokens")
+
     class InputSerializer(serializers.Serializer[Any]):
         baseline_run_id = serializers.IntegerField()
         candidate_run_id = serializers.IntegerField()
@@ -207,6 +210,8 @@ class ComparisonDetailApi(WorkspaceApiView):
 
 
 class ComparisonGateEvaluateApi(WorkspaceApiView):
+    token_scope = {"POST": TokenScope.RUN}  # a run-scoped token may do this (docs/operations.md "API tokens")
+
     class InputSerializer(serializers.Serializer[Any]):
         policy = serializers.JSONField(
             required=False, allow_null=True, help_text="A policy object, or JSON/YAML text; omitted or empty → the default policy."

@@ -29,6 +29,7 @@ from infrastructure.models import ExecutionTarget, ProviderAccount, ProviderKey,
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.models import Role
+from workspaces.permissions import TokenLimits
 
 
 # ------------------------------------------------------------------------------ provider accounts
@@ -233,8 +234,8 @@ class _OperatorWrites(APIView):
 
     def get_permissions(self) -> list[Any]:
         if self.request.method in ("GET", "HEAD", "OPTIONS"):
-            return [IsAuthenticated()]
-        return [IsAuthenticated(), IsAdminUser()]
+            return [IsAuthenticated(), TokenLimits()]
+        return [IsAuthenticated(), IsAdminUser(), TokenLimits()]
 
 
 class SandboxTemplateListApi(_OperatorWrites):

@@ -16,6 +16,7 @@ from runs.models import MAX_REPEATS, RunStatus
 from workspaces.access import object_get_for_workspace
 from workspaces.api.base import WorkspaceApiView
 from workspaces.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from workspaces.models import TokenScope
 
 
 class RunListApi(WorkspaceApiView):
@@ -32,6 +33,8 @@ class RunListApi(WorkspaceApiView):
 
 
 class RunCreateApi(WorkspaceApiView):
+    token_scope = {"POST": TokenScope.RUN}  # a run-scoped token may do this (docs/operations.md "API tokens")
+
     class InputSerializer(serializers.Serializer):
         pack_version_id = serializers.IntegerField()
         input_set_id = serializers.IntegerField(required=False, allow_null=True)

@@ -30,10 +30,10 @@ from runs.events import RunEventSink
 from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
-from runs.pipeline.advance import ScoreHere, case_after_finish, lane_dispatch
+from runs.pipeline.advance import ScoreHere, case_after_finish, lane_dispatch, lane_fail_fast
 from runs.pipeline.context import MAX_ATTEMPTS, CaseContext, attempt_prefix, case_context
 from runs.pipeline.hosted.attempt import HostedWait, hosted_case_dispatch, hosted_case_wait
-from runs.pipeline.native import CaseAttempt, attempt_failed, native_attempt_run, security_monitor
+from runs.pipeline.native import CaseAttempt, attempt_failed, configuration_failure, native_attempt_run, security_monitor
 from runs.queue import enqueue_on_commit
 from scoring.services import CaseScoring, case_scoring, case_scoring_save
 
@@ -111,7 +111,11 @@ def case_run_execute(
         sink.flush()
         _retry_later(case_run, result, ctx.redactor if ctx else Redactor([]))
         return "retrying"
-    return case_finish(case_run, result, sink, ctx)
+    finished = case_finish(case_run, result, sink, ctx)
+    reason = configuration_failure(result)
+    if reason and finished != "superseded":
+        lane_fail_fast(lane_id=case_run.lane_id, reason=reason)
+    return finished
 
 
 def _attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter, events: RunEventSink) -> CaseAttempt | HostedWait:

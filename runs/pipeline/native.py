@@ -46,7 +46,7 @@ from engine.modes.case import (
 from engine.modes.case import Limits as CaseLimits  # the engine's limits, not a provider account's
 from engine.modes.race import StandingsSource
 from engine.providers import create_provider
-from engine.providers.errors import CREDENTIAL_UNAVAILABLE
+from engine.providers.errors import CREDENTIAL_UNAVAILABLE, UNSUPPORTED_CAPABILITY, UNSUPPORTED_PROVIDER
 from engine.providers.registry import API_CHAT, API_RESPONSES
 from engine.sandbox import IsolationUnavailableError, SandboxConfig, SandboxConfigError, SandboxSettings, create_sandbox
 from engine.scoring.security import SecurityPolicy
@@ -97,6 +97,21 @@ def attempt_failed(
     return CaseAttempt(outcome=outcome, retryable=retryable)
 
 
+PROVIDER_CONFIG_INVALID = "provider_config_invalid"
+# Provider failures that say the lane's deployment cannot work at all, whatever the case: the
+# lane's other cases are not run to fail the same way (runs/pipeline/advance.py ``lane_fail_fast``).
+CONFIGURATION_FAILURES = frozenset({PROVIDER_CONFIG_INVALID, CREDENTIAL_UNAVAILABLE, UNSUPPORTED_PROVIDER, UNSUPPORTED_CAPABILITY})
+
+
+def configuration_failure(result: CaseAttempt) -> str | None:
+    """The error of an attempt that failed because its lane's deployment cannot work (None otherwise)."""
+    outcome = result.outcome
+    failure = outcome.provider_failure or {}
+    if outcome.stop_reason == STOP_PROVIDER_ERROR and failure.get("code") in CONFIGURATION_FAILURES:
+        return str(failure.get("message") or outcome.error or failure.get("code"))
+    return None
+
+
 def engine_retryable(outcome: CaseOutcome) -> bool:
     """Sandbox errors, and provider failures the provider marked retryable (spec runtime.md §4.3)."""
     if outcome.status != FAILED:
@@ -120,18 +135,22 @@ def _provider(ctx: CaseContext) -> Provider:
         )
     except CredentialUnavailable as exc:
         raise _AttemptFailed(STOP_PROVIDER_ERROR, str(exc), code=CREDENTIAL_UNAVAILABLE, provider_key=lane.provider_key) from None
-    return create_provider(
-        lane.provider_key,
-        api_key=api_key,
-        base_url=account.get("base_url") or None,
-        deployment_config=lane.deployment_config,
-        # A regression case is its source case run again: the provider sees the source's key.
-        case_key=str(inputs.case.get("case_key") or case_run.case_key) if case_run.regression_case_id else case_run.case_key,
-        case_inputs=inputs.case.get("inputs"),
-        trial=case_run.trial - 1,  # the engine counts trials from 0 (a run without repeats plays draw 0)
-        api=API_RESPONSES if ctx.mode == RESPONSES else API_CHAT,  # docs/responses-mode.md
-        allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,  # the pinned transport's address rule
-    )
+    try:
+        return create_provider(
+            lane.provider_key,
+            api_key=api_key,
+            base_url=account.get("base_url") or None,
+            deployment_config=lane.deployment_config,
+            # A regression case is its source case run again: the provider sees the source's key.
+            case_key=str(inputs.case.get("case_key") or case_run.case_key) if case_run.regression_case_id else case_run.case_key,
+            case_inputs=inputs.case.get("inputs"),
+            trial=case_run.trial - 1,  # the engine counts trials from 0 (a run without repeats plays draw 0)
+            api=API_RESPONSES if ctx.mode == RESPONSES else API_CHAT,  # docs/responses-mode.md
+            allow_private_urls=settings.ALLOW_PRIVATE_PROVIDER_URLS,  # the pinned transport's address rule
+        )
+    except Exception as exc:  # noqa: BLE001 - an adapter that refuses the deployment's configuration: not retried, the lane fails fast
+        message = f"the deployment's provider could not be built from its configuration: {type(exc).__name__}: {exc}"[:1000]
+        raise _AttemptFailed(STOP_PROVIDER_ERROR, message, code=PROVIDER_CONFIG_INVALID, provider_key=lane.provider_key) from None
 
 
 def _simulator(ctx: CaseContext) -> tuple[Provider | None, str]:

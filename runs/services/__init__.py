@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from runs.services.artifacts import event_export_lines, run_artifact_attach, run_exports_store
 from runs.services.create import RunCreateError, deployment_snapshot, run_create
-from runs.services.orchestrate import RunNotCancellable, run_cancel, run_reap, run_start
+from runs.services.orchestrate import RunNotCancellable, run_cancel, run_reap, run_redispatch, run_start
 from runs.services.shares import run_share_create, run_share_revoke, run_share_viewed
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "run_create",
     "run_exports_store",
     "run_reap",
+    "run_redispatch",
     "run_share_create",
     "run_share_revoke",
     "run_share_viewed",

@@ -14,16 +14,24 @@ import datetime as dt
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.utils import timezone
 
 from core.errors import Conflict
-from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize
-from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_transition
+from runs.jobs import CaseRunDeadline, CaseRunExecute, CaseRunFinalize, RunStart
+from runs.lifecycle import InvalidTransition, case_close, cases_cancel_open, lane_transition, run_lanes_close, run_transition
 from runs.models import HOSTED_EXTERNAL, RUN_TERMINAL, CaseRun, CaseStatus, Lane, LaneStatus, Run, RunStatus, ScoreStatus
-from runs.pipeline.advance import case_after_finish, lane_advance, lane_dispatch, lanes_dispatch_interleaved, run_advance
+from runs.pipeline.advance import (
+    case_after_finish,
+    lane_advance,
+    lane_dispatch,
+    lanes_dispatch_interleaved,
+    run_advance,
+    workspace_dispatch,
+)
 from runs.pipeline.context import MAX_ATTEMPTS
 from runs.pipeline.hosted.finish import hosted_cases_cancel
 from runs.queue import enqueue_now
@@ -54,7 +62,12 @@ def run_start(*, run_id: int) -> bool:
         for lane_id in lane_ids:
             lane_transition(lane_id=lane_id, to=LaneStatus.READY, expected=LaneStatus.QUEUED, reason="execution lane prepared")
         if not run_transition(run_id=run_id, to=RunStatus.RUNNING, expected=RunStatus.PROVISIONING, reason="lanes ready"):
-            return False  # cancelled while provisioning
+            # Cancelled (or failed) while provisioning: the lanes this start moved after the cancel
+            # read them end too, and no case is left open (docs/runs.md "Cancel").
+            ended = Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or RunStatus.CANCELLED
+            run_lanes_close(run_id=run_id, to=ended)
+            cases_cancel_open(run_id=run_id)
+            return False
         for lane_id in lane_ids:
             lane_transition(lane_id=lane_id, to=LaneStatus.EXECUTING, expected=LaneStatus.READY, reason="executing cases")
         lanes_dispatch_interleaved(lane_ids=lane_ids)
@@ -67,15 +80,25 @@ def run_start(*, run_id: int) -> bool:
     return True
 
 
+CANCELLABLE = (RunStatus.QUEUED, RunStatus.PROVISIONING, RunStatus.RUNNING)
+
+
 @transaction.atomic
 def run_cancel(*, run: Run, user: Any) -> Run:
-    """Cancel a run that can still be cancelled: queued cases at once, hosted ones at once (no worker
-    waits for them), native running ones at their worker's next cancel check."""
-    if run.is_terminal or not run_transition(run_id=run.pk, to=RunStatus.CANCELLED, reason="cancelled by user", user=user):
+    """Cancel a run that can still be cancelled (queued, provisioning or running): queued cases at
+    once, hosted ones at once (no worker waits for them), native running ones at their worker's
+    next cancel check; its lanes end whatever phase they are in. A run that is scoring has every
+    case finished: it is not cancelled, it completes (docs/runs.md "Cancel")."""
+    current = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+    if current not in CANCELLABLE or not run_transition(
+        run_id=run.pk, to=RunStatus.CANCELLED, expected=current, reason="cancelled by user", user=user
+    ):
         status = Run.objects.get(pk=run.pk).get_status_display().lower()
-        raise RunNotCancellable(f"This run is {status} and can't be cancelled: only a queued or running run can.")
+        why = " (every case has finished; its scorecard is being computed)" if status == RunStatus.SCORING.label.lower() else ""
+        raise RunNotCancellable(f"This run is {status}{why} and can't be cancelled: only a queued, provisioning or running run can.")
     cases_cancel_open(run_id=run.pk)
     hosted_cases_cancel(run_id=run.pk)
+    workspace_dispatch(workspace_id=run.workspace_id)  # its slots go to the workspace's other runs now
     run.refresh_from_db()
     return run
 
@@ -147,4 +170,33 @@ def run_reap(
         report["advanced"] += 1
     for run_id in Run.objects.filter(status=RunStatus.SCORING, updated_at__lt=now - stale_after).values_list("pk", flat=True):
         run_advance(run_id=run_id)
+    return report
+
+
+def run_redispatch(*, now: dt.datetime | None = None, after: dt.timedelta | None = None) -> dict[str, int]:
+    """Send again, within seconds, what should be in the broker but may not be: the start of a run
+    still queued, and the message of a case dispatched but not claimed, ``after`` (default
+    ``RUNS_REDISPATCH_AFTER_SECONDS``) since it was last sent (docs/operations.md "Nothing lost").
+
+    The database is the outbox: a queued run and a dispatched case are committed before their
+    message is published, so a broker that restarted (and lost its queues) or a web process that
+    died between the commit and the publish leaves them here, and this sends them again. Each send
+    moves the row's clock (``updated_at``, ``dispatched_at``) with a compare-and-set first, so two
+    sweeps never both send, and a message that was not lost makes its copy a no-op: the run's
+    start and the case's claim are compare-and-sets too.
+    """
+    now = now or timezone.now()
+    cutoff = now - (after if after is not None else dt.timedelta(seconds=settings.RUNS_REDISPATCH_AFTER_SECONDS))
+    report = {"runs": 0, "cases": 0}
+    for run_id in Run.objects.filter(status=RunStatus.QUEUED, updated_at__lt=cutoff).values_list("pk", flat=True)[:500]:
+        if Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, updated_at__lt=cutoff).update(updated_at=now):
+            enqueue_now(RunStart(run_id=run_id))
+            report["runs"] += 1
+    lost = CaseRun.objects.filter(run__status=RunStatus.RUNNING, status=CaseStatus.QUEUED, dispatched_at__lt=cutoff)
+    for case_run_id in lost.values_list("pk", flat=True)[:1000]:
+        if CaseRun.objects.filter(pk=case_run_id, status=CaseStatus.QUEUED, dispatched_at__lt=cutoff).update(dispatched_at=now):
+            enqueue_now(CaseRunExecute(case_run_id=case_run_id))
+            report["cases"] += 1
+    if report["runs"] or report["cases"]:
+        logger.info("re-dispatched %s run starts and %s cases not claimed since %s", report["runs"], report["cases"], cutoff)
     return report

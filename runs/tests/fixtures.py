@@ -21,6 +21,7 @@ TASKS: dict[str, Callable[..., object]] = {
     "runs.case_run_deadline": lambda case_run_id, attempt: hosted_case_deadline(case_run_id=case_run_id, attempt=attempt),
     "runs.run_round_advance": lambda run_id: pipeline.run_round_advance(run_id=run_id),
     "runs.run_reap": lambda: services.run_reap(),
+    "runs.run_redispatch": lambda: services.run_redispatch(),
 }
 
 

@@ -145,3 +145,10 @@ def test_another_thread_never_has_its_case_kept(monkeypatch):
         other.join()
         queue.enqueue(CaseRunExecute(case_run_id=6))
     assert kept == [6] and [args for _, args, _ in published] == [(5,)]
+
+
+def test_a_kept_case_keeps_the_priority_its_dispatch_gave_it(monkeypatch):
+    """Sent through the broker when the chain stops, it goes at that priority, not ahead of others."""
+    with queue.keep_next_case() as kept:
+        queue.enqueue(CaseRunExecute(case_run_id=7), priority=6)
+    assert kept == [7] and queue.kept_priority() == 6

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from runs import pipeline, services
 from runs.models import CaseRun, CaseStatus, LaneStatus, RunEvent, RunStatus, ScoreStatus
-from runs.pipeline.advance import _IN_FLIGHT_SQL, _PICK_SQL
+from runs.pipeline.advance import _IN_FLIGHT_SQL, _LANE_LIMIT, _PICK_SQL, _WORKSPACE_LANES_SQL
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
 from scoring.models import CaseScore
 
@@ -134,10 +134,15 @@ def test_dispatch_counts_and_picks_through_the_partial_indexes(started):
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN QUERY PLAN " + _IN_FLIGHT_SQL, [lane_id])
         count_plan = " ".join(str(row) for row in cursor.fetchall())
-        cursor.execute("EXPLAIN QUERY PLAN " + _PICK_SQL.format(greatest="MAX"), [None, lane_id, 3, lane_id])
+        cursor.execute("EXPLAIN QUERY PLAN " + _PICK_SQL.format(skip_locked=""), [None, lane_id, 3])
         pick_plan = " ".join(str(row) for row in cursor.fetchall())
+        cursor.execute("EXPLAIN QUERY PLAN " + _WORKSPACE_LANES_SQL.format(limit=_LANE_LIMIT["sqlite"]), [64, started.workspace_id])
+        lanes_plan = " ".join(str(row) for row in cursor.fetchall())
     assert "caserun_in_flight" in count_plan
-    assert "caserun_to_dispatch" in pick_plan and "caserun_in_flight" in pick_plan  # its LIMIT counts the lane's in-flight cases
+    assert "caserun_to_dispatch" in pick_plan
+    # the workspace's executing lanes, then each lane's two counts: all through indexes, no table scanned
+    assert "caserun_in_flight" in lanes_plan, lanes_plan
+    assert not re.search(r"SCAN (runs_caserun|runs_run|runs_runagent|r|l)\b", lanes_plan), lanes_plan
 
 
 @pytest.mark.django_db

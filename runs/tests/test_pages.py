@@ -89,7 +89,7 @@ def test_the_new_run_page_shows_errors_next_to_fields(member, pack_version, clie
 def test_cancelling_a_finished_run_from_its_page_says_why(finished_run, member, client_for):
     response = client_for(member).post(url("cancel", finished_run.pk), follow=True)
     assert response.redirect_chain == [(url("detail", finished_run.pk), 302)]
-    assert escape("can't be cancelled: only a queued or running run can.") in response.content.decode()
+    assert escape("can't be cancelled: only a queued, provisioning or running run can.") in response.content.decode()
     finished_run.refresh_from_db()
     assert finished_run.status == RunStatus.COMPLETED
 

@@ -20,13 +20,15 @@ FIVE_TOOLS = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] *
 
 # Claim 2 (CAS, read), secrets 0 (the workspace had none when the run was created and the run
 # names none: docs/secrets.md), the provider account's limits 0 (none set, runs/throttle), then
-# one transaction of 6: BEGIN, finish, reserve the batch's numbers (which locks the lane row and
+# one transaction of 7: BEGIN, finish, reserve the batch's numbers (which locks the lane row and
 # reads the lane's state for dispatch), insert the batch (no check for stored ids: the sink's
-# events are new), pick + mark the next cases (the in-flight count in its LIMIT), COMMIT.
-EXECUTE_MAX = 8
+# events are new), the workspace's executing lanes with their limits and counts (fair scheduling),
+# pick + mark the next cases, COMMIT; on PostgreSQL one more: the workspace's dispatch lock.
+_WORKSPACE_LOCK = 1 if connection.vendor == "postgresql" else 0
+EXECUTE_MAX = 9 + _WORKSPACE_LOCK
 # Scored inline, the score joins the finish's transaction (its case-row fields in the finish,
 # the CaseScore upsert, its events in the same batch); no lane-state read after it.
-EXECUTE_AND_SCORE_MAX = 9
+EXECUTE_AND_SCORE_MAX = 10 + _WORKSPACE_LOCK
 # The separate finalize task: the case read, its events read, score 4, events 5, lane-state read.
 FINALIZE_MAX = 12
 

@@ -3,13 +3,16 @@ sees only its own staged files, and the worker's idle spare is destroyed when it
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import uuid
 
 import pytest
 
 from engine.sandbox.bwrap import bwrap_path
+from engine.sandbox.stale import OWNER_FILE
 from runs import services
 from runs.models import CaseRun, CaseStatus, Run, RunStatus
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -64,3 +67,25 @@ def test_a_worker_with_a_warm_pool_runs_cases_in_one_use_sandboxes(workspace, ad
     for case in cases:  # each case read its own staged note: nothing of another case was there
         assert f"note number {case.case_key.split('-')[1]}" in str(case.final_output), case.final_output
     assert _sandboxes(sandbox_root) == []  # the spare was destroyed at worker_process_shutdown
+
+
+@pytest.mark.skipif(bwrap_path() is None and os.environ.get("REQUIRE_SERVICES") != "1", reason="bubblewrap not installed")
+def test_a_killed_pool_process_s_sandboxes_are_reaped_at_once_by_its_replacement(workspace, admin, broker_queue, sandbox_root):
+    """Not at the worker's next restart: the pool replaces the killed process, which reaps its leftovers."""
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    script = [{"tool": "search_files", "args": {"pattern": "*.txt"}}, {"submit": "done"}]
+    lane = make_deployment(workspace, name="warm", script=script, max_in_flight_cases=1).pk
+    worker = Worker(queue=broker_queue, concurrency=1, extra_env={"SANDBOX_WARM_POOL": "1", "SANDBOX_ROOT": sandbox_root}).start()
+    try:
+        run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[lane])
+        assert wait_for(lambda: Run.objects.get(pk=run.pk).is_terminal, timeout=120)
+        assert wait_for(lambda: len(_sandboxes(sandbox_root)) == 1, timeout=20), _sandboxes(sandbox_root)  # the spare
+        (spare,) = _sandboxes(sandbox_root)
+        with open(os.path.join(sandbox_root, spare, OWNER_FILE)) as fh:
+            owner = json.load(fh)["pid"]
+        assert owner != worker.pid  # a pool process's, not the worker main process's
+        os.kill(owner, signal.SIGKILL)
+        assert wait_for(lambda: spare not in _sandboxes(sandbox_root), timeout=20), _sandboxes(sandbox_root)
+        assert worker.process is not None and worker.process.poll() is None  # the worker itself never restarted
+    finally:
+        worker.stop()

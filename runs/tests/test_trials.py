@@ -51,7 +51,7 @@ def test_a_lane_holds_one_case_run_per_case_and_trial(workspace, admin, pack_ver
 @pytest.mark.django_db
 def test_the_database_refuses_repeats_out_of_range_and_max_repeats_without_auto(workspace, admin, pack_version, deployment):
     run = _create(workspace, admin, pack_version, [deployment])
-    for values in ({"repeats": 0}, {"repeats": 51}, {"max_repeats": 5}, {"repeats_mode": "auto"}, {"repeats_mode": "sometimes"}):
+    for values in ({"repeats": 0}, {"repeats": 51}, {"max_repeats": 5}, {"repeats_mode": "auto"}, {"repeats_mode": "often"}):
         with pytest.raises(IntegrityError), transaction.atomic():
             Run.objects.filter(pk=run.pk).update(**values)
 

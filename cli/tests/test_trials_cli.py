@@ -130,7 +130,8 @@ class _Cases:
     """A client whose run has ``cases``, recording the promotions it is asked for."""
 
     def __init__(self, cases: list[dict]) -> None:
-        self.cases, self.posted = cases, []
+        self.cases = cases
+        self.posted: list[str] = []
 
     def ws(self, path: str) -> str:
         return path

@@ -28,8 +28,12 @@ def test_a_sane_incoming_id_is_kept_and_anything_else_replaced(client):
 
 def test_the_log_lines_of_a_request_carry_its_id(api_client_for, admin):
     records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Collect()
     handler.addFilter(RequestIdLogFilter())
     logger = logging.getLogger("django.request")  # logged after the middleware chain returned
     logger.addHandler(handler)

@@ -26,9 +26,8 @@ def test_n_wise_judges_rank_the_lanes_of_each_trial(workspace, admin, judged, ta
     run.judge_snapshot["gpt-judge-a"]["deployment"]["deployment_config"] = {"judge_responses": reply}
     run.save(update_fields=["judge_snapshot"])
 
+    from engine.scoring.judges import run_nwise_judge as original
     from scoring.services import scorecards
-
-    original = scorecards.run_nwise_judge
 
     def counting(spec, key, candidates, *args, **kwargs):
         calls.append(len(candidates))

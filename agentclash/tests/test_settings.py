@@ -101,7 +101,10 @@ def test_the_readme_lists_every_variable_the_settings_read():
     read = _variables_read_by_settings()
     assert {"DJANGO_SECRET_KEY", "RUNS_HEARTBEAT_SECONDS"} <= read
     assert read - table == set(), "add these to the README's configuration table"
-    assert table - read == set(), "the README lists variables no setting reads"
+    # `make run`'s own variables (PORT, HOST, CELERY_CONCURRENCY) are read by scripts/run_dev.sh, not the settings.
+    run_dev = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)[:}-]", (ROOT / "scripts" / "run_dev.sh").read_text()))
+    assert {"PORT", "HOST"} <= run_dev
+    assert table - read - run_dev == set(), "the README lists variables neither the settings nor scripts/run_dev.sh read"
 
 
 @pytest.mark.parametrize("module", ["agentclash.settings.local", "agentclash.settings.production"])

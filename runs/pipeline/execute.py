@@ -26,7 +26,7 @@ from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SA
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
 from engine.types import EventSink, Usage
-from runs.events import RunEventSink
+from runs.events import EventQuota, RunEventSink
 from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
@@ -85,6 +85,8 @@ def case_run_execute(
         redactor=ctx.redactor if ctx else Redactor([]),
         interval=settings.RUNS_EVENT_FLUSH_SECONDS,
         keep=ctx.keeps_events if ctx else False,
+        # a native attempt's stored bytes are counted and budgeted here; a hosted agent's at its callback
+        quota=EventQuota.from_settings() if ctx is not None and not ctx.hosted else None,
     )
     # A security pack's monitor (in front of the sink) finds leaks before they are masked
     # (docs/security-evaluation.md).

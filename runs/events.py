@@ -503,7 +503,7 @@ class RunEventSink:
             return
         with transaction.atomic():
             _events_insert(**where, events=batch, fresh=self.clean)
-            self._account(batch, check=True)
+            self._account(batch)
 
     def write_final(self, extra: list[Event] | None = None) -> LaneState | None:
         """The attempt's last batch, with ``extra`` (the case's ``scoring.*`` events), in the caller's
@@ -515,29 +515,37 @@ class RunEventSink:
         with self._lock:
             self.last_flush = self.clock()
             state: list[LaneState | None] = []
-
-            def insert(batch: list[PreparedEvent], where: dict[str, Any]) -> None:
-                _events_insert(**where, events=batch, fresh=self.clean, lane_state=state)
-                if self.quota is not None:  # counted, not refused: the case is finishing
-                    self._account(batch, check=False)
-
-            self._write(insert, extra=extra)
+            self._write(
+                lambda batch, where: _events_insert(**where, events=batch, fresh=self.clean, lane_state=state),
+                extra=extra,
+            )
             return state[0] if state else None
 
-    def _account(self, batch: list[PreparedEvent], *, check: bool) -> None:
+    def final_fields(self) -> dict[str, int]:
+        """What the case's finish writes to its row for the attempt's stored bytes (its last batch
+        counted, not refused: the case is finishing; the finish's ``scoring.*`` events are the
+        harness's and not counted), so the last batch costs no statement of its own. Empty
+        without a quota."""
+        if self.quota is None:
+            return {}
+        with self._lock:
+            self._prepare_buffer()
+            return {"hosted_bytes": self.stored_bytes + stored_size(self.prepared)}
+
+    def _account(self, batch: list[PreparedEvent]) -> None:
         """Count ``batch`` in the attempt's stored bytes (one statement, in the insert's
-        transaction) and, with ``check``, compare the attempt's, its run's and its workspace's
-        usage with the budgets. A batch is stored whole: a case overshoots by at most one batch
+        transaction) and compare the attempt's, its run's and its workspace's usage with the
+        budgets. A batch is stored whole: a case overshoots by at most one batch
         (``max_buffer`` events or ``interval`` seconds of them), a run or a workspace by one per
         case running at the time."""
         quota = self.quota
         assert quota is not None
         used = self.stored_bytes + stored_size(batch)
         columns, params = [], []
-        if check and quota.run:  # the run's other cases (this one's new total is ``used``)
+        if quota.run:  # the run's other cases (this one's new total is ``used``)
             columns.append("(SELECT COALESCE(SUM(hosted_bytes), 0) FROM runs_caserun WHERE run_id = %s AND id <> %s)")
             params += [self.run_id, self.case_run_id]
-        if check and quota.workspace:  # the other cases of the workspace's running runs
+        if quota.workspace:  # the other cases of the workspace's running runs
             columns.append(
                 "(SELECT COALESCE(SUM(c.hosted_bytes), 0) FROM runs_caserun c JOIN runs_run r ON r.id = c.run_id"
                 " WHERE r.workspace_id = (SELECT workspace_id FROM runs_run WHERE id = %s) AND r.status = 'running'"
@@ -549,7 +557,7 @@ class RunEventSink:
             cursor.execute(sql + (f" RETURNING {', '.join(columns)}" if columns else ""), [used, self.case_run_id, *params])
             others = list(cursor.fetchone() or ()) if columns else []
         self.stored_bytes = used
-        if not check or self.quota_stop:
+        if self.quota_stop:
             return
         budgets = [("case attempt", quota.case, "EVENT_BYTES_PER_CASE", used)]
         if quota.run:

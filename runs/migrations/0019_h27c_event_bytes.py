@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0018_h27b_fair_dispatch'),
+        ("runs", "0018_h27b_fair_dispatch"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='caserun',
-            name='hosted_bytes',
-            field=models.PositiveBigIntegerField(default=0, help_text="Bytes of events stored for the current attempt: what a hosted agent posted, or a native case's events (docs/operations.md, Quotas)."),
+            model_name="caserun",
+            name="hosted_bytes",
+            field=models.PositiveBigIntegerField(
+                default=0,
+                help_text="Bytes of events stored for the current attempt: what a hosted agent posted, or a native case's events (docs/operations.md, Quotas).",
+            ),
         ),
     ]

@@ -183,6 +183,7 @@ def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx:
     ``ctx`` is None when the case's context could not be built (the failure is the result).
     """
     status, fields = result_fields(result, ctx.redactor if ctx else Redactor([]))
+    fields.update(sink.final_fields())  # the attempt's stored event bytes (a native case's quota)
     for name, value in fields.items():  # the row as it is about to be, for scoring
         setattr(case_run, name, value)
     case_run.status = status

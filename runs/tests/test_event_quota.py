@@ -12,9 +12,10 @@ from conftest import require_or_skip
 from engine.events import SYSTEM_RUN_FAILED
 from engine.providers import registry
 from engine.scoring.evidence import AGENT_STOPS
-from engine.types import ModelResponse, ToolCall, Usage
+from engine.types import Event, ModelResponse, ToolCall, Usage
 from regression.failures.classify import TIMEOUT, CaseFacts, classify
 from runs import services
+from runs.events import EventQuota, RunEventSink
 from runs.models import CaseRun, CaseStatus, RunEvent, RunStatus
 from runs.templatetags.run_table import stop_reason_label
 from runs.tests.factories import make_deployment, native_pack_yaml, publish
@@ -153,3 +154,29 @@ def test_the_admin_workspace_usage_page_shows_native_event_bytes(workspace, admi
     assert "Events stored by running runs (hosted and native)" in text and "Of (EVENT_BYTES_PER_WORKSPACE)" in text
     assert '<td class="field-events_running">24.4\xa0KB</td>' in text
     assert '<td class="field-event_quota">97.7\xa0KB (25.0 % used)</td>' in text
+
+
+@pytest.mark.django_db
+def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
+    case = CaseRun.objects.get(run=run)
+    sink = RunEventSink(
+        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=1, redactor=None, interval=0, quota=EventQuota(500, 0, 0)
+    )
+
+    def event(n: int, event_type: str, text: str) -> Event:
+        return Event(f"q:{n}", event_type, "native_engine", "2026-01-01T00:00:00Z", {"text": text}, case_key=case.case_key)
+
+    sink(event(1, "model.output.delta", "a" * 100))
+    assert sink.quota_stop == "" and 100 < CaseRun.objects.get(pk=case.pk).hosted_bytes < 200  # counted, under the budget
+    sink(event(2, "model.output.delta", "b" * 600))  # stored whole, then over the budget
+    assert "case attempt budget" in sink.quota_stop and "used of 500 (EVENT_BYTES_PER_CASE)" in sink.quota_stop
+    sink(event(3, "tool.call.completed", "c" * 50))  # the agent's: dropped
+    sink(event(4, SYSTEM_RUN_FAILED, "stopped"))  # the harness's: kept
+    assert list(RunEvent.objects.filter(case_run=case).order_by("sequence_number").values_list("event_id", flat=True)) == [
+        "q:1",
+        "q:2",
+        "q:4",
+    ]
+    assert sink.dropped == 1 and CaseRun.objects.get(pk=case.pk).hosted_bytes == sink.stored_bytes > 700

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -394,6 +395,8 @@ def as_evidence(event: Event, position: int) -> dict[str, Any]:
 # Event types a native case attempt still stores once its byte budget is spent: the harness's own
 # (its stop, the case's finish and scores), never the agent's model or tool events.
 QUOTA_KEPT_PREFIXES = ("system.", "scoring.")
+# How often a native case attempt re-sums its run's and its workspace's other cases (RunEventSink._account).
+QUOTA_OTHERS_SECONDS = 1.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -467,6 +470,8 @@ class RunEventSink:
         self.stored_bytes = 0
         self.quota_stop = ""
         self.dropped = 0  # the agent's events not stored because the budget was spent
+        self._others = (0, 0)  # the run's and the workspace's other cases' bytes, as last summed
+        self._others_at = -math.inf  # when (``clock``)
 
     def __call__(self, event: Event) -> None:
         if self.stream is not None:
@@ -536,16 +541,20 @@ class RunEventSink:
         """Count ``batch`` in the attempt's stored bytes (one statement, in the insert's
         transaction) and compare the attempt's, its run's and its workspace's usage with the
         budgets. A batch is stored whole: a case overshoots by at most one batch
-        (``max_buffer`` events or ``interval`` seconds of them), a run or a workspace by one per
-        case running at the time."""
+        (``max_buffer`` events or ``interval`` seconds of them). The run's and the workspace's other
+        cases are summed by the same statement at most every ``QUOTA_OTHERS_SECONDS`` (their sums
+        cost a row per case): in between, this case's own new bytes are checked against the last
+        sums, so a run or a workspace overshoots by what its other cases store in that time."""
         quota = self.quota
         assert quota is not None
         used = self.stored_bytes + stored_size(batch)
         columns, params = [], []
-        if quota.run:  # the run's other cases (this one's new total is ``used``)
+        now = self.clock()
+        resum = now - self._others_at >= QUOTA_OTHERS_SECONDS  # else the last sums are recent enough
+        if resum and quota.run:  # the run's other cases (this one's new total is ``used``)
             columns.append("(SELECT COALESCE(SUM(hosted_bytes), 0) FROM runs_caserun WHERE run_id = %s AND id <> %s)")
             params += [self.run_id, self.case_run_id]
-        if quota.workspace:  # the other cases of the workspace's running runs
+        if resum and quota.workspace:  # the other cases of the workspace's running runs
             columns.append(
                 "(SELECT COALESCE(SUM(c.hosted_bytes), 0) FROM runs_caserun c JOIN runs_run r ON r.id = c.run_id"
                 " WHERE r.workspace_id = (SELECT workspace_id FROM runs_run WHERE id = %s) AND r.status = 'running'"
@@ -555,15 +564,18 @@ class RunEventSink:
         sql = "UPDATE runs_caserun SET hosted_bytes = %s WHERE id = %s"
         with connection.cursor() as cursor:
             cursor.execute(sql + (f" RETURNING {', '.join(columns)}" if columns else ""), [used, self.case_run_id, *params])
-            others = list(cursor.fetchone() or ()) if columns else []
+            if columns:
+                sums = [int(value or 0) for value in cursor.fetchone() or ()]
+                self._others = (sums.pop(0) if quota.run else 0, sums.pop(0) if quota.workspace else 0)
+                self._others_at = now
         self.stored_bytes = used
         if self.quota_stop:
             return
         budgets = [("case attempt", quota.case, "EVENT_BYTES_PER_CASE", used)]
         if quota.run:
-            budgets.append(("run", quota.run, "EVENT_BYTES_PER_RUN", used + int(others.pop(0) or 0)))
+            budgets.append(("run", quota.run, "EVENT_BYTES_PER_RUN", used + self._others[0]))
         if quota.workspace:
-            budgets.append(("workspace", quota.workspace, "EVENT_BYTES_PER_WORKSPACE", used + int(others.pop(0) or 0)))
+            budgets.append(("workspace", quota.workspace, "EVENT_BYTES_PER_WORKSPACE", used + self._others[1]))
         for scope, limit, setting, total in budgets:
             if limit and total > limit:
                 self.quota_stop = (

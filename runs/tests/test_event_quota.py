@@ -180,3 +180,35 @@ def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, 
         "q:4",
     ]
     assert sink.dropped == 1 and CaseRun.objects.get(pk=case.pk).hosted_bytes == sink.stored_bytes > 700
+
+
+@pytest.mark.django_db
+def test_the_run_total_is_re_summed_at_most_once_a_second_and_own_bytes_count_in_between(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=2))
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
+    case, other = CaseRun.objects.filter(run=run).order_by("position")
+    now = [100.0]
+    sink = RunEventSink(
+        run_id=run.pk,
+        lane_id=case.lane_id,
+        case_run_id=case.pk,
+        attempt=1,
+        redactor=None,
+        interval=0,
+        clock=lambda: now[0],
+        quota=EventQuota(0, 2_000, 0),
+    )
+
+    def event(n: int) -> Event:
+        return Event(f"r:{n}", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "a" * 300}, case_key=case.case_key)
+
+    CaseRun.objects.filter(pk=other.pk).update(hosted_bytes=500)
+    sink(event(1))  # sums the other case: 500 + ~330
+    assert sink.quota_stop == ""
+    CaseRun.objects.filter(pk=other.pk).update(hosted_bytes=1_900)  # not seen before a second has passed…
+    now[0] += 0.5
+    sink(event(2))  # 500 + ~660 (1900 + ~660 had it re-summed)
+    assert sink.quota_stop == ""
+    now[0] += 0.6
+    sink(event(3))  # …then it is: 1900 + ~990 (500 + ~990 had it not)
+    assert "the run budget" in sink.quota_stop and "of 2000 (EVENT_BYTES_PER_RUN)" in sink.quota_stop

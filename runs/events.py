@@ -393,8 +393,9 @@ def as_evidence(event: Event, position: int) -> dict[str, Any]:
 
 
 # Event types a native case attempt still stores once its byte budget is spent: the harness's own
-# (its stop, the case's finish and scores), never the agent's model or tool events.
-QUOTA_KEPT_PREFIXES = ("system.", "scoring.")
+# (its stop, the case's finish and scores, a security finding: flooding must not hide a leak),
+# never the agent's model or tool events.
+QUOTA_KEPT_PREFIXES = ("system.", "scoring.", "security.finding")
 # How often a native case attempt re-sums its run's and its workspace's other cases (RunEventSink._account).
 QUOTA_OTHERS_SECONDS = 1.0
 

@@ -174,10 +174,12 @@ def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, 
     assert "case attempt budget" in sink.quota_stop and "used of 500 (EVENT_BYTES_PER_CASE)" in sink.quota_stop
     sink(event(3, "tool.call.completed", "c" * 50))  # the agent's: dropped
     sink(event(4, SYSTEM_RUN_FAILED, "stopped"))  # the harness's: kept
+    sink(event(5, "security.finding", "a leak"))  # kept: flooding must not hide a finding
     assert list(RunEvent.objects.filter(case_run=case).order_by("sequence_number").values_list("event_id", flat=True)) == [
         "q:1",
         "q:2",
         "q:4",
+        "q:5",
     ]
     assert sink.dropped == 1 and CaseRun.objects.get(pk=case.pk).hosted_bytes == sink.stored_bytes > 700
 

@@ -138,7 +138,7 @@ def _sum_of(queryset: QuerySet[Any], field: str) -> Coalesce:
 class WorkspaceUsageAdmin(ReadOnlyAdmin):
     """What each workspace stores against the quotas (operator settings, docs/operations.md "Quotas")."""
 
-    list_display = ["name", "slug", "artifacts", "artifact_quota", "hosted_events_running", "hosted_event_quota"]
+    list_display = ["name", "slug", "artifacts", "artifact_quota", "events_running", "hosted_event_quota", "event_quota"]
     search_fields = ["name", "slug"]
     fields: ClassVar[tuple[str, ...]] = list_display  # type: ignore[assignment]
     readonly_fields = fields
@@ -162,13 +162,17 @@ class WorkspaceUsageAdmin(ReadOnlyAdmin):
     def artifact_quota(self, obj: Any) -> str:
         return _share(obj.artifact_bytes, settings.ARTIFACT_BYTES_PER_WORKSPACE)
 
-    @admin.display(description="hosted events of running runs", ordering="hosted_bytes")
-    def hosted_events_running(self, obj: Any) -> str:
+    @admin.display(description="events stored by running runs (hosted and native)", ordering="hosted_bytes")
+    def events_running(self, obj: Any) -> str:
         return filesizeformat(obj.hosted_bytes)
 
     @admin.display(description="of (HOSTED_EVENT_BYTES_PER_WORKSPACE)")
     def hosted_event_quota(self, obj: Any) -> str:
         return _share(obj.hosted_bytes, settings.HOSTED_EVENT_BYTES_PER_WORKSPACE)
+
+    @admin.display(description="of (EVENT_BYTES_PER_WORKSPACE)")
+    def event_quota(self, obj: Any) -> str:
+        return _share(obj.hosted_bytes, settings.EVENT_BYTES_PER_WORKSPACE)
 
 
 def _share(used: int, limit: int) -> str:

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -391,6 +392,34 @@ def as_evidence(event: Event, position: int) -> dict[str, Any]:
     }
 
 
+# Event types a native case attempt still stores once its byte budget is spent: the harness's own
+# (its stop, the case's finish and scores, a security finding: flooding must not hide a leak),
+# never the agent's model or tool events.
+QUOTA_KEPT_PREFIXES = ("system.", "scoring.", "security.finding")
+# How often a native case attempt re-sums its run's and its workspace's other cases (RunEventSink._account).
+QUOTA_OTHERS_SECONDS = 1.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EventQuota:
+    """The byte budgets of a native case attempt's stored events (docs/operations.md, Quotas):
+    the attempt's, its run's and its workspace's running runs' (0: no limit)."""
+
+    case: int
+    run: int
+    workspace: int
+
+    @classmethod
+    def from_settings(cls) -> EventQuota:
+        return cls(int(settings.EVENT_BYTES_PER_CASE), int(settings.EVENT_BYTES_PER_RUN), int(settings.EVENT_BYTES_PER_WORKSPACE))
+
+
+def stored_size(events: list[PreparedEvent]) -> int:
+    """The bytes ``events`` store: each one's JSON text as encoded for the insert (ASCII: the
+    encoder escapes the rest, so its length is its size) plus a stored file's size."""
+    return sum(len(e.text) + (int(e.payload.get("bytes") or 0) if e.payload_ref else 0) for e in events)
+
+
 class RunEventSink:
     """The engine's event sink for one case attempt: redacts, buffers, then flushes in batches.
 
@@ -419,6 +448,7 @@ class RunEventSink:
         max_buffer: int = 200,
         clock: Callable[[], float] = time.monotonic,
         keep: bool = False,
+        quota: EventQuota | None = None,
     ) -> None:
         self.run_id, self.lane_id, self.case_run_id, self.attempt = run_id, lane_id, case_run_id, attempt
         self.redactor = redactor
@@ -434,11 +464,23 @@ class RunEventSink:
         self.evidence: list[dict[str, Any]] | None = [] if keep else None
         self._lock = threading.RLock()  # one flush at a time, in order (sequence numbers follow it)
         self.clean = True  # no flush failed yet (see :meth:`flush`)
+        # ``quota``: the attempt's stored bytes are counted (``CaseRun.hosted_bytes``) and checked
+        # against the budgets with each batch; once one is spent, ``quota_stop`` says which (the
+        # worker's cancel check stops the case) and only the harness's events are stored after it.
+        self.quota = quota
+        self.stored_bytes = 0
+        self.quota_stop = ""
+        self.dropped = 0  # the agent's events not stored because the budget was spent
+        self._others = (0, 0)  # the run's and the workspace's other cases' bytes, as last summed
+        self._others_at = -math.inf  # when (``clock``)
 
     def __call__(self, event: Event) -> None:
         if self.stream is not None:
             event = dataclasses.replace(event, payload=self.stream.payload(event.event_type, event.payload), payload_json="")
         with self._lock:
+            if self.quota_stop and not event.event_type.startswith(QUOTA_KEPT_PREFIXES):
+                self.dropped += 1  # the budget is spent: the agent's events are not stored
+                return
             self.buffer.append(event)
             if self.evidence is not None:
                 self.evidence.append(as_evidence(event, self.count))
@@ -459,7 +501,15 @@ class RunEventSink:
         with self._lock:
             self.last_flush = self.clock()
             if self.buffer or self.prepared:
-                self._write(lambda batch, where: run_events_insert(**where, events=batch, fresh=self.clean))
+                self._write(self._insert_batch)
+
+    def _insert_batch(self, batch: list[PreparedEvent], where: dict[str, Any]) -> None:
+        if self.quota is None:
+            run_events_insert(**where, events=batch, fresh=self.clean)
+            return
+        with transaction.atomic():
+            _events_insert(**where, events=batch, fresh=self.clean)
+            self._account(batch)
 
     def write_final(self, extra: list[Event] | None = None) -> LaneState | None:
         """The attempt's last batch, with ``extra`` (the case's ``scoring.*`` events), in the caller's
@@ -476,6 +526,65 @@ class RunEventSink:
                 extra=extra,
             )
             return state[0] if state else None
+
+    def final_fields(self) -> dict[str, int]:
+        """What the case's finish writes to its row for the attempt's stored bytes (its last batch
+        counted, not refused: the case is finishing; the finish's ``scoring.*`` events are the
+        harness's and not counted), so the last batch costs no statement of its own. Empty
+        without a quota."""
+        if self.quota is None:
+            return {}
+        with self._lock:
+            self._prepare_buffer()
+            return {"hosted_bytes": self.stored_bytes + stored_size(self.prepared)}
+
+    def _account(self, batch: list[PreparedEvent]) -> None:
+        """Count ``batch`` in the attempt's stored bytes (one statement, in the insert's
+        transaction) and compare the attempt's, its run's and its workspace's usage with the
+        budgets. A batch is stored whole: a case overshoots by at most one batch
+        (``max_buffer`` events or ``interval`` seconds of them). The run's and the workspace's other
+        cases are summed by the same statement at most every ``QUOTA_OTHERS_SECONDS`` (their sums
+        cost a row per case): in between, this case's own new bytes are checked against the last
+        sums, so a run or a workspace overshoots by what its other cases store in that time."""
+        quota = self.quota
+        assert quota is not None
+        used = self.stored_bytes + stored_size(batch)
+        columns, params = [], []
+        now = self.clock()
+        resum = now - self._others_at >= QUOTA_OTHERS_SECONDS  # else the last sums are recent enough
+        if resum and quota.run:  # the run's other cases (this one's new total is ``used``)
+            columns.append("(SELECT COALESCE(SUM(hosted_bytes), 0) FROM runs_caserun WHERE run_id = %s AND id <> %s)")
+            params += [self.run_id, self.case_run_id]
+        if resum and quota.workspace:  # the other cases of the workspace's running runs
+            columns.append(
+                "(SELECT COALESCE(SUM(c.hosted_bytes), 0) FROM runs_caserun c JOIN runs_run r ON r.id = c.run_id"
+                " WHERE r.workspace_id = (SELECT workspace_id FROM runs_run WHERE id = %s) AND r.status = 'running'"
+                " AND c.id <> %s)"
+            )
+            params += [self.run_id, self.case_run_id]
+        sql = "UPDATE runs_caserun SET hosted_bytes = %s WHERE id = %s"
+        with connection.cursor() as cursor:
+            cursor.execute(sql + (f" RETURNING {', '.join(columns)}" if columns else ""), [used, self.case_run_id, *params])
+            if columns:
+                sums = [int(value or 0) for value in cursor.fetchone() or ()]
+                self._others = (sums.pop(0) if quota.run else 0, sums.pop(0) if quota.workspace else 0)
+                self._others_at = now
+        self.stored_bytes = used
+        if self.quota_stop:
+            return
+        budgets = [("case attempt", quota.case, "EVENT_BYTES_PER_CASE", used)]
+        if quota.run:
+            budgets.append(("run", quota.run, "EVENT_BYTES_PER_RUN", used + self._others[0]))
+        if quota.workspace:
+            budgets.append(("workspace", quota.workspace, "EVENT_BYTES_PER_WORKSPACE", used + self._others[1]))
+        for scope, limit, setting, total in budgets:
+            if limit and total > limit:
+                self.quota_stop = (
+                    f"the {scope} budget of stored event bytes is spent: {total} bytes used of {limit} ({setting}); "
+                    f"the agent's further events are not stored (the operator can raise {setting})"
+                )
+                logger.warning("case run %s stopped: %s", self.case_run_id, self.quota_stop)
+                return
 
     def _write(self, insert: Callable[[list[PreparedEvent], dict[str, Any]], object], *, extra: list[Event] | None = None) -> None:
         self._prepare_buffer()

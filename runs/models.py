@@ -350,7 +350,8 @@ class CaseRun(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
     hosted_bytes = models.PositiveBigIntegerField(
-        default=0, help_text="Bytes a hosted agent posted for the current attempt (docs/hosted-agents.md, budgets)."
+        default=0,
+        help_text="Bytes of events stored for the current attempt: what a hosted agent posted, or a native case's events (docs/operations.md, Quotas).",
     )
     regression_case = models.ForeignKey(
         "regression.RegressionCase", on_delete=models.RESTRICT, null=True, blank=True, related_name="case_runs",

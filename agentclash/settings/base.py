@@ -420,6 +420,12 @@ HOSTED_CALLBACK_THROTTLE = env.str("HOSTED_CALLBACK_THROTTLE", default="600/min"
 HOSTED_EVENT_BYTES_PER_CASE = env.int("HOSTED_EVENT_BYTES_PER_CASE", default=16 * 1024 * 1024)
 HOSTED_EVENT_BYTES_PER_RUN = env.int("HOSTED_EVENT_BYTES_PER_RUN", default=256 * 1024 * 1024)
 HOSTED_EVENT_BYTES_PER_WORKSPACE = env.int("HOSTED_EVENT_BYTES_PER_WORKSPACE", default=1024 * 1024 * 1024)
+# Byte budgets of the events native (engine-driven) agents store (docs/operations.md, Quotas): one
+# case attempt, one run, and one workspace's running runs together (hosted agents' bytes count in the
+# run and workspace totals too); over a budget the case stops with stop reason quota_exceeded. 0: no limit.
+EVENT_BYTES_PER_CASE = env.int("EVENT_BYTES_PER_CASE", default=64 * 1024 * 1024)
+EVENT_BYTES_PER_RUN = env.int("EVENT_BYTES_PER_RUN", default=4 * 1024 * 1024 * 1024)
+EVENT_BYTES_PER_WORKSPACE = env.int("EVENT_BYTES_PER_WORKSPACE", default=16 * 1024 * 1024 * 1024)
 # Tests only: fail instead of skipping when PostgreSQL, Redis, bubblewrap or Chromium is missing.
 REQUIRE_SERVICES = env("REQUIRE_SERVICES")
 

@@ -34,6 +34,9 @@ STOP_DEADLINE_EXCEEDED = "deadline_exceeded"
 # a hosted agent that reported its own failure. The agent's doing, not the provider's: the case
 # fails and is scored (docs/scoring.md, "The agent did not deliver").
 STOP_AGENT_ERROR = "agent_error"
+# Ours (issue 27): the case's stored events went over an operator byte budget (EVENT_BYTES_PER_*):
+# the worker's cancel check stops it. The agent's doing (it flooded events): scored as not delivered.
+STOP_QUOTA_EXCEEDED = "quota_exceeded"
 
 # Upstream DB defaults for a runtime profile (spec runtime.md §3.3): one step, unlimited tool
 # calls, 60 s per model call, no run deadline.

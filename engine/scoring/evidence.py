@@ -45,7 +45,17 @@ from engine.types import JSON
 # deliver"). Every other stop — provider_error after retries, sandbox_error, simulator_error,
 # cancelled — is the harness's: missing output stays unavailable (insufficient evidence).
 AGENT_STOPS = frozenset(
-    {"completed", "agent_error", "timeout", "step_limit", "tool_limit", "token_limit", "deadline_exceeded", "max_turns"}
+    {
+        "completed",
+        "agent_error",
+        "timeout",
+        "step_limit",
+        "tool_limit",
+        "token_limit",
+        "deadline_exceeded",
+        "max_turns",
+        "quota_exceeded",
+    }
 )
 
 

@@ -19,6 +19,7 @@ from engine.modes.case import (
     STOP_CANCELLED,
     STOP_DEADLINE_EXCEEDED,
     STOP_MAX_TURNS,
+    STOP_QUOTA_EXCEEDED,
     STOP_STEP_LIMIT,
     STOP_TIMEOUT,
     STOP_TOKEN_LIMIT,
@@ -55,7 +56,9 @@ INFO = "info"
 SEVERITIES: dict[str, str] = {BLOCKING: "Blocking", WARNING: "Warning", INFO: "Info"}
 
 # The case ran out of time or of a budget the pack or the runtime profile set.
-LIMIT_STOPS = frozenset({STOP_TIMEOUT, STOP_DEADLINE_EXCEEDED, STOP_STEP_LIMIT, STOP_TOOL_LIMIT, STOP_TOKEN_LIMIT, STOP_MAX_TURNS})
+LIMIT_STOPS = frozenset(
+    {STOP_TIMEOUT, STOP_DEADLINE_EXCEEDED, STOP_STEP_LIMIT, STOP_TOOL_LIMIT, STOP_TOKEN_LIMIT, STOP_MAX_TURNS, STOP_QUOTA_EXCEEDED}
+)
 POLICY_ORIGIN = "policy"
 FAILED_STATES = frozenset({"error", "unavailable"})
 # engine/scoring/strategies.py says this when a weighted or hybrid case failed only because its

@@ -26,7 +26,7 @@ from engine.modes.case import CANCELLED, COMPLETED, STOP_PROVIDER_ERROR, STOP_SA
 from engine.providers.errors import CREDENTIAL_UNAVAILABLE
 from engine.redact import Redactor
 from engine.types import EventSink, Usage
-from runs.events import RunEventSink
+from runs.events import EventQuota, RunEventSink
 from runs.jobs import CaseRunExecute
 from runs.lifecycle import case_claim, case_close
 from runs.models import CaseRun, CaseStatus, RunStatus
@@ -85,6 +85,8 @@ def case_run_execute(
         redactor=ctx.redactor if ctx else Redactor([]),
         interval=settings.RUNS_EVENT_FLUSH_SECONDS,
         keep=ctx.keeps_events if ctx else False,
+        # a native attempt's stored bytes are counted and budgeted here; a hosted agent's at its callback
+        quota=EventQuota.from_settings() if ctx is not None and not ctx.hosted else None,
     )
     # A security pack's monitor (in front of the sink) finds leaks before they are masked
     # (docs/security-evaluation.md).
@@ -181,6 +183,7 @@ def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx:
     ``ctx`` is None when the case's context could not be built (the failure is the result).
     """
     status, fields = result_fields(result, ctx.redactor if ctx else Redactor([]))
+    fields.update(sink.final_fields())  # the attempt's stored event bytes (a native case's quota)
     for name, value in fields.items():  # the row as it is about to be, for scoring
         setattr(case_run, name, value)
     case_run.status = status

@@ -40,6 +40,7 @@ from engine.modes.case import (
     RESPONSES,
     STOP_DEADLINE_EXCEEDED,
     STOP_PROVIDER_ERROR,
+    STOP_QUOTA_EXCEEDED,
     STOP_SANDBOX_ERROR,
     STOP_SIMULATOR_ERROR,
 )
@@ -277,10 +278,10 @@ def native_attempt_run(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitt
     """Run the claimed case through the engine once, under its pulse (``events``: the attempt's
     event store, flushed on time). Raises only for a bug (the caller's worker error)."""
     with AttemptPulse.of(ctx, events):
-        return _native_attempt(ctx, sink=sink, emitter=emitter)
+        return _native_attempt(ctx, sink=sink, emitter=emitter, events=events)
 
 
-def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter) -> CaseAttempt:
+def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter, events: RunEventSink | None = None) -> CaseAttempt:
     case_run = ctx.case_run
     guard: CaseDeadline | None = None
     try:
@@ -292,6 +293,7 @@ def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter)
             # `check` is the engine's cancel check.
             abort = getattr(sandbox, "abort", None)
             guard = CaseDeadline.for_attempt(request, ctx.evaluation_spec, case_run_id=case_run.pk, attempt=ctx.attempt, abort=abort)
+            guard.events = events  # its spent byte budget stops the case too (stop reason quota_exceeded)
             with guard as check:
                 provider, simulator = _limited(ctx, request, emitter, check, provider=provider, simulator=simulator)
                 toolset = None if sandbox is None else _toolset(ctx, sandbox, sink=sink, cancel=check)
@@ -310,6 +312,7 @@ def _native_attempt(ctx: CaseContext, *, sink: EventSink, emitter: EventEmitter)
                 # Last: code checks restart the sandbox fresh, without the agent's workspace.
                 verification = _verify(ctx, sandbox, emitter) if sandbox is not None and outcome.status == COMPLETED else {}
             outcome = _deadline_after_engine(outcome, check, emitter)
+            outcome = _quota_after_engine(outcome, events, emitter)
     except _AttemptFailed as failure:
         return attempt_failed(
             emitter, failure.stop_reason, failure.error, retryable=failure.retryable, code=failure.code, provider_key=failure.provider_key
@@ -329,6 +332,18 @@ def _deadline_after_engine(outcome: CaseOutcome, check: CaseDeadline, emitter: E
     error = check.stop_message + " during post-execution verification"
     emitter.emit(SYSTEM_RUN_FAILED, {"error": error, "stop_reason": STOP_DEADLINE_EXCEEDED, "step_index": outcome.step_count})
     return dataclasses.replace(outcome, status=FAILED, stop_reason=STOP_DEADLINE_EXCEEDED, error=error, final_output=None)
+
+
+def _quota_after_engine(outcome: CaseOutcome, events: RunEventSink | None, emitter: EventEmitter) -> CaseOutcome:
+    """A case that spent its stored-bytes budget fails with ``quota_exceeded``, even when the
+    engine completed it first (the budget was spent by its last events)."""
+    if events is None or not events.quota_stop or outcome.stop_reason == STOP_QUOTA_EXCEEDED:
+        return outcome
+    if outcome.status != COMPLETED:  # it failed or was stopped for another reason first
+        return outcome
+    error = events.quota_stop
+    emitter.emit(SYSTEM_RUN_FAILED, {"error": error, "stop_reason": STOP_QUOTA_EXCEEDED, "step_index": outcome.step_count})
+    return dataclasses.replace(outcome, status=FAILED, stop_reason=STOP_QUOTA_EXCEEDED, error=error, final_output=None)
 
 
 # -- the attempt's pulse ----------------------------------------------------------------------
@@ -491,6 +506,7 @@ class CaseDeadline:
         self._started = 0.0
         self._fired_at = 0.0
         self._job: Job | None = None
+        self.events: RunEventSink | None = None  # the attempt's event store: a spent byte budget says stop
 
     @classmethod
     def for_attempt(
@@ -505,14 +521,21 @@ class CaseDeadline:
     # -- the cancel check the engine reads (engine.modes.case.cancel_stop) -----------------------
 
     def __call__(self) -> bool:
-        return self.fired.is_set() or self.cancel()
+        return self.fired.is_set() or self._quota_spent() or self.cancel()
+
+    def _quota_spent(self) -> bool:
+        return self.events is not None and bool(self.events.quota_stop)
 
     @property
     def stop_reason(self) -> str:
-        return STOP_DEADLINE_EXCEEDED if self.fired.is_set() else ""
+        if self.fired.is_set():
+            return STOP_DEADLINE_EXCEEDED
+        return STOP_QUOTA_EXCEEDED if self._quota_spent() else ""
 
     @property
     def stop_message(self) -> str:
+        if not self.fired.is_set() and self.events is not None and self.events.quota_stop:
+            return self.events.quota_stop
         return f"the case exceeded its wall-clock deadline of {self.seconds:g}s (stopped by the worker)"
 
     # -- the watchdog ------------------------------------------------------------------------

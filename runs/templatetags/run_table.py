@@ -39,6 +39,7 @@ STOP_REASONS = {
     "tool_limit": "Tool-call limit reached",
     "token_limit": "Token limit reached",
     "max_turns": "Turn limit reached",
+    "quota_exceeded": "Event storage quota exceeded",
     "provider_error": "Provider error",
     "sandbox_error": "Sandbox error",
     "simulator_error": "User simulator error",

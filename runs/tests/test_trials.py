@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from core.errors import DomainError
 from engine.providers.scripted import drawn_script
+from engine.scoring import stats
 from regression.tests.factories import WRONG
 from runs import services
 from runs.models import CaseRun, CaseStatus, LaneStatus, RepeatsMode, Run, RunStatus
@@ -303,7 +304,50 @@ def test_a_decided_candidate_stops_while_an_undecided_one_goes_on(workspace, adm
     tasks.drain()
     run.refresh_from_db()
     trials = {lane.label: lane.trials for lane in run.lanes.all()}
-    assert trials["broken"] < trials["same"] == trials["base"] == 8
+    # "same" plays like "base" in every trial: once each case gave the same outcome SETTLE_TRIALS times
+    # on both sides, more trials cannot move the comparison and the rounds stop before max_repeats.
+    assert trials["broken"] < trials["same"] == trials["base"] == stats.SETTLE_TRIALS < 8
+    assert run.round_log[-1]["reason"] == "settled"
+    assert all(lane.status == LaneStatus.COMPLETED for lane in run.lanes.all())
+
+
+def _flaky_on(workspace, *, name: str, case_key: str, seed: int):
+    """Passes every case every time, except ``case_key``, which it passes half the time."""
+    deployment = make_deployment(workspace, name=name)
+    deployment.deployment_config = {
+        "script_mix": [
+            {"weight": 0.5, "script": {"default": READ_AND_SUBMIT}},
+            {"weight": 0.5, "script": {"default": READ_AND_SUBMIT, "cases": {case_key: WRONG}}},
+        ],
+        "seed": seed,
+    }
+    deployment.save(update_fields=["deployment_config"])
+    return deployment
+
+
+@pytest.mark.django_db
+def test_adaptive_rounds_top_up_only_the_cases_still_uncertain(workspace, admin, tasks):
+    version = publish(workspace, admin, native_pack_yaml(cases=4))
+    base = _flaky_on(workspace, name="base", case_key="case-3", seed=3)
+    other = _flaky_on(workspace, name="other", case_key="case-3", seed=5)
+    run = _create(workspace, admin, version, [base, other], repeats="auto", max_repeats=12)
+    tasks.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    per_case = {
+        (lane.label, key): CaseRun.objects.filter(lane=lane, case_key=key).count()
+        for lane in run.lanes.all()
+        for key in ("case-0", "case-1", "case-2", "case-3")
+    }
+    # Cases 0-2 pass every trial on both sides: settled after SETTLE_TRIALS, never topped up again.
+    for label in ("base", "other"):
+        for key in ("case-0", "case-1", "case-2"):
+            assert per_case[(label, key)] == stats.SETTLE_TRIALS
+    # Case 3 is a coin on both sides: it alone went on, to the budget (4 cases cannot decide).
+    assert per_case[("base", "case-3")] == per_case[("other", "case-3")] == 12
+    assert run.round_log[-1]["reason"] == "budget_spent"
+    later = [entry for entry in run.round_log if entry["trials"] >= stats.SETTLE_TRIALS and not entry["stop"]]
+    assert later and all(entry["cases"] == {"other": 1, "base": 1} for entry in later)
     assert all(lane.status == LaneStatus.COMPLETED for lane in run.lanes.all())
 
 

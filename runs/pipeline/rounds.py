@@ -8,7 +8,8 @@ open lane waiting decides the round:
 
 - each candidate's gate is read with the *sequential* test of ``engine.scoring.stats.lane_gate``
   (``sequential=True``: valid however many rounds were looked at before, docs/scorecards-and-gates.md
-  "Adaptive trials"), at the default tolerance and confidence;
+  "Adaptive trials"), at the run's own tolerance and confidence (``Run.round_max_regression``,
+  ``Run.round_confidence``: 0.05 and 0.95 unless the run was created with others);
 - ``engine.scoring.stats.adaptive_plan`` says whether to stop (every comparison decided, or
   ``max_repeats`` trials spent) and which candidate lanes, with the baseline, get another round;
 - those lanes get trial ``n + 1`` of every case whose paired outcome is still uncertain (not
@@ -111,7 +112,7 @@ def _decide(run: Run, lanes: list[Lane], open_lanes: list[Lane]) -> tuple[dict[s
     base_trials = trials.get(baseline.pk, {})
     for lane in candidates:
         ours = trials.get(lane.pk, {})
-        gate = stats.lane_gate(ours, base_trials, sequential=True)
+        gate = stats.lane_gate(ours, base_trials, max_regression=run.round_max_regression, confidence=run.round_confidence, sequential=True)
         decisions[str(lane.pk)] = gate["decision"]
         settled = stats.settled_cases(ours, base_trials)
         open_cases[lane.pk] = set(ours) - settled

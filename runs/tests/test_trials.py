@@ -620,3 +620,80 @@ def test_the_exports_have_one_line_per_trial_and_the_report_counts_them(
     assert sorted({(r["case_key"], r["trial"]) for r in body["results"]}) == [(f"case-{i}", t) for i in range(3) for t in (1, 2, 3)]
     report = client.get(url("report", run.pk)).content.decode()
     assert "3/3 passed" in report
+
+
+# -- the rounds' own gate: max_regression and confidence ----------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ({"max_regression": -0.1}, "max_regression", "max_regression must be from 0 to below 1"),
+        ({"max_regression": 1}, "max_regression", "max_regression must be from 0 to below 1"),
+        ({"max_regression": 0}, "max_regression", "greater than 0 for adaptive trials"),
+        ({"confidence": 0.4}, "confidence", "confidence must be from 0.5 to below 1"),
+        ({"confidence": 1.0}, "confidence", "confidence must be from 0.5 to below 1"),
+        ({"confidence": "often"}, "confidence", ""),
+        ({"repeats": 3, "max_repeats": None, "max_regression": 0.1}, "max_regression", 'goes with repeats "auto" only'),
+        ({"repeats": 3, "max_repeats": None, "confidence": 0.9}, "confidence", 'goes with repeats "auto" only'),
+    ],
+)
+def test_the_api_refuses_a_bad_round_policy_naming_the_field(
+    api_client_for, member, workspace, pack_version, deployment, extra, field, words
+):
+    other = make_deployment(workspace, name="other")
+    body = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": 6, **extra}
+    response = api_client_for(member).post(BASE, body, format="json")
+    assert response.status_code == 400, response.content
+    fields = response.json()["error"]["fields"]
+    assert list(fields) == [field] and words in fields[field][0]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_stores_the_round_policy_and_reports_it(api_client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="other")
+    client = api_client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": 6}
+    created = client.post(BASE, {**base, "max_regression": 0.1, "confidence": 0.9}, format="json").json()
+    assert created["max_regression"] == 0.1 and created["confidence"] == 0.9
+    run = Run.objects.get(pk=created["id"])
+    assert (run.round_max_regression, run.round_confidence) == (0.1, 0.9)
+    defaults = client.post(BASE, base, format="json").json()
+    assert defaults["max_regression"] == 0.05 and defaults["confidence"] == 0.95
+    fixed = client.post(BASE, {**base, "repeats": 2, "max_repeats": None}, format="json").json()
+    assert fixed["max_regression"] is None and fixed["confidence"] is None
+
+
+@pytest.mark.django_db
+def test_the_rounds_gate_with_the_runs_own_tolerance_and_confidence(workspace, admin, tasks):
+    version = publish(workspace, admin, native_pack_yaml(cases=3))
+    one, two = make_deployment(workspace, name="one"), make_deployment(workspace, name="two")  # equal
+    strict = _create(workspace, admin, version, [one, two], repeats="auto", max_repeats=4)
+    loose = _create(workspace, admin, version, [one, two], repeats="auto", max_repeats=4, max_regression=0.5, confidence=0.6)
+    tasks.drain()
+    strict.refresh_from_db()
+    loose.refresh_from_db()
+    # At 0.05 / 0.95, 3 equal cases stay undecided up to the budget; tolerating a drop of 0.5 at
+    # 60 % confidence, the first round already shows "no drop beyond 0.5".
+    assert strict.round_log[-1]["reason"] == "budget_spent"
+    assert loose.round_log == [loose.round_log[0]] and loose.round_log[0]["reason"] == "decided"
+    decision = loose.round_log[0]["decisions"]["two"]
+    assert decision["decision"] == "pass" and "no drop beyond the tolerated 0.5" in decision["reason"]
+    assert [lane.trials for lane in loose.lanes.all()] == [2, 2]
+
+
+@pytest.mark.django_db
+def test_the_new_run_page_takes_the_round_policy_and_names_a_bad_value(client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="second")
+    client = client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": "6"}
+    refused = client.post("/w/acme/runs/new/", {**base, "confidence": "1.5"})
+    assert refused.status_code == 200 and not Run.objects.exists()
+    details = refused.content.decode().split('id="run-round-policy"')[1].split("</details>")[0]
+    assert details.startswith(" open") and "confidence must be from 0.5 to below 1" in details
+    started = client.post("/w/acme/runs/new/", {**base, "max_regression": "0.2", "confidence": "0.8"})
+    assert started.status_code == 302
+    run = Run.objects.get()
+    assert (run.round_max_regression, run.round_confidence) == (0.2, 0.8)

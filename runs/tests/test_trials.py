@@ -326,7 +326,7 @@ def _flaky_on(workspace, *, name: str, case_key: str, seed: int):
 
 
 @pytest.mark.django_db
-def test_adaptive_rounds_top_up_only_the_cases_still_uncertain(workspace, admin, tasks):
+def test_adaptive_rounds_top_up_only_the_cases_still_uncertain(client_for, member, workspace, admin, tasks):
     version = publish(workspace, admin, native_pack_yaml(cases=4))
     base = _flaky_on(workspace, name="base", case_key="case-3", seed=3)
     other = _flaky_on(workspace, name="other", case_key="case-3", seed=5)
@@ -349,6 +349,11 @@ def test_adaptive_rounds_top_up_only_the_cases_still_uncertain(workspace, admin,
     later = [entry for entry in run.round_log if entry["trials"] >= stats.SETTLE_TRIALS and not entry["stop"]]
     assert later and all(entry["cases"] == {"other": 1, "base": 1} for entry in later)
     assert all(lane.status == LaneStatus.COMPLETED for lane in run.lanes.all())
+    lane = run.lanes.get(label="other")
+    html = client_for(member).get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "Cases ran up to 12 times in this lane" in html and "Every case ran" not in html
+    page = client_for(member).get(f"/w/acme/runs/{run.pk}/").content.decode()
+    assert "4 cases" in page  # counted by trial 1, not by the lane's most trials
 
 
 @pytest.mark.django_db

@@ -22,9 +22,10 @@ shares its error rate between the two metrics and errs less):
 - ``fixed``: ``N`` trials of every case, then the gate; ``N`` is what a fixed design needs to
   decide 90 % of the time when the truth is 0.05 from the tolerance (the ``equal`` and
   ``regression`` scenarios), from the simulated per-trial variance, at most 50;
-- ``adaptive``: rounds of one trial of every case, the gate (sequential) and
-  :func:`engine.scoring.stats.adaptive_plan` after each, at most ``2N`` trials (at most 50),
-  stopping when decided;
+- ``adaptive``: rounds of one trial of every case not yet settled (:func:`engine.scoring.stats.settled_cases`:
+  the same outcome in every trial on both sides), the gate (sequential, settled cases carried
+  forward) and :func:`engine.scoring.stats.adaptive_plan` after each, at most ``2N`` trials (at
+  most 50), stopping when decided; its trials per case are the mean over the cases;
 - ``peeking`` (calibration only): the fixed gate looked at after every round, stopping when it
   decides, which is what the sequential test exists to avoid.
 
@@ -111,7 +112,7 @@ def gate(candidate: stats.LaneTrials, baseline: stats.LaneTrials, *, sequential:
     return gates.evaluate_gate(cast(ComparisonSummary, summary), POLICY)["verdict"]
 
 
-def fixed(rng: random.Random, base: list[float], cand: list[float], repeats: int) -> tuple[str, int]:
+def fixed(rng: random.Random, base: list[float], cand: list[float], repeats: int) -> tuple[str, float]:
     baseline: dict[str, list[stats.Trial]] = {}
     candidate: dict[str, list[stats.Trial]] = {}
     draw(rng, base, repeats, baseline)
@@ -119,7 +120,7 @@ def fixed(rng: random.Random, base: list[float], cand: list[float], repeats: int
     return gate(candidate, baseline, sequential=False), repeats
 
 
-def rounds(rng: random.Random, base: list[float], cand: list[float], budget: int, *, sequential: bool) -> tuple[str, int]:
+def rounds(rng: random.Random, base: list[float], cand: list[float], budget: int, *, sequential: bool) -> tuple[str, float]:
     """Two trials of every case first, then one per round, the gate after each, stopping when it decides.
 
     Two first, as an adaptive run's first round (``runs.models.DEFAULT_AUTO_FIRST_ROUND``): with one
@@ -128,16 +129,23 @@ def rounds(rng: random.Random, base: list[float], cand: list[float], budget: int
     every round ("peeking"), which inflates the error rate."""
     baseline: dict[str, list[stats.Trial]] = {}
     candidate: dict[str, list[stats.Trial]] = {}
-    done = 0
+    done = spent = 0
+    settled: set[str] = set()
     while True:
-        draw(rng, base, 1, baseline)
-        draw(rng, cand, 1, candidate)
+        for i, (p, q) in enumerate(zip(base, cand)):
+            key = f"c{i}"
+            if key not in settled:
+                baseline.setdefault(key, []).append({"passed": rng.random() < p, "score": None})
+                candidate.setdefault(key, []).append({"passed": rng.random() < q, "score": None})
+                spent += 1
         done += 1
         if done < 2:
             continue
         decision = gate(candidate, baseline, sequential=sequential)
         if stats.adaptive_plan({"candidate": decision}, trials_done=done, max_repeats=budget)["stop"]:
-            return decision, done
+            return decision, spent / len(base)
+        if sequential:  # adaptive mode tops up only the cases whose paired outcome is still uncertain
+            settled = stats.settled_cases(candidate, baseline)
 
 
 def per_trial_variance(drop: float, samples: int = 20_000) -> float:
@@ -158,11 +166,11 @@ class Tally:
     right: int = 0
     wrong: int = 0
     undecided: int = 0
-    trials: int = 0
+    trials: float = 0.0
     seeds: int = 0
     cpu: float = 0.0
 
-    def add(self, scenario: str, decision: str, trials: int) -> None:
+    def add(self, scenario: str, decision: str, trials: float) -> None:
         self.seeds += 1
         self.trials += trials
         if decision in WRONG[scenario]:
@@ -231,7 +239,7 @@ def report(tallies: dict[tuple[int, str, str], Tally], cases: Sequence[int], rep
             f"{t.undecided / t.seeds:>9.1%} {t.trials / t.seeds:>11.2f}"
         )
 
-    def total(scenario: str, mode: str, name: str) -> int:
+    def total(scenario: str, mode: str, name: str) -> float:
         return sum(getattr(tallies[(n, scenario, mode)], name) for n in cases if (n, scenario, mode) in tallies)
 
     ok = True
@@ -245,13 +253,13 @@ def report(tallies: dict[tuple[int, str, str], Tally], cases: Sequence[int], rep
     for mode in ("fixed", "adaptive", "peeking"):
         for scenario, what in errors:
             if total(scenario, mode, "seeds"):
-                wrong, seeds = total(scenario, mode, "wrong"), total(scenario, mode, "seeds")
+                wrong, seeds = int(total(scenario, mode, "wrong")), int(total(scenario, mode, "seeds"))
                 ok &= scenario == "boundary" or mode == "peeking" or wrong / seeds <= 0.05
                 print(f"{mode:<8} {what:<38} {rate(wrong, seeds)}")
     print()
     spent = {mode: sum(total(s, mode, "trials") for s in MAIN) for mode in ("fixed", "adaptive")}
     for mode in ("fixed", "adaptive"):
-        right, seeds = sum(total(s, mode, "right") for s in MAIN), sum(total(s, mode, "seeds") for s in MAIN)
+        right, seeds = int(sum(total(s, mode, "right") for s in MAIN)), int(sum(total(s, mode, "seeds") for s in MAIN))
         print(f"{mode:<8} decided right {right / seeds:.1%} of the {seeds} lanes of equal, regression and large")
     for scenario in MAIN:
         print(f"trials adaptive/fixed, {scenario:<10} {total(scenario, 'adaptive', 'trials') / total(scenario, 'fixed', 'trials'):.2f}")

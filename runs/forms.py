@@ -84,6 +84,19 @@ class RunCreateForm(forms.Form):
         label="Most trials per case (max_repeats)",
         help_text="With “auto” only: the rounds never go beyond this many trials of one case (2 to 50).",
     )
+    max_regression = forms.FloatField(
+        required=False,
+        label="Tolerated drop (max_regression)",
+        widget=forms.NumberInput(attrs={"step": "any", "placeholder": "0.05"}),
+        help_text="Advanced, with “auto” only: the drop in pass rate or score the rounds' gate tolerates, "
+        "above 0 and below 1 (0.05 when empty).",
+    )
+    confidence = forms.FloatField(
+        required=False,
+        label="Confidence",
+        widget=forms.NumberInput(attrs={"step": "any", "placeholder": "0.95"}),
+        help_text="Advanced, with “auto” only: how sure the rounds' gate must be, from 0.5 to below 1 (0.95 when empty).",
+    )
     simulator_deployment_id = forms.ModelChoiceField(
         queryset=AgentDeployment.objects.none(),
         required=False,

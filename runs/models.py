@@ -140,6 +140,13 @@ class Run(models.Model):
     max_repeats = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Adaptive mode: the most trials of one case the rounds may reach (null in fixed mode)."
     )
+    round_max_regression = models.FloatField(
+        default=0.05,
+        help_text="Adaptive mode: the tolerated drop the rounds' sequential gate resolves (0 < value < 1; 0.05 by default).",
+    )
+    round_confidence = models.FloatField(
+        default=0.95, help_text="Adaptive mode: the confidence of the rounds' sequential gate (0.5 ≤ value < 1; 0.95 by default)."
+    )
     rounds = models.PositiveSmallIntegerField(default=1, help_text="Rounds of trials scheduled so far (1 in fixed mode).")
     round_log = models.JSONField(
         default=list,
@@ -165,6 +172,12 @@ class Run(models.Model):
                 condition=(models.Q(repeats_mode=RepeatsMode.FIXED, max_repeats__isnull=True))
                 | models.Q(repeats_mode=RepeatsMode.AUTO, max_repeats__isnull=False, max_repeats__gte=1, max_repeats__lte=MAX_REPEATS),
                 name="run_max_repeats_with_auto",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(
+                    round_max_regression__gt=0, round_max_regression__lt=1, round_confidence__gte=0.5, round_confidence__lt=1
+                ),
+                name="run_round_policy_range",
             ),
         ]
         # The dispatcher's question: the workspace's running runs (runs/pipeline/advance.py, fair scheduling).

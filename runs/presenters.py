@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from engine import events as ev
 from engine.scoring.security import describe
 from engine.types import EVENT_SCHEMA_VERSION, JSON, JSONObject
-from runs.models import RunEvent
+from runs.models import CaseRun, RunEvent
 
 if TYPE_CHECKING:
     from runs.selectors import LaneProgress
@@ -323,11 +323,11 @@ class TrialsSummary:
     max_repeats: int | None = None
     fixed_case_runs: int = 0  # what max_repeats trials of every case in every lane would have cost
     saved: int = 0  # fixed_case_runs minus the case runs scheduled
-    stop_reason: str = ""  # decided | budget_spent | "" (still going)
+    stop_reason: str = ""  # decided | budget_spent | settled | "" (still going)
     lane_trials: list[tuple[str, int]] = dataclasses.field(default_factory=list)
 
 
-STOP_WORDS = {"decided": "every comparison decided", "budget_spent": "max_repeats reached"}
+STOP_WORDS = {"decided": "every comparison decided", "budget_spent": "max_repeats reached", "settled": "every case's outcome settled"}
 
 
 def trials_summary(run: Any, lanes: list[LaneProgress]) -> TrialsSummary | None:
@@ -336,6 +336,9 @@ def trials_summary(run: Any, lanes: list[LaneProgress]) -> TrialsSummary | None:
         return None
     first = lanes[0]
     cases = first.total // max(1, first.lane.trials)
+    if run.is_adaptive:
+        # Per-case top-up: a lane's cases may have different numbers of trials; count trial 1 of each.
+        cases = CaseRun.objects.filter(lane_id=first.lane.pk, trial=1).count()
     total = sum(lane.total for lane in lanes)
     per_lane = [(lane.lane.label, lane.lane.trials) for lane in lanes]
     counts = {trials for _, trials in per_lane}

@@ -91,6 +91,7 @@ def run_create(request: WorkspaceRequest) -> HttpResponse:
                     regression_scope=data.get("regression_scope") or "full", include_proposed=bool(data.get("include_proposed")),
                     race_context=bool(data.get("race_context")),
                     repeats=(data.get("repeats") or "").strip() or 1, max_repeats=data.get("max_repeats"),
+                    max_regression=data.get("max_regression"), confidence=data.get("confidence"),
                 )  # fmt: skip
             except DomainError as exc:  # a refused request, or a deployment or version gone since the form was drawn
                 form_add_domain_error(form, exc)

@@ -185,6 +185,7 @@ class LaneScorecardView(TypedDict):
     document: LaneScorecardDocument  # without any key when the lane has no scorecard yet
     dimension_deck: list[DeckRow]
     cases: list[CaseEntry]
+    cases_total: int  # the lane's cases (or failures) in all; ``cases`` may hold only the first ``limit``
     failures_only: bool
     evidence_tier: EvidenceTier
     statistics: LaneStatistics | None  # None until the lane has a scorecard (scoring/statistics.py)
@@ -363,15 +364,24 @@ def trial_counts(lane: Lane) -> dict[str, TrialCounts]:
     }
 
 
-def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False) -> LaneScorecardView:
-    """Everything the lane scorecard page shows."""
+def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool = False, limit: int | None = None) -> LaneScorecardView:
+    """Everything the lane scorecard page shows; with ``limit``, only the first ``limit`` cases are
+    read and listed (``cases_total`` says how many there are) — not for the failures view or a
+    security pack, whose sections need every case."""
     card = LaneScorecard.objects.filter(lane=lane).first()
     document = _lane_document(card)
     # With repeated trials the page lists each case once (its trial 1, which the replay's trial
     # switcher leads on from) with its trials counted in one query: the page costs the same at 1
     # and at 10 trials (bench/trials_load.py).
-    rows = CaseRun.objects.filter(lane=lane) if lane.trials <= 1 else CaseRun.objects.filter(lane=lane, trial=1)
-    case_runs = list(rows.select_related("case_score").order_by("position", "pk"))
+    rows = (CaseRun.objects.filter(lane=lane) if lane.trials <= 1 else CaseRun.objects.filter(lane=lane, trial=1)).order_by(
+        "position", "pk"
+    )
+    total: int | None = None
+    if limit is not None and not failures_only and not isinstance(document.get("security"), dict):
+        # Reading a case's score document (JSON) is most of the page's cost: read only the cases shown.
+        total = rows.count()
+        rows = rows[:limit]
+    case_runs = list(rows.select_related("case_score"))
     counts = trial_counts(lane) if lane.trials > 1 else {}
     # One CaseScore per case run was loaded with select_related; reuse it instead of re-querying.
     cases: list[CaseEntry] = []
@@ -394,6 +404,7 @@ def lane_scorecard_view(lane: Lane, *, workspace_slug: str, failures_only: bool 
         "document": document,
         "dimension_deck": _dimension_deck(lane, document),
         "cases": cases,
+        "cases_total": total if total is not None else len(cases),
         "failures_only": failures_only,
         "evidence_tier": lane_evidence_tiers([lane])[lane.pk],  # docs/hosted-agents.md, Evidence tiers
         "statistics": statistics,
@@ -593,6 +604,9 @@ def lane_scorecard_markdown(view: LaneScorecardView) -> str:
     for c in view["cases"]:
         verdict = "pass" if c["passed"] else "fail" if c["passed"] is False else c["score_status"]
         lines.append(f"| {c['case_key']} | {verdict} | {_fmt(c['overall_score'])} | {', '.join(c['failed_validators']) or '—'} |")
+    more = view.get("cases_total", 0) - len(view["cases"])
+    if more > 0:
+        lines += ["", f"… and {more} more case(s): every case is on the page's “Show all” and in the JSON download."]
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,8 @@ from scoring.presenters import lane_scorecard_markdown, lane_scorecard_view, run
 from scoring.trends import pack_trends
 from workspaces.access import WorkspaceRequest, object_get_for_workspace, workspace_view
 
+CASES_PER_PAGE = 100  # the lane scorecard lists this many cases, with a link to all of them
+
 
 @workspace_view()
 @require_GET
@@ -34,7 +36,13 @@ def _lane(request: WorkspaceRequest, run_id: int, lane_id: int) -> Lane:
 @require_GET
 def lane_scorecard(request: WorkspaceRequest, run_id: int, lane_id: int) -> HttpResponse:
     lane = _lane(request, run_id, lane_id)
-    view = lane_scorecard_view(lane, workspace_slug=request.workspace.slug, failures_only=request.GET.get("failures") == "1")
+    show_all = request.GET.get("all") == "1"
+    view = lane_scorecard_view(
+        lane,
+        workspace_slug=request.workspace.slug,
+        failures_only=request.GET.get("failures") == "1",
+        limit=None if show_all else CASES_PER_PAGE,
+    )
     view["markdown"] = lane_scorecard_markdown(view) if view["scorecard"] else ""
     view["run"] = lane.run
     return render(request, "scoring/scorecard_lane.html", view)

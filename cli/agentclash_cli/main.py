@@ -110,6 +110,18 @@ def _run_parser(commands: Any) -> None:
     )
     run.add_argument("--max-repeats", type=int, metavar="N", help="with --repeats auto: the most trials of one case (2 to 50)")
     run.add_argument(
+        "--max-regression",
+        type=float,
+        metavar="X",
+        help="with --repeats auto: the drop the rounds' gate tolerates, above 0 and below 1 (default 0.05)",
+    )
+    run.add_argument(
+        "--confidence",
+        type=float,
+        metavar="C",
+        help="with --repeats auto: the confidence of the rounds' gate, 0.5 to below 1 (default 0.95)",
+    )
+    run.add_argument(
         "--follow", action="store_true", help="show progress until the run ends, then a per-lane table; exit 0 only if it completed"
     )
     run.add_argument("--junit", metavar="FILE", help="write the cases as JUnit XML (one test case per case × lane; implies --follow)")
@@ -222,6 +234,8 @@ def _run(args: argparse.Namespace) -> int:
             allow_missing_judges=bool(args.allow_missing_judges),
             repeats=args.repeats,
             max_repeats=args.max_repeats,
+            max_regression=args.max_regression,
+            confidence=args.confidence,
         )
         if not _json(args):
             print(run["id"], flush=True)

@@ -149,6 +149,8 @@ def start_run(
     allow_missing_judges: bool = False,
     repeats: int | str = 1,
     max_repeats: int | None = None,
+    max_regression: float | None = None,
+    confidence: float | None = None,
 ) -> dict[str, Any]:
     """Resolve every name and check the deployments fit the pack, then POST the run; the created run."""
     suite_ids = suites.resolve(client, suite_names or [])  # first: fails fast on servers without suites
@@ -175,6 +177,10 @@ def start_run(
         body["repeats"] = repeats
     if max_repeats is not None:
         body["max_repeats"] = max_repeats
+    if max_regression is not None:  # the server checks the range and names the field
+        body["max_regression"] = max_regression
+    if confidence is not None:
+        body["confidence"] = confidence
     return create_run(client, body, judges.RUN_WORDS)
 
 

@@ -156,3 +156,15 @@ def test_a_case_that_fails_in_several_trials_is_proposed_once():
     client = _Cases(cases)
     propose_failures(cast(Client, client), run_id=9, lane_id=3, suite_id=5)
     assert client.posted == ["runs/9/cases/1/promote", "runs/9/cases/4/promote"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_passes_the_rounds_gate_policy(cli, demo, captured_tasks):
+    args = ("run", "--pack", PACK, "--deployment", GOOD, "--deployment", SLOPPY, "--repeats", "auto", "--max-repeats", "6")
+    result = cli(*args, "--max-regression", "0.1", "--confidence", "0.9", "--json")
+    assert result.code == 0, result
+    run = Run.objects.get(pk=json.loads(result.out)["id"])
+    assert (run.round_max_regression, run.round_confidence) == (0.1, 0.9)
+    refused = cli(*args, "--confidence", "0.3")
+    assert refused.code == 4 and "confidence must be from 0.5 to below 1" in refused.err
+    assert Run.objects.count() == 1

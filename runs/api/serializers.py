@@ -86,12 +86,20 @@ class RunOutputSerializer(serializers.Serializer):
     repeats = serializers.SerializerMethodField(help_text='The repeats asked for: an integer, or "auto".')
     repeats_mode = serializers.CharField(help_text="fixed | auto")
     max_repeats = serializers.IntegerField(allow_null=True, help_text="auto: the most trials of one case (null when fixed).")
+    max_regression = serializers.SerializerMethodField(help_text="auto: the drop the rounds' sequential gate tolerates (null when fixed).")
+    confidence = serializers.SerializerMethodField(help_text="auto: the confidence of the rounds' sequential gate (null when fixed).")
     rounds = serializers.IntegerField(help_text="Rounds of trials scheduled so far (1 when fixed).")
     round_log = serializers.JSONField(help_text="auto: per finished round, the gate decisions and the lanes given another round.")
     case_counts = serializers.SerializerMethodField()
 
     def get_repeats(self, run: Run) -> int | str:
         return "auto" if run.is_adaptive else run.repeats
+
+    def get_max_regression(self, run: Run) -> float | None:
+        return run.round_max_regression if run.is_adaptive else None
+
+    def get_confidence(self, run: Run) -> float | None:
+        return run.round_confidence if run.is_adaptive else None
 
     def get_case_counts(self, run: Run) -> dict[str, int]:
         if hasattr(run, "cases_total"):

@@ -77,6 +77,14 @@ class RunCreateApi(WorkspaceApiView):
             required=False, allow_null=True, min_value=2, max_value=MAX_REPEATS,
             help_text='With repeats "auto": the most trials of one case the rounds may reach.',
         )  # fmt: skip
+        max_regression = serializers.FloatField(
+            required=False, allow_null=True,
+            help_text='With repeats "auto": the drop the rounds\' sequential gate tolerates, 0 < value < 1 (default 0.05).',
+        )  # fmt: skip
+        confidence = serializers.FloatField(
+            required=False, allow_null=True,
+            help_text='With repeats "auto": the confidence of the rounds\' sequential gate, 0.5 ≤ value < 1 (default 0.95).',
+        )  # fmt: skip
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer}, summary="Start a run", parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -93,6 +101,7 @@ class RunCreateApi(WorkspaceApiView):
             regression_suite_ids=values["regression_suite_ids"], regression_case_ids=values["regression_case_ids"],
             regression_scope=values["regression_scope"], include_proposed=values["include_proposed"],
             race_context=values["race_context"], repeats=values["repeats"], max_repeats=values.get("max_repeats"),
+            max_regression=values.get("max_regression"), confidence=values.get("confidence"),
         )  # fmt: skip
         run = lookups.run_get(workspace=self.workspace, pk=run.pk)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -101,6 +101,8 @@ def run_create(
     include_proposed: bool = False,
     repeats: Any = 1,
     max_repeats: Any = None,
+    max_regression: Any = None,
+    confidence: Any = None,
 ) -> Run:
     """Create a queued run. Raises a DomainError naming the argument at fault (``RunCreateError``, a
     400, or ``NotFound`` for another workspace's version, deployment or regression suite).
@@ -138,7 +140,9 @@ def run_create(
         raise RunCreateError(refusal, field="pack_version_id", code="simulator_unsupported")
     deployments = _deployments(workspace, deployment_ids)
     _check_modes(mode, deployments)
-    trials = repeats_resolve(repeats=repeats, max_repeats=max_repeats, lanes=len(deployments))
+    trials = repeats_resolve(
+        repeats=repeats, max_repeats=max_repeats, lanes=len(deployments), max_regression=max_regression, confidence=confidence
+    )
     _check_responses_and_race(mode, deployments, race_context=race_context)
     manifest = pack_version.manifest or {}
     run_preflight(workspace=workspace, manifest=manifest)  # secrets and sandbox: refused now, not mid-case
@@ -160,6 +164,7 @@ def run_create(
         judge_snapshot=judges, simulator_snapshot=simulator, race_context=bool(race_context),
         workspace_had_secrets=secrets_exist(workspace=workspace),  # lets cases skip reading secrets (docs/secrets.md)
         repeats=trials.first_round, repeats_mode=trials.mode, max_repeats=trials.max_repeats,
+        round_max_regression=trials.max_regression, round_confidence=trials.confidence,
     )  # fmt: skip
     full_clean(run)
     run.save()

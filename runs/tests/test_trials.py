@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from core.errors import DomainError
 from engine.providers.scripted import drawn_script
+from engine.scoring import stats
 from regression.tests.factories import WRONG
 from runs import services
 from runs.models import CaseRun, CaseStatus, LaneStatus, RepeatsMode, Run, RunStatus
@@ -303,8 +304,56 @@ def test_a_decided_candidate_stops_while_an_undecided_one_goes_on(workspace, adm
     tasks.drain()
     run.refresh_from_db()
     trials = {lane.label: lane.trials for lane in run.lanes.all()}
-    assert trials["broken"] < trials["same"] == trials["base"] == 8
+    # "same" plays like "base" in every trial: once each case gave the same outcome SETTLE_TRIALS times
+    # on both sides, more trials cannot move the comparison and the rounds stop before max_repeats.
+    assert trials["broken"] < trials["same"] == trials["base"] == stats.SETTLE_TRIALS < 8
+    assert run.round_log[-1]["reason"] == "settled"
     assert all(lane.status == LaneStatus.COMPLETED for lane in run.lanes.all())
+
+
+def _flaky_on(workspace, *, name: str, case_key: str, seed: int):
+    """Passes every case every time, except ``case_key``, which it passes half the time."""
+    deployment = make_deployment(workspace, name=name)
+    deployment.deployment_config = {
+        "script_mix": [
+            {"weight": 0.5, "script": {"default": READ_AND_SUBMIT}},
+            {"weight": 0.5, "script": {"default": READ_AND_SUBMIT, "cases": {case_key: WRONG}}},
+        ],
+        "seed": seed,
+    }
+    deployment.save(update_fields=["deployment_config"])
+    return deployment
+
+
+@pytest.mark.django_db
+def test_adaptive_rounds_top_up_only_the_cases_still_uncertain(client_for, member, workspace, admin, tasks):
+    version = publish(workspace, admin, native_pack_yaml(cases=4))
+    base = _flaky_on(workspace, name="base", case_key="case-3", seed=3)
+    other = _flaky_on(workspace, name="other", case_key="case-3", seed=5)
+    run = _create(workspace, admin, version, [base, other], repeats="auto", max_repeats=12)
+    tasks.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    per_case = {
+        (lane.label, key): CaseRun.objects.filter(lane=lane, case_key=key).count()
+        for lane in run.lanes.all()
+        for key in ("case-0", "case-1", "case-2", "case-3")
+    }
+    # Cases 0-2 pass every trial on both sides: settled after SETTLE_TRIALS, never topped up again.
+    for label in ("base", "other"):
+        for key in ("case-0", "case-1", "case-2"):
+            assert per_case[(label, key)] == stats.SETTLE_TRIALS
+    # Case 3 is a coin on both sides: it alone went on, to the budget (4 cases cannot decide).
+    assert per_case[("base", "case-3")] == per_case[("other", "case-3")] == 12
+    assert run.round_log[-1]["reason"] == "budget_spent"
+    later = [entry for entry in run.round_log if entry["trials"] >= stats.SETTLE_TRIALS and not entry["stop"]]
+    assert later and all(entry["cases"] == {"other": 1, "base": 1} for entry in later)
+    assert all(lane.status == LaneStatus.COMPLETED for lane in run.lanes.all())
+    lane = run.lanes.get(label="other")
+    html = client_for(member).get(f"/w/acme/runs/{run.pk}/lanes/{lane.pk}/scorecard/").content.decode()
+    assert "Cases ran up to 12 times in this lane" in html and "Every case ran" not in html
+    page = client_for(member).get(f"/w/acme/runs/{run.pk}/").content.decode()
+    assert "4 cases" in page  # counted by trial 1, not by the lane's most trials
 
 
 @pytest.mark.django_db
@@ -576,3 +625,80 @@ def test_the_exports_have_one_line_per_trial_and_the_report_counts_them(
     assert sorted({(r["case_key"], r["trial"]) for r in body["results"]}) == [(f"case-{i}", t) for i in range(3) for t in (1, 2, 3)]
     report = client.get(url("report", run.pk)).content.decode()
     assert "3/3 passed" in report
+
+
+# -- the rounds' own gate: max_regression and confidence ----------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ({"max_regression": -0.1}, "max_regression", "max_regression must be from 0 to below 1"),
+        ({"max_regression": 1}, "max_regression", "max_regression must be from 0 to below 1"),
+        ({"max_regression": 0}, "max_regression", "greater than 0 for adaptive trials"),
+        ({"confidence": 0.4}, "confidence", "confidence must be from 0.5 to below 1"),
+        ({"confidence": 1.0}, "confidence", "confidence must be from 0.5 to below 1"),
+        ({"confidence": "often"}, "confidence", ""),
+        ({"repeats": 3, "max_repeats": None, "max_regression": 0.1}, "max_regression", 'goes with repeats "auto" only'),
+        ({"repeats": 3, "max_repeats": None, "confidence": 0.9}, "confidence", 'goes with repeats "auto" only'),
+    ],
+)
+def test_the_api_refuses_a_bad_round_policy_naming_the_field(
+    api_client_for, member, workspace, pack_version, deployment, extra, field, words
+):
+    other = make_deployment(workspace, name="other")
+    body = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": 6, **extra}
+    response = api_client_for(member).post(BASE, body, format="json")
+    assert response.status_code == 400, response.content
+    fields = response.json()["error"]["fields"]
+    assert list(fields) == [field] and words in fields[field][0]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_stores_the_round_policy_and_reports_it(api_client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="other")
+    client = api_client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": 6}
+    created = client.post(BASE, {**base, "max_regression": 0.1, "confidence": 0.9}, format="json").json()
+    assert created["max_regression"] == 0.1 and created["confidence"] == 0.9
+    run = Run.objects.get(pk=created["id"])
+    assert (run.round_max_regression, run.round_confidence) == (0.1, 0.9)
+    defaults = client.post(BASE, base, format="json").json()
+    assert defaults["max_regression"] == 0.05 and defaults["confidence"] == 0.95
+    fixed = client.post(BASE, {**base, "repeats": 2, "max_repeats": None}, format="json").json()
+    assert fixed["max_regression"] is None and fixed["confidence"] is None
+
+
+@pytest.mark.django_db
+def test_the_rounds_gate_with_the_runs_own_tolerance_and_confidence(workspace, admin, tasks):
+    version = publish(workspace, admin, native_pack_yaml(cases=3))
+    one, two = make_deployment(workspace, name="one"), make_deployment(workspace, name="two")  # equal
+    strict = _create(workspace, admin, version, [one, two], repeats="auto", max_repeats=4)
+    loose = _create(workspace, admin, version, [one, two], repeats="auto", max_repeats=4, max_regression=0.5, confidence=0.6)
+    tasks.drain()
+    strict.refresh_from_db()
+    loose.refresh_from_db()
+    # At 0.05 / 0.95, 3 equal cases stay undecided up to the budget; tolerating a drop of 0.5 at
+    # 60 % confidence, the first round already shows "no drop beyond 0.5".
+    assert strict.round_log[-1]["reason"] == "budget_spent"
+    assert loose.round_log == [loose.round_log[0]] and loose.round_log[0]["reason"] == "decided"
+    decision = loose.round_log[0]["decisions"]["two"]
+    assert decision["decision"] == "pass" and "no drop beyond the tolerated 0.5" in decision["reason"]
+    assert [lane.trials for lane in loose.lanes.all()] == [2, 2]
+
+
+@pytest.mark.django_db
+def test_the_new_run_page_takes_the_round_policy_and_names_a_bad_value(client_for, member, workspace, pack_version, deployment):
+    other = make_deployment(workspace, name="second")
+    client = client_for(member)
+    base = {"pack_version_id": pack_version.pk, "deployment_ids": [deployment.pk, other.pk], "repeats": "auto", "max_repeats": "6"}
+    refused = client.post("/w/acme/runs/new/", {**base, "confidence": "1.5"})
+    assert refused.status_code == 200 and not Run.objects.exists()
+    details = refused.content.decode().split('id="run-round-policy"')[1].split("</details>")[0]
+    assert details.startswith(" open") and "confidence must be from 0.5 to below 1" in details
+    started = client.post("/w/acme/runs/new/", {**base, "max_regression": "0.2", "confidence": "0.8"})
+    assert started.status_code == 302
+    run = Run.objects.get()
+    assert (run.round_max_regression, run.round_confidence) == (0.2, 0.8)

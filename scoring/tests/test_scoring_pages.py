@@ -82,6 +82,29 @@ def test_lane_scorecard_page_filters_to_failures(workspace, viewer, client_for):
     assert "two-plus-two" in table and "<code>three-squared</code></a>" not in table
 
 
+def test_lane_scorecard_page_lists_the_first_cases_with_a_link_to_all(workspace, viewer, client_for, monkeypatch):
+    from scoring import views
+
+    monkeypatch.setattr(views, "CASES_PER_PAGE", 1)  # 100 in the product; two cases here
+    run = make_run(workspace, lanes=[SLOPPY])
+    lane = run.lanes.get()
+    first, second = CaseRun.objects.filter(lane=lane).order_by("position", "pk")
+    url = f"/w/{workspace.slug}/runs/{run.pk}/lanes/{lane.pk}/scorecard/"
+    client = client_for(viewer)
+    html = client.get(url).content.decode()
+    table = html[html.index('id="cases"') :]
+    assert f"<code>{first.case_key}</code></a>" in table and f"<code>{second.case_key}</code></a>" not in table
+    assert f'id="case-{second.pk}"' not in html  # its details are not read either
+    assert "Showing the first 1 of 2 cases" in html and 'href="?all=1#cases"' in html
+    assert "| two-plus-two | fail |" in html and "| three-squared |" not in html  # the Markdown follows the list…
+    assert "… and 1 more case(s)" in html  # …and says what it left out
+    every = client.get(url + "?all=1").content.decode()
+    assert f"<code>{second.case_key}</code></a>" in every and "Showing the first" not in every
+    assert "| three-squared | pass |" in every and "more case(s)" not in every
+    failures = client.get(url + "?failures=1").content.decode()  # the failures view lists every failure
+    assert "Showing the first" not in failures
+
+
 def test_lane_scorecard_page_before_scoring(workspace, viewer, client_for):
     run = make_run(workspace, lanes=[GOOD], score=False)
     lane = run.lanes.get()

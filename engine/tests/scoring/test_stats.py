@@ -348,3 +348,42 @@ def test_a_seeded_script_mix_gives_an_agent_its_known_pass_rate():
     assert len(result["flaky_cases"]) > 150  # a 0.7 agent rarely passes or fails all 10 trials of a case
     again = {f"case-{i}": trials(*('"right"' in _answer(f"case-{i}", t) for t in range(10))) for i in range(200)}
     assert again == agent
+
+
+def _same_trials(passed: bool, n: int) -> list[stats.Trial]:
+    return [{"passed": passed, "score": 1.0 if passed else 0.0} for _ in range(n)]
+
+
+def test_a_case_settles_only_after_enough_identical_trials_on_both_sides():
+    k = stats.SETTLE_TRIALS
+    candidate = {
+        "same": _same_trials(True, k),
+        "both_fail": _same_trials(False, k),
+        "young": _same_trials(True, k - 1),
+        "one_flip": [*_same_trials(True, k - 1), {"passed": False, "score": 0.0}],
+        "differ": _same_trials(True, k),  # all pass against all fail: certain, but not the same outcome
+        "score_moves": [*_same_trials(True, k - 1), {"passed": True, "score": 0.5}],
+        "unscored": [*_same_trials(True, k - 1), {"passed": None, "score": None}],
+    }
+    baseline = {key: _same_trials(True, k) for key in candidate}
+    baseline["both_fail"] = _same_trials(False, k + 3)  # more baseline trials (another candidate's): the first k count
+    baseline["young"] = _same_trials(True, k - 1)
+    baseline["differ"] = _same_trials(False, k)
+    assert stats.settled_cases(candidate, baseline) == {"same", "both_fail"}
+
+
+def test_settled_cases_are_carried_forward_so_every_case_weighs_the_same():
+    k = stats.SETTLE_TRIALS
+    rng = random.Random(4)
+    flaky_c = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
+    flaky_b = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
+    candidate: dict[str, list[stats.Trial]] = {"flaky": flaky_c, "easy": [{"passed": True, "score": None}] * k}
+    baseline: dict[str, list[stats.Trial]] = {"flaky": flaky_b, "easy": [{"passed": True, "score": None}] * k}
+    ours, theirs = stats.carry_settled(candidate, baseline)
+    assert len(ours["easy"]) == len(theirs["easy"]) == k + 6 and ours["flaky"] == flaky_c
+    # The gate on the carried trials is the gate of the easy case run every round.
+    topped_c = {**candidate, "easy": [{"passed": True, "score": None}] * (k + 6)}
+    topped_b = {**baseline, "easy": [{"passed": True, "score": None}] * (k + 6)}
+    stopped = stats.lane_gate(candidate, baseline, sequential=True)
+    assert stopped == stats.lane_gate(topped_c, topped_b, sequential=True)
+    assert stats.sequential_comparison(candidate, baseline)["difference"] != stopped["comparisons"][0]["difference"]  # uncarried: reweighed

@@ -356,7 +356,7 @@ def _same_trials(passed: bool, n: int) -> list[stats.Trial]:
 
 def test_a_case_settles_only_after_enough_identical_trials_on_both_sides():
     k = stats.SETTLE_TRIALS
-    candidate = {
+    candidate: dict[str, list[stats.Trial]] = {
         "same": _same_trials(True, k),
         "both_fail": _same_trials(False, k),
         "young": _same_trials(True, k - 1),
@@ -375,15 +375,15 @@ def test_a_case_settles_only_after_enough_identical_trials_on_both_sides():
 def test_settled_cases_are_carried_forward_so_every_case_weighs_the_same():
     k = stats.SETTLE_TRIALS
     rng = random.Random(4)
-    flaky_c = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
-    flaky_b = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
+    flaky_c: list[stats.Trial] = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
+    flaky_b: list[stats.Trial] = [{"passed": rng.random() < 0.5, "score": None} for _ in range(k + 6)]
     candidate: dict[str, list[stats.Trial]] = {"flaky": flaky_c, "easy": [{"passed": True, "score": None}] * k}
     baseline: dict[str, list[stats.Trial]] = {"flaky": flaky_b, "easy": [{"passed": True, "score": None}] * k}
     ours, theirs = stats.carry_settled(candidate, baseline)
     assert len(ours["easy"]) == len(theirs["easy"]) == k + 6 and ours["flaky"] == flaky_c
     # The gate on the carried trials is the gate of the easy case run every round.
-    topped_c = {**candidate, "easy": [{"passed": True, "score": None}] * (k + 6)}
-    topped_b = {**baseline, "easy": [{"passed": True, "score": None}] * (k + 6)}
+    topped_c: dict[str, list[stats.Trial]] = {**candidate, "easy": [{"passed": True, "score": None}] * (k + 6)}
+    topped_b: dict[str, list[stats.Trial]] = {**baseline, "easy": [{"passed": True, "score": None}] * (k + 6)}
     stopped = stats.lane_gate(candidate, baseline, sequential=True)
     assert stopped == stats.lane_gate(topped_c, topped_b, sequential=True)
     assert stats.sequential_comparison(candidate, baseline)["difference"] != stopped["comparisons"][0]["difference"]  # uncarried: reweighed

@@ -280,6 +280,7 @@ def test_a_tie_on_every_score_goes_to_the_lane_with_the_lower_p50_latency() -> N
     unknown: Any = {**fast, "latency_ms": {"p50": None}}
     assert rank_lanes({"a": unknown, "b": fast})["winner_reason"] == "equal scores, faster (p50 latency 40 ms vs unknown)"
     # Sub-millisecond jitter is not a difference; a better score still beats a faster lane.
-    assert rank_lanes({"a": fast, "b": {**fast, "latency_ms": {"p50": 39.9}}})["winner_reason"] == "tie for first place"
+    jitter: Any = {**fast, "latency_ms": {"p50": 39.9}}
+    assert rank_lanes({"a": fast, "b": jitter})["winner_reason"] == "tie for first place"
     better: Any = {**slow, "overall_score": 1.0, "pass_rate": 1.0, "dimensions": {"correctness": {"mean": 1.0}}}
     assert rank_lanes({"a": better, "b": fast})["winner_reason"] == "equal overall score, higher correctness"

@@ -50,10 +50,30 @@ def test_it_compares_two_lanes_of_one_run(workspace, admin):
 
 
 def test_it_needs_lanes_for_multi_lane_runs(workspace, admin, pair):
-    multi = make_run(workspace, lanes=[GOOD, SLOPPY])
+    multi = make_run(workspace, pack_version=pair[1].pack_version, lanes=[GOOD, SLOPPY])
     with pytest.raises(ComparisonError) as info:
         comparison_create(workspace=workspace, user=admin, baseline_run=multi, candidate_run=pair[1])
     assert info.value.code == "participant_count_mismatch"
+    assert (info.value.field, info.value.message) == (
+        "baseline_lane_id",
+        "The baseline run has several lanes; pick the baseline lane to compare.",
+    )
+
+
+def test_a_multi_lane_run_of_another_pack_is_refused_for_its_pack_not_its_lanes(workspace, admin, pair):
+    # Issue 25: picking a lane would not help, so the message must not ask for one.
+    other = make_run(workspace, lanes=[GOOD, SLOPPY])
+    with pytest.raises(ComparisonError) as info:
+        comparison_create(workspace=workspace, user=admin, baseline_run=other, candidate_run=pair[1])
+    assert (info.value.code, info.value.field) == ("challenge_pack_version_mismatch", "candidate_run_id")
+    packs = (other.pack_version.pack.name, pair[1].pack_version.pack.name)
+    assert info.value.message == (
+        f"The baseline run is of {packs[0]} v1 and the candidate run of {packs[1]} v1: "
+        "a comparison needs two runs of the same pack version; pick runs of one pack version."
+    )
+    single = make_run(workspace, lanes=[GOOD])  # single lanes: compared, and called not comparable as before
+    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=single, candidate_run=pair[1])
+    assert (comparison.status, comparison.reason_code) == ("not_comparable", "challenge_pack_version_mismatch")
 
 
 def test_it_rejects_the_same_lane_twice(workspace, admin):

@@ -232,7 +232,9 @@ def _rank_key(card: LaneScorecardDocument) -> _RankKey:
     """Higher is better on every element; missing values sort last."""
     score = card.get("overall_score")
     pass_rate = card.get("pass_rate")
-    p50 = _p50_latency(card)
+    # Speed only separates lanes that earned something: among lanes scoring 0 the fast one is no
+    # better (a silent agent is the fastest of all), so they stay tied.
+    p50 = _p50_latency(card) if score else None
     return (
         score if score is not None else -1.0,
         _dimension_mean(card, "correctness"),

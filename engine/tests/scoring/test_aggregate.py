@@ -282,5 +282,9 @@ def test_a_tie_on_every_score_goes_to_the_lane_with_the_lower_p50_latency() -> N
     # Sub-millisecond jitter is not a difference; a better score still beats a faster lane.
     jitter: Any = {**fast, "latency_ms": {"p50": 39.9}}
     assert rank_lanes({"a": fast, "b": jitter})["winner_reason"] == "tie for first place"
+    # Among lanes that earned nothing, speed is no merit: a silent agent is the fastest of all.
+    silent: Any = {"overall_score": 0.0, "pass_rate": 0.0, "latency_ms": {"p50": 3.0}}
+    failed: Any = {**silent, "latency_ms": {"p50": 900.0}}
+    assert rank_lanes({"a": failed, "b": silent})["winner_reason"] == "tie for first place"
     better: Any = {**slow, "overall_score": 1.0, "pass_rate": 1.0, "dimensions": {"correctness": {"mean": 1.0}}}
     assert rank_lanes({"a": better, "b": fast})["winner_reason"] == "equal overall score, higher correctness"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -247,3 +250,14 @@ def test_cli_lanes_by_label_number_or_id_and_two_packs_are_named_not_several_lan
     # Same pack, lane missing: the lane is the problem and the message says so.
     assert _gate("--baseline", str(good.pk), "--candidate", str(raced.pk)) == 4
     assert "The candidate run has several lanes; pick the candidate lane" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args", [["--baseline", "x", "--candidate", "1"], ["--candidate", "1"], ["--baseline", "1", "--candidate", "2", "--bogus"]]
+)
+def test_cli_argument_errors_exit_4_not_argparses_2(args):
+    # 2 would read as the gate's "warn" (docs/scorecards-and-gates.md: 4 is every usage error).
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "manage.py"), "gate", *args], capture_output=True, text=True, cwd=root, timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert "error:" in done.stderr

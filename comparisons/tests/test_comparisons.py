@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from comparisons.models import Comparison
@@ -136,6 +138,14 @@ def test_api_names_the_reason_code_for_unresolved_participants(workspace, member
     assert response.status_code == 400
     assert response.json()["error"]["code"] == response.json()["reason_code"] == "participant_match_not_resolved"
     assert "candidate_lane_id" in response.json()["error"]["fields"]
+    other = make_run(workspace, lanes=[GOOD, SLOPPY])  # another pack version: its packs are the problem
+    response = api_client_for(member).post(
+        URL.format(slug=workspace.slug), {"baseline_run_id": multi.pk, "candidate_run_id": other.pk}, format="json"
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"]["code"] == body["reason_code"] == "challenge_pack_version_mismatch"
+    assert "candidate_run_id" in body["error"]["fields"] and "several lanes" not in json.dumps(body)
 
 
 def test_api_viewer_cannot_create_a_comparison(workspace, viewer, pair, api_client_for):

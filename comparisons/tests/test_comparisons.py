@@ -291,3 +291,12 @@ def test_comparison_marks_the_characters_that_differ_in_a_final_output(workspace
     rows, _ = side_by_side("listen: 8000", "listen: 8080")  # one word for a like one: its characters
     assert [(seg.text, seg.changed) for seg in rows[0].baseline.segments] == [("listen: 800", False), ("0", True)]
     assert [seg.text for seg in rows[0].candidate.segments if seg.changed] == ["8"]
+
+
+def test_compare_page_names_the_two_packs_next_to_the_candidate_run(workspace, member, pair, client_for):
+    multi = make_run(workspace, lanes=[GOOD, SLOPPY])  # another pack version, two lanes, none picked
+    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run_id": multi.pk, "candidate_run_id": pair[1].pk})
+    assert response.status_code == 200  # the form again, with the error; nothing created
+    html = response.content.decode()
+    assert "a comparison needs two runs of the same pack version" in html and "The baseline run has several lanes" not in html
+    assert not Comparison.objects.exists()

@@ -69,6 +69,30 @@ def wanted_words(type_name: str) -> str:
     )
 
 
+def json_value_words(value: Any) -> str:
+    """What a decoded JSON/YAML value is, for a person: ``text `x```, ``a list``, ``true/false``…"""
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return f"true/false `{str(value).lower()}`"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return f"a whole number `{value:g}`" if isinstance(value, float) else f"a whole number `{value}`"
+    if isinstance(value, float):
+        return f"a number `{value:g}`"
+    text = str(value)
+    return f"text `{text}`" if text and len(text) < 60 else "text"
+
+
+def json_mismatch(type_name: str, value: Any) -> str:
+    """``must be a number, not text `high```: the issue-25 wording for a JSON value of the wrong
+    type (``type_name`` as the reference's decoder names it: ``float64``, ``[]string``, ``bool``…)."""
+    return f"must be {wanted_words(type_name)}, not {json_value_words(value)}"
+
+
 class Schema:
     strict = False
     type_name = "value"

@@ -49,6 +49,10 @@ def _clean(row: models.Model) -> None:
         raise DomainError.from_validation_error(exc) from None
 
 
+def _pack_label(run: Run) -> str:
+    return f"{run.pack_version.pack.name} v{run.pack_version.number}"
+
+
 def _single_lane(run: Run, side: str) -> Lane:
     lanes = list(Lane.objects.filter(run=run).order_by("lane_index")[:2])
     if len(lanes) != 1:
@@ -76,8 +80,19 @@ def resolve_participants(
             field="candidate_lane_id",
             code="participant_match_not_resolved",
         )
-    baseline = baseline_lane or _single_lane(baseline_run, "baseline")
-    candidate = candidate_lane or _single_lane(candidate_run, "candidate")
+    try:
+        baseline = baseline_lane or _single_lane(baseline_run, "baseline")
+        candidate = candidate_lane or _single_lane(candidate_run, "candidate")
+    except ComparisonError:
+        if baseline_run.pack_version_id == candidate_run.pack_version_id:
+            raise
+        # Issue 25: two packs are the real problem, not "several lanes" (picking a lane would not help).
+        raise ComparisonError(
+            f"The baseline run is of {_pack_label(baseline_run)} and the candidate run of {_pack_label(candidate_run)}: "
+            "a comparison needs two runs of the same pack version; pick runs of one pack version.",
+            field="candidate_run_id",
+            code="challenge_pack_version_mismatch",
+        ) from None
     for side, lane, run in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run)):
         if lane.run_id != run.pk or lane.workspace_id != workspace.pk:
             raise ComparisonError(

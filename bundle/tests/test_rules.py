@@ -317,7 +317,8 @@ CASES: list[tuple[str, Mutation, str, str]] = [
         "fuzzy unknown",
         lambda b: spec(b)["validators"][0].update(type="fuzzy_match", config={"treshold": 0.5}),
         f"{ES}.validators[0].config",
-        'invalid JSON: json: unknown field "treshold"',
+        'invalid JSON: "treshold" is not a field of this config: remove it or check its spelling '
+        "(fields: case_insensitive, normalize, threshold)",
     ),
     (
         "normalization step",

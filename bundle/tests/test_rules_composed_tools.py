@@ -41,7 +41,7 @@ RULES = [
     ),
     pytest.param(
         tool(implementation="http_request", parameters=True),
-        [(f"{D}.implementation", "must be valid JSON: json: cannot unmarshal string into Go value of type ToolImplementation")],
+        [(f"{D}.implementation", "must be valid JSON: the implementation must be a mapping (primitive:, args:), not text `http_request`")],
         id="implementation is an object and stops the checks",
     ),
     pytest.param(
@@ -49,7 +49,7 @@ RULES = [
         [
             (
                 f"{D}.implementation",
-                "must be valid JSON: json: cannot unmarshal number into Go struct field ToolImplementation.primitive of type string",
+                "must be valid JSON: primitive (the tool it calls) must be text, not a whole number `3`",
             )
         ],
         id="primitive is a string and stops the checks",
@@ -75,7 +75,10 @@ RULES = [
     pytest.param(
         tool(parameters=False),
         [
-            (f"{D}.parameters", "must be valid JSON: json: cannot unmarshal bool into Go value of type map[string]interface {}"),
+            (
+                f"{D}.parameters",
+                "must be valid JSON: the parameters must be a JSON Schema mapping (type: object, properties: …), not true/false `false`",
+            ),
             (f"{D}.implementation.args.url", 'contains unknown placeholder "${sku}"'),
         ],
         id="boolean parameters",
@@ -83,7 +86,7 @@ RULES = [
     pytest.param(
         tool(parameters=["sku"]),
         [
-            (f"{D}.parameters", "must be a valid JSON Schema: jsonschema: invalid schema of type array"),
+            (f"{D}.parameters", "must be a valid JSON Schema: a schema is a mapping (type: object, properties: …), not a list"),
             (f"{D}.implementation.args.url", 'contains unknown placeholder "${sku}"'),
         ],
         id="parameters are a schema object",
@@ -108,7 +111,7 @@ RULES = [
         [
             (
                 f"{D}.implementation.args",
-                "must be a JSON object: json: cannot unmarshal string into Go value of type map[string]interface {}",
+                "must be a JSON object: args must be a mapping of argument names to values, not text `x`",
             )
         ],
         id="args are an object",

@@ -51,37 +51,37 @@ def code(**fields: Any) -> Mutation:
 DECODING = [
     pytest.param(
         raw_config("fuzzy_match", "strict"),
-        [(C0, "invalid JSON: json: cannot unmarshal string into Go value of type config")],
+        [(C0, "invalid JSON: the config must be a mapping of its fields, not text `strict`")],
         id="config is an object",
     ),
     pytest.param(
         raw_config("fuzzy_match", [1]),
-        [(C0, "invalid JSON: json: cannot unmarshal array into Go value of type config")],
+        [(C0, "invalid JSON: the config must be a mapping of its fields, not a list")],
         id="config list",
     ),
     pytest.param(
         config("fuzzy_match", threshold="high", treshold=1),
-        [(C0, "invalid JSON: json: cannot unmarshal string into Go struct field .threshold of type float64")],
+        [(C0, 'invalid JSON: "threshold" must be a number, not text `high`')],
         id="float field, first problem wins",
     ),
     pytest.param(
         config("fuzzy_match", case_insensitive="yes"),
-        [(C0, "invalid JSON: json: cannot unmarshal string into Go struct field .case_insensitive of type bool")],
+        [(C0, 'invalid JSON: "case_insensitive" must be true or false, not text `yes`')],
         id="bool field",
     ),
     pytest.param(
         config("bleu_score", max_ngram=2.5),
-        [(C0, "invalid JSON: json: cannot unmarshal number into Go struct field .max_ngram of type int")],
+        [(C0, 'invalid JSON: "max_ngram" must be a whole number, not a number `2.5`')],
         id="int field",
     ),
     pytest.param(
         config("normalized_match", pipeline=["trim", 1]),
-        [(C0, "invalid JSON: json: cannot unmarshal array into Go struct field .pipeline of type []string")],
+        [(C0, 'invalid JSON: "pipeline" must be a list of text, not a list holding a whole number `1`')],
         id="string list field",
     ),
     pytest.param(
         config("math_equivalence", comparison_mode={"a": 1}),
-        [(C0, "invalid JSON: json: cannot unmarshal object into Go struct field .comparison_mode of type string")],
+        [(C0, 'invalid JSON: "comparison_mode" must be text, not a mapping')],
         id="string field",
     ),
     pytest.param(

@@ -10,26 +10,13 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import Draft202012Validator
 
+from bundle.decode import json_mismatch, json_value_words
 from bundle.validate.common import Report, re2_error
 
 MAX_DELEGATION_DEPTH = 8
 DEFAULT_PARAMETERS: dict[str, Any] = {"type": "object", "additionalProperties": False}
 _ENCODINGS = ("json:", "query:", "path:")
 _META_VALIDATOR = Draft202012Validator(Draft202012Validator.META_SCHEMA)
-
-
-def _go_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if value is None:
-        return "null"
-    return "string"
 
 
 def is_mock(implementation: Any) -> bool:
@@ -73,15 +60,15 @@ def validate_tools(bundle: dict[str, Any], report: Report) -> None:
 
 def _shape_problem(custom: Any) -> str | None:
     if not isinstance(custom, list):
-        return f"json: cannot unmarshal {_go_kind(custom)} into Go struct field ToolsConfig.custom of type []ComposedTool"
+        return f"custom must be a list of tools, not {json_value_words(custom)}"
     for tool in custom:
         if tool is None:
             continue
         if not isinstance(tool, dict):
-            return f"json: cannot unmarshal {_go_kind(tool)} into Go value of type ComposedTool"
+            return f"each tool in custom must be a mapping (name:, parameters:, implementation:), not {json_value_words(tool)}"
         name = tool.get("name")
         if name is not None and not isinstance(name, str):
-            return f"json: cannot unmarshal {_go_kind(name)} into Go struct field ComposedTool.custom.name of type string"
+            return f"a tool's name {json_mismatch('string', name)}"
     return None
 
 
@@ -113,8 +100,7 @@ def check_tool(tool: dict[str, Any], base: str, report: Report) -> None:
     if primitive is not None and not isinstance(primitive, str):
         report.add(
             f"{base}.implementation",
-            f"must be valid JSON: json: cannot unmarshal {_go_kind(primitive)} into Go struct "
-            "field ToolImplementation.primitive of type string",
+            f"must be valid JSON: primitive (the tool it calls) {json_mismatch('string', primitive)}",
         )
         return
     primitive = (primitive or "").strip()
@@ -142,7 +128,7 @@ def _implementation(tool: dict[str, Any], base: str, report: Report) -> dict[str
     if not isinstance(implementation, dict):
         report.add(
             f"{base}.implementation",
-            f"must be valid JSON: json: cannot unmarshal {_go_kind(implementation)} into Go value of type ToolImplementation",
+            f"must be valid JSON: the implementation must be a mapping (primitive:, args:), not {json_value_words(implementation)}",
         )
         return None
     return implementation
@@ -158,7 +144,7 @@ def _check_args(implementation: dict[str, Any], properties: set[str], args_path:
     if not isinstance(args, dict):
         report.add(
             args_path,
-            f"must be a JSON object: json: cannot unmarshal {_go_kind(args)} into Go value of type map[string]interface {{}}",
+            f"must be a JSON object: args must be a mapping of argument names to values, not {json_value_words(args)}",
         )
         return
     # Only the first problem of each kind is reported, like the reference.
@@ -235,12 +221,13 @@ def _check_parameters(parameters: Any, field: str, report: Report) -> set[str]:
         if isinstance(parameters, bool):
             report.add(
                 field,
-                "must be valid JSON: json: cannot unmarshal bool into Go value of type map[string]interface {}",
+                f"must be valid JSON: the parameters must be a JSON Schema mapping (type: object, properties: …), "
+                f"not {json_value_words(parameters)}",
             )
         else:
             report.add(
                 field,
-                f"must be a valid JSON Schema: jsonschema: invalid schema of type {_go_kind(parameters)}",
+                f"must be a valid JSON Schema: a schema is a mapping (type: object, properties: …), not {json_value_words(parameters)}",
             )
         return set()
     problem = schema_problem(json.dumps(parameters, sort_keys=True))
@@ -252,8 +239,7 @@ def _check_parameters(parameters: Any, field: str, report: Report) -> set[str]:
     if not isinstance(properties, dict):
         report.add(
             field,
-            f"must be valid JSON: json: cannot unmarshal {_go_kind(properties)} into Go struct "
-            "field .properties of type map[string]json.RawMessage",
+            f"must be valid JSON: properties must be a mapping of parameter names to their schemas, not {json_value_words(properties)}",
         )
         return set()
     return set(properties)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from bundle.decode import json_mismatch, json_value_words
 from bundle.validate.common import Report, re2_error
 
 _FLOAT, _INT, _BOOL, _STR, _STRS, _RAW = "float64", "int", "bool", "string", "[]string", "raw"
@@ -125,26 +126,31 @@ def _type_ok(value: Any, expected: str) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) or v is None for v in value)
 
 
+def _mismatch(expected: str, value: Any) -> str:
+    """Plain words for a config field of the wrong JSON type (issue 25: no Go decoder text)."""
+    if expected != _STRS:
+        return json_mismatch(expected, value)
+    if isinstance(value, list):
+        bad = next(v for v in value if not isinstance(v, str) and v is not None)
+        return f"must be a list of text, not a list holding {json_value_words(bad)}"
+    return f"must be a list of text, not {json_value_words(value)}"
+
+
 def _decode(config: Any, contract: dict[str, str], path: str, report: Report) -> dict[str, Any] | None:
     """Strict JSON decode of a config object: first problem wins, like encoding/json."""
     if config is None:
         return {}
     if not isinstance(config, dict):
-        report.add(
-            path,
-            f"invalid JSON: json: cannot unmarshal {_kind(config)} into Go value of type config",
-        )
+        report.add(path, f"invalid JSON: the config must be a mapping of its fields, not {json_value_words(config)}")
         return None
     for key, value in config.items():
         expected = contract.get(key)
         if expected is None:
-            report.add(path, f'invalid JSON: json: unknown field "{key}"')
+            fields = ", ".join(sorted(contract))
+            report.add(path, f'invalid JSON: "{key}" is not a field of this config: remove it or check its spelling (fields: {fields})')
             return None
         if not _type_ok(value, expected):
-            report.add(
-                path,
-                f"invalid JSON: json: cannot unmarshal {_kind(value)} into Go struct field .{key} of type {expected}",
-            )
+            report.add(path, f'invalid JSON: "{key}" {_mismatch(expected, value)}')
             return None
     return {k: v for k, v in config.items() if v is not None}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -84,19 +85,37 @@ def check_pairable(baseline: dict[str, Any], candidate: dict[str, Any]) -> None:
         )
 
 
+_POSITION = re.compile(r"^\s*(?:lane\s*|#)?(\d+)\s*$", re.IGNORECASE)
+
+
 def resolve_lane(run: dict[str, Any], choice: str | None, side: str) -> int | None:
-    """``--<side>-lane``: a lane by its deployment's name (a lane id still works); None lets the
-    server take a run's only lane."""
-    lanes = run.get("lanes") or []
-    names = ", ".join(repr(lane.get("label")) for lane in lanes) or "none"
+    """``--<side>-lane``: a lane as the user sees it — its label or deployment name, a lane id,
+    or its position ``lane 2`` / ``#2`` / ``2`` (1-based, as the comparison page numbers lanes);
+    None lets the server take a run's only lane. A name wins over a number, an id over a position."""
+    lanes = sorted(run.get("lanes") or [], key=lambda lane: lane.get("lane_index") or 0)
+    names = ", ".join(f"{position}: {lane.get('label')!r}" for position, lane in enumerate(lanes, 1)) or "none"
     if choice is None:
         if len(lanes) > 1:
-            raise CliError(f"{side} run {run['id']} has {len(lanes)} lanes ({names}): choose one with --{side}-lane NAME")
+            raise CliError(f"{side} run {run['id']} has {len(lanes)} lanes ({names}): choose one with --{side}-lane NAME or its number")
         return None
-    by_name = [lane for lane in lanes if choice in (lane.get("label"), lane.get("deployment_name"))]
-    by_id = [lane for lane in lanes if choice.strip().isdigit() and int(choice) == lane.get("id")]
-    found = by_name or by_id
-    if len(found) != 1:
+    found = [lane for lane in lanes if choice.strip() in (lane.get("label"), lane.get("deployment_name"))]
+    number = _POSITION.match(choice)
+    if not found and number:
+        bare = choice.strip().isdigit()
+        found = [lane for lane in lanes if bare and int(number.group(1)) == lane.get("id")]
+        position = int(number.group(1))
+        if 1 <= position <= len(lanes) and found and found[0] is not lanes[position - 1]:
+            raise CliError(
+                f"--{side}-lane: {choice.strip()!r} is both the id of lane {found[0].get('label')!r} and the number of lane "
+                f"{lanes[position - 1].get('label')!r}: write 'lane {position}' for the number, or the lane's name"
+            )
+        if not found and 1 <= position <= len(lanes):
+            found = [lanes[position - 1]]
+    if len(found) > 1:
+        raise CliError(
+            f"--{side}-lane: {side} run {run['id']} has {len(found)} lanes named {choice!r}: give its number instead (lanes: {names})"
+        )
+    if not found:
         raise CliError(f"--{side}-lane: {side} run {run['id']} has no lane {choice!r} (lanes: {names})")
     return int(found[0]["id"])
 

@@ -134,8 +134,12 @@ def _gate_parser(commands: Any) -> None:
     gate_parser.add_argument("--baseline", type=int, required=True, metavar="RUN", help="baseline run id")
     gate_parser.add_argument("--candidate", type=int, required=True, metavar="RUN", help="candidate run id")
     gate_parser.add_argument("--policy", metavar="FILE", help="gate policy (JSON or YAML); default policy when omitted")
-    gate_parser.add_argument("--baseline-lane", metavar="NAME", help="the baseline lane's deployment name (runs with several lanes)")
-    gate_parser.add_argument("--candidate-lane", metavar="NAME", help="the candidate lane's deployment name (runs with several lanes)")
+    for side in ("baseline", "candidate"):
+        gate_parser.add_argument(
+            f"--{side}-lane",
+            metavar="NAME",
+            help=f"the {side} lane (runs with several lanes): its label or deployment name, its number (lane 2, #2, 2) or its id",
+        )
     gate_parser.add_argument("--json-out", metavar="FILE", help="write the verdict, comparison and gate as JSON")
     gate_parser.add_argument("--junit", metavar="FILE", help="write both lanes' cases as JUnit XML (one test case per case × lane)")
 

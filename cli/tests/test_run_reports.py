@@ -79,7 +79,10 @@ def test_gate_names_lanes_by_deployment_and_reports_junit_json_and_links(cli, de
 
     unnamed = cli("gate", "--baseline", str(single), "--candidate", str(raced_id))
     assert unnamed.code == 4
-    assert f"candidate run {raced_id} has 2 lanes ('{GOOD}', '{SLOPPY}'): choose one with --candidate-lane NAME" in unnamed.err
+    assert (
+        f"candidate run {raced_id} has 2 lanes (1: '{GOOD}', 2: '{SLOPPY}'): choose one with --candidate-lane NAME or its number"
+        in unnamed.err
+    )
     unknown = cli("gate", "--baseline", str(single), "--candidate", str(raced_id), "--candidate-lane", "Nobody")
     assert unknown.code == 4 and f"--candidate-lane: candidate run {raced_id} has no lane 'Nobody'" in unknown.err
 
@@ -93,6 +96,8 @@ def test_gate_names_lanes_by_deployment_and_reports_junit_json_and_links(cli, de
     assert (body["verdict"], body["exit_code"]) == ("fail", 1)
     sloppy_lane = Run.objects.get(pk=raced_id).lanes.get(label=SLOPPY)
     assert body["comparison"]["candidate_lane_id"] == sloppy_lane.pk
+    by_number = cli("gate", "--baseline", str(single), "--candidate", str(raced_id), "--candidate-lane", "lane 2", "--format", "json")
+    assert by_number.code == 1 and json.loads(by_number.out)["comparison"]["candidate_lane_id"] == sloppy_lane.pk
 
     comparison = body["comparison"]["id"]
     markdown = summary.read_text()

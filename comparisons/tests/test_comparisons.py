@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from comparisons.models import Comparison
@@ -50,10 +52,30 @@ def test_it_compares_two_lanes_of_one_run(workspace, admin):
 
 
 def test_it_needs_lanes_for_multi_lane_runs(workspace, admin, pair):
-    multi = make_run(workspace, lanes=[GOOD, SLOPPY])
+    multi = make_run(workspace, pack_version=pair[1].pack_version, lanes=[GOOD, SLOPPY])
     with pytest.raises(ComparisonError) as info:
         comparison_create(workspace=workspace, user=admin, baseline_run=multi, candidate_run=pair[1])
     assert info.value.code == "participant_count_mismatch"
+    assert (info.value.field, info.value.message) == (
+        "baseline_lane_id",
+        "The baseline run has several lanes; pick the baseline lane to compare.",
+    )
+
+
+def test_a_multi_lane_run_of_another_pack_is_refused_for_its_pack_not_its_lanes(workspace, admin, pair):
+    # Issue 25: picking a lane would not help, so the message must not ask for one.
+    other = make_run(workspace, lanes=[GOOD, SLOPPY])
+    with pytest.raises(ComparisonError) as info:
+        comparison_create(workspace=workspace, user=admin, baseline_run=other, candidate_run=pair[1])
+    assert (info.value.code, info.value.field) == ("challenge_pack_version_mismatch", "candidate_run_id")
+    packs = (other.pack_version.pack.name, pair[1].pack_version.pack.name)
+    assert info.value.message == (
+        f"The baseline run is of {packs[0]} v1 and the candidate run of {packs[1]} v1: "
+        "a comparison needs two runs of the same pack version; pick runs of one pack version."
+    )
+    single = make_run(workspace, lanes=[GOOD])  # single lanes: compared, and called not comparable as before
+    comparison = comparison_create(workspace=workspace, user=admin, baseline_run=single, candidate_run=pair[1])
+    assert (comparison.status, comparison.reason_code) == ("not_comparable", "challenge_pack_version_mismatch")
 
 
 def test_it_rejects_the_same_lane_twice(workspace, admin):
@@ -116,6 +138,14 @@ def test_api_names_the_reason_code_for_unresolved_participants(workspace, member
     assert response.status_code == 400
     assert response.json()["error"]["code"] == response.json()["reason_code"] == "participant_match_not_resolved"
     assert "candidate_lane_id" in response.json()["error"]["fields"]
+    other = make_run(workspace, lanes=[GOOD, SLOPPY])  # another pack version: its packs are the problem
+    response = api_client_for(member).post(
+        URL.format(slug=workspace.slug), {"baseline_run_id": multi.pk, "candidate_run_id": other.pk}, format="json"
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"]["code"] == body["reason_code"] == "challenge_pack_version_mismatch"
+    assert "candidate_run_id" in body["error"]["fields"] and "several lanes" not in json.dumps(body)
 
 
 def test_api_viewer_cannot_create_a_comparison(workspace, viewer, pair, api_client_for):
@@ -261,3 +291,12 @@ def test_comparison_marks_the_characters_that_differ_in_a_final_output(workspace
     rows, _ = side_by_side("listen: 8000", "listen: 8080")  # one word for a like one: its characters
     assert [(seg.text, seg.changed) for seg in rows[0].baseline.segments] == [("listen: 800", False), ("0", True)]
     assert [seg.text for seg in rows[0].candidate.segments if seg.changed] == ["8"]
+
+
+def test_compare_page_names_the_two_packs_next_to_the_candidate_run(workspace, member, pair, client_for):
+    multi = make_run(workspace, lanes=[GOOD, SLOPPY])  # another pack version, two lanes, none picked
+    response = client_for(member).post(f"/w/{workspace.slug}/comparisons/", {"baseline_run_id": multi.pk, "candidate_run_id": pair[1].pk})
+    assert response.status_code == 200  # the form again, with the error; nothing created
+    html = response.content.decode()
+    assert "a comparison needs two runs of the same pack version" in html and "The baseline run has several lanes" not in html
+    assert not Comparison.objects.exists()

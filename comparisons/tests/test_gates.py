@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -220,3 +223,41 @@ def test_cli_usage_errors(workspace, other_workspace, good, sloppy, tmp_path, ca
     assert _gate("--baseline", str(good.pk), "--candidate", str(sloppy.pk), "--workspace", "nope") == 4
     assert "error:" in capsys.readouterr().err
     assert not GateResult.objects.exists()
+
+
+def test_cli_lanes_by_label_number_or_id_and_two_packs_are_named_not_several_lanes(workspace, version, good, tmp_path, capsys):
+    raced = make_run(workspace, pack_version=version, lanes=[GOOD, SLOPPY], name="raced")
+    sloppy_lane = raced.lanes.get(lane_index=1)
+    for choice in ("lane-1", "deployment-1", "lane 2", "#2", str(sloppy_lane.pk)):
+        assert _gate("--baseline", str(good.pk), "--candidate", str(raced.pk), "--candidate-lane", choice) == 1, choice
+        assert "verdict: fail" in capsys.readouterr().out
+    assert GateResult.objects.filter(comparison__candidate_lane=sloppy_lane).exists()
+    first_lane = raced.lanes.get(lane_index=0)
+    assert first_lane.pk == 2  # a fresh database: "2" is lane 1's id and lane 2's number
+    assert _gate("--baseline", str(good.pk), "--candidate", str(raced.pk), "--candidate-lane", "2") == 4
+    err = capsys.readouterr().err
+    assert "'2' is both the id of lane 'lane-0' and the number of lane 'lane-1': write 'lane 2' for the number" in err
+    assert _gate("--baseline", str(good.pk), "--candidate", str(raced.pk), "--candidate-lane", "lane 3") == 4
+    err = capsys.readouterr().err
+    assert f"--candidate-lane: candidate run {raced.pk} has no lane 'lane 3' (lanes: 1: 'lane-0', 2: 'lane-1')" in err
+
+    other = make_run(workspace, lanes=[GOOD, SLOPPY], name="other pack")  # another pack version, two lanes
+    assert _gate("--baseline", str(good.pk), "--candidate", str(other.pk)) == 4
+    err = capsys.readouterr().err
+    pack = other.pack_version.pack.name
+    assert f"The baseline run is of {version.pack.name} v1 and the candidate run of {pack} v1" in err
+    assert "same pack version" in err and "several lanes" not in err
+    # Same pack, lane missing: the lane is the problem and the message says so.
+    assert _gate("--baseline", str(good.pk), "--candidate", str(raced.pk)) == 4
+    assert "The candidate run has several lanes; pick the candidate lane" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args", [["--baseline", "x", "--candidate", "1"], ["--candidate", "1"], ["--baseline", "1", "--candidate", "2", "--bogus"]]
+)
+def test_cli_argument_errors_exit_4_not_argparses_2(args):
+    # 2 would read as the gate's "warn" (docs/scorecards-and-gates.md: 4 is every usage error).
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "manage.py"), "gate", *args], capture_output=True, text=True, cwd=root, timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert "error:" in done.stderr

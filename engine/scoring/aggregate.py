@@ -219,33 +219,47 @@ def _dimension_mean(card: LaneScorecardDocument, key: str) -> float:
     return value if value is not None else -1.0
 
 
-def _rank_key(card: LaneScorecardDocument) -> tuple[float, float, float, float]:
+def _p50_latency(card: LaneScorecardDocument) -> float | None:
+    """The lane's median case latency in whole milliseconds, None when unknown."""
+    p50 = (card.get("latency_ms") or {}).get("p50")
+    return None if p50 is None else float(round(p50))
+
+
+_RankKey = tuple[float, float, float, float, float]
+
+
+def _rank_key(card: LaneScorecardDocument) -> _RankKey:
+    """Higher is better on every element; missing values sort last."""
     score = card.get("overall_score")
     pass_rate = card.get("pass_rate")
+    # Speed only separates lanes that earned something: among lanes scoring 0 the fast one is no
+    # better (a silent agent is the fastest of all), so they stay tied.
+    p50 = _p50_latency(card) if score else None
     return (
         score if score is not None else -1.0,
         _dimension_mean(card, "correctness"),
         _dimension_mean(card, "reliability"),
         pass_rate if pass_rate is not None else -1.0,
+        -p50 if p50 is not None else float("-inf"),
     )
 
 
 def rank_lanes(lane_scorecards: Mapping[str, LaneScorecardDocument]) -> RunScorecardDocument:
-    """Rank lanes by overall score; ties broken by correctness, then reliability, then pass rate.
+    """Rank lanes by overall score; ties broken by correctness, reliability, pass rate, then p50 latency.
 
-    Lanes still equal on all four share a rank (dense "1224" competition ranking); if the top
+    Lanes still equal on all five share a rank (dense "1224" competition ranking); if the top
     rank is shared, or no lane has an overall score, there is no winner. A single lane wins trivially.
     """
     ordered = sorted(lane_scorecards.items(), key=lambda item: (tuple(-v for v in _rank_key(item[1])), str(item[0])))
     ranking: list[LaneRanking] = []
-    previous_key: tuple[float, float, float, float] | None = None
+    previous_key: _RankKey | None = None
     rank = 0
     for position, (lane_id, card) in enumerate(ordered, 1):
         key = _rank_key(card)
         if key != previous_key:
             rank, previous_key = position, key
         ranking.append(_ranking_row(lane_id, rank, card))
-    winner, reason = _winner(ranking)
+    winner, reason = _winner(ranking, [card for _, card in ordered])
     deltas = _winner_deltas(ordered[0][1], ordered[1][1]) if len(ordered) >= 2 else {}
     return {"ranking": ranking, "winner_lane_id": winner, "winner_reason": reason, "dimension_deltas_winner_vs_runner_up": deltas}
 
@@ -260,11 +274,15 @@ def _ranking_row(lane_id: str, rank: int, card: LaneScorecardDocument) -> LaneRa
         "validity": card.get("validity"),
         "correctness": _mean_of(card, "correctness"),
         "reliability": _mean_of(card, "reliability"),
+        "p50_latency_ms": _p50_latency(card),
     }
 
 
-def _winner(ranking: list[LaneRanking]) -> tuple[str | None, str]:
-    """The winning lane (or None) and why."""
+_TIE_BREAKERS = ("overall score", "correctness", "reliability", "pass rate")
+
+
+def _winner(ranking: list[LaneRanking], ordered: list[LaneScorecardDocument]) -> tuple[str | None, str]:
+    """The winning lane (or None) and why: the first criterion that separates it from the runner-up."""
     if not ranking:
         return None, "no lanes"
     if len(ranking) == 1:
@@ -274,7 +292,15 @@ def _winner(ranking: list[LaneRanking]) -> tuple[str | None, str]:
     top = [r for r in ranking if r["rank"] == 1]
     if len(top) > 1:
         return None, "tie for first place"
-    return top[0]["lane_id"], "highest overall score"
+    first, second = _rank_key(ordered[0]), _rank_key(ordered[1])
+    if first[0] != second[0]:
+        return top[0]["lane_id"], "highest overall score"
+    for position, name in enumerate(_TIE_BREAKERS[1:], 1):
+        if first[position] != second[position]:
+            return top[0]["lane_id"], f"equal overall score, higher {name}"
+    fast, slow = ranking[0]["p50_latency_ms"], ranking[1]["p50_latency_ms"]
+    slow_text = "unknown" if slow is None else f"{slow:g} ms"
+    return top[0]["lane_id"], f"equal scores, faster (p50 latency {fast:g} ms vs {slow_text})"
 
 
 def _winner_deltas(first: LaneScorecardDocument, second: LaneScorecardDocument) -> dict[str, float | None]:

@@ -421,6 +421,7 @@ class LaneRanking(TypedDict):
     validity: str | None
     correctness: float | None
     reliability: float | None
+    p50_latency_ms: float | None  # median case latency (whole ms): the last tie-breaker, lower wins
 
 
 class RunScorecardDocument(TypedDict):

@@ -3,7 +3,8 @@
 // in the other lane, s: side by side). Everything also works without this file: cells and
 // shortcuts are plain links. No inline script anywhere (strict Content-Security-Policy).
 // Also the matrix's "Columns" menu: lanes a reader hides stay hidden across live updates and
-// page loads of the same run (sessionStorage).
+// page loads of the same run (sessionStorage). And the results filter a reader changed last is the
+// one shown, even when an older filter's answer arrives after the change.
 (() => {
   if (window.__runsBound) return;
   window.__runsBound = true;
@@ -120,6 +121,36 @@
   }, true);
   document.addEventListener("htmx:afterSettle", applyColumns);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", applyColumns); else applyColumns();
+
+  // -- the newest filter wins ------------------------------------------------------------------
+  // A filter's answer replaces #run-results, its form included: a change made while that answer
+  // was on its way was queued on the old form and died with it (issue 25), so the page showed an
+  // older filter than the one typed. Put the reader's values back into the new form and ask again
+  // (once: the values sent last are remembered, so an answer that matches them ends it).
+  const FILTERS = "form.results-filters";
+  const valuesOf = (form) => new URLSearchParams(new FormData(form)).toString();
+  let lastSent = null;
+  let typed = null;
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const form = event.detail.elt;
+    if (form && form.matches && form.matches(FILTERS)) lastSent = valuesOf(form);
+  });
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const form = document.querySelector(FILTERS);
+    const target = event.detail.target;
+    typed = form && target && target.id === "run-results" ? valuesOf(form) : null;
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    const wanted = typed;
+    typed = null;
+    const form = document.querySelector(FILTERS);
+    if (wanted === null || lastSent === null || !form || wanted === lastSent || wanted === valuesOf(form)) return;
+    new URLSearchParams(wanted).forEach((value, name) => {
+      const field = form.elements.namedItem(name);
+      if (field && "value" in field) field.value = value;
+    });
+    if (window.htmx) window.htmx.trigger(form, "submit");
+  });
 
   // -- copy a new share link ----------------------------------------------------------------
   document.addEventListener("click", (event) => {

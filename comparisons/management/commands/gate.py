@@ -6,6 +6,7 @@ unreadable or invalid policy, runs that cannot be paired).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -16,11 +17,12 @@ from comparisons.services import comparison_create, gate_evaluate, policy_from
 from core.errors import DomainError
 from engine.scoring.documents import GateResultDocument
 from engine.scoring.gates import statistics_lines
-from runs.models import Run
+from runs.models import Lane, Run
 from workspaces.models import Workspace
 
 EXIT_CODES = {"pass": 0, "fail": 1, "warn": 2, "insufficient_evidence": 3}
 USAGE_ERROR = 4
+_POSITION = re.compile(r"^\s*(?:lane\s*|#)?(\d+)\s*$", re.IGNORECASE)
 
 
 class Command(BaseCommand):
@@ -46,12 +48,40 @@ class Command(BaseCommand):
         parser.add_argument("--candidate", type=int, required=True, help="Candidate run id")
         parser.add_argument("--policy", help="Policy file (JSON or YAML); default policy when omitted")
         parser.add_argument("--workspace", help="Workspace slug (default: the baseline run's workspace)")
-        parser.add_argument("--baseline-lane", type=int, help="Baseline lane id (for runs with several lanes)")
-        parser.add_argument("--candidate-lane", type=int, help="Candidate lane id (for runs with several lanes)")
+        for side in ("baseline", "candidate"):
+            parser.add_argument(
+                f"--{side}-lane",
+                metavar="LANE",
+                help=f"{side.capitalize()} lane (runs with several lanes): its label or deployment name, its number "
+                "as the comparison page shows it (lane 2, #2 or 2), or its id",
+            )
 
     def _fail(self, message: str) -> NoReturn:
         self.stderr.write(f"error: {message}")
         sys.exit(USAGE_ERROR)
+
+    def _lane(self, run: Run, choice: str | None, side: str) -> Lane | None:
+        """A lane as the user sees it: label or deployment name, then id, then 1-based number."""
+        if not choice:
+            return None
+        lanes = list(run.lanes.order_by("lane_index"))
+        names = ", ".join(f"{position}: {lane.label!r}" for position, lane in enumerate(lanes, 1)) or "none"
+        found = [lane for lane in lanes if choice.strip() in (lane.label, lane.deployment_name)]
+        number = _POSITION.match(choice)
+        if not found and number:
+            found = [lane for lane in lanes if choice.strip().isdigit() and lane.pk == int(number.group(1))]
+            position = int(number.group(1))
+            if 1 <= position <= len(lanes) and found and found[0] != lanes[position - 1]:
+                self._fail(
+                    f"--{side}-lane: {choice.strip()!r} is both the id of lane {found[0].label!r} and the number of lane "
+                    f"{lanes[position - 1].label!r}: write 'lane {position}' for the number, or the lane's name"
+                )
+            if not found and 1 <= position <= len(lanes):
+                found = [lanes[position - 1]]
+        if len(found) != 1:
+            what = f"{len(found)} lanes named {choice!r}: give its number instead" if found else f"no lane {choice!r}"
+            self._fail(f"--{side}-lane: {side} run {run.pk} has {what} (lanes: {names})")
+        return found[0]
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = None
@@ -77,12 +107,7 @@ class Command(BaseCommand):
                 policy_text = Path(options["policy"]).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 self._fail(f"cannot read policy file {options['policy']}: {exc}")
-        lanes = {}
-        for side in ("baseline", "candidate"):
-            lane_id = options.get(f"{side}_lane")
-            lanes[side] = runs[side].lanes.filter(pk=lane_id).first() if lane_id else None
-            if lane_id and lanes[side] is None:
-                self._fail(f"run {runs[side].pk} has no lane {lane_id}")
+        lanes = {side: self._lane(runs[side], options.get(f"{side}_lane"), side) for side in ("baseline", "candidate")}
         try:
             policy_from(policy_text=policy_text)  # validate before writing anything
             comparison = comparison_create(

@@ -266,3 +266,25 @@ def test_ranking_reports_why_there_is_no_winner_and_the_deltas() -> None:
     assert (unscored["winner_lane_id"], unscored["winner_reason"]) == (None, "no lane has an overall score")
     twin: Any = dict(scored)
     assert rank_lanes({"a": scored, "b": twin})["winner_reason"] == "tie for first place"
+
+
+def test_a_tie_on_every_score_goes_to_the_lane_with_the_lower_p50_latency() -> None:
+    # Issue 25: two scripted lanes both under the pack's latency target score latency 1.000, so
+    # the scores tie; the 30x slower one must not share first place with the fast one.
+    fast: Any = {"overall_score": 1.0, "dimensions": {"latency": {"mean": 1.0}}, "pass_rate": 1.0, "latency_ms": {"p50": 40.2}}
+    slow: Any = {**fast, "latency_ms": {"p50": 1200.0}}
+    result = rank_lanes({"a-slow": slow, "b-fast": fast})
+    assert result["winner_lane_id"] == "b-fast"
+    assert result["winner_reason"] == "equal scores, faster (p50 latency 40 ms vs 1200 ms)"
+    assert [(r["lane_id"], r["rank"], r["p50_latency_ms"]) for r in result["ranking"]] == [("b-fast", 1, 40.0), ("a-slow", 2, 1200.0)]
+    unknown: Any = {**fast, "latency_ms": {"p50": None}}
+    assert rank_lanes({"a": unknown, "b": fast})["winner_reason"] == "equal scores, faster (p50 latency 40 ms vs unknown)"
+    # Sub-millisecond jitter is not a difference; a better score still beats a faster lane.
+    jitter: Any = {**fast, "latency_ms": {"p50": 39.9}}
+    assert rank_lanes({"a": fast, "b": jitter})["winner_reason"] == "tie for first place"
+    # Among lanes that earned nothing, speed is no merit: a silent agent is the fastest of all.
+    silent: Any = {"overall_score": 0.0, "pass_rate": 0.0, "latency_ms": {"p50": 3.0}}
+    failed: Any = {**silent, "latency_ms": {"p50": 900.0}}
+    assert rank_lanes({"a": failed, "b": silent})["winner_reason"] == "tie for first place"
+    better: Any = {**slow, "overall_score": 1.0, "pass_rate": 1.0, "dimensions": {"correctness": {"mean": 1.0}}}
+    assert rank_lanes({"a": better, "b": fast})["winner_reason"] == "equal overall score, higher correctness"

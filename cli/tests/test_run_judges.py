@@ -109,7 +109,9 @@ def test_a_judged_run_follows_to_its_scores(cli, judged, worker_queue):
     assert case.passed is True
     judged_quality = case.case_score.document["dimensions"]["quality"]
     assert judged_quality["state"] == "available", "the chosen judge answered"
-    assert result.err.endswith(f"{AGENT}     1/1  1.000     1  winner\nwinner: {AGENT} (single lane)\n")
+    assert result.err.endswith(
+        f"{AGENT}     1/1  1.000     1  winner\nwinner: {AGENT} (single lane)\n{AGENT}: pass rate 100 % (1 trial: no uncertainty estimate)\n"
+    )
 
 
 def test_ci_yaml_judge_keys_and_flags(cli, judged, tmp_path, captured_tasks):

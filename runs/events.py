@@ -527,17 +527,6 @@ class RunEventSink:
             )
             return state[0] if state else None
 
-    def final_fields(self) -> dict[str, int]:
-        """What the case's finish writes to its row for the attempt's stored bytes (its last batch
-        counted, not refused: the case is finishing; the finish's ``scoring.*`` events are the
-        harness's and not counted), so the last batch costs no statement of its own. Empty
-        without a quota."""
-        if self.quota is None:
-            return {}
-        with self._lock:
-            self._prepare_buffer()
-            return {"hosted_bytes": self.stored_bytes + stored_size(self.prepared)}
-
     def _account(self, batch: list[PreparedEvent]) -> None:
         """Count ``batch`` in the attempt's stored bytes (one statement, in the insert's
         transaction) and compare the attempt's, its run's and its workspace's usage with the

@@ -629,7 +629,7 @@ def run_scorecard_context(run: Run) -> dict[str, object]:
         interval = error_bar(row["statistics"], "pass_rate")
         trials = row["statistics"]["trials"] if row["statistics"] else 0
         row["interval_short"] = (
-            f"{interval['low'] * 100:.0f}–{interval['high'] * 100:.0f} % · {trials} trials" if interval else f"{trials} trial · no interval"
+            f"{interval['low'] * 100:.0f}–{interval['high'] * 100:.0f} % · {trials} trials" if interval else f"{trials} trial, no interval"
         )
         row["bars"] = {
             "overall": _bar(row["overall_score"]),

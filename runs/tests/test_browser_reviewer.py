@@ -171,7 +171,7 @@ def test_the_pack_page_charts_pass_rate_and_score_per_agent(live_server, chromiu
         legend = page.inner_text("#pack-results .legend")
         assert "Good agent" in legend and "Sloppy agent" in legend
         titles = chart.locator("circle title").all_text_contents()
-        assert f"Good agent — run #{race.pk} (v1): pass rate 100%" in titles
+        assert f"Good agent — run #{race.pk} (v1): pass rate 100% (1 trial: no uncertainty estimate)" in titles
         assert not page.locator("#pack-results style, #pack-results [style]").count()
         assert csp_violations(page) == []
 

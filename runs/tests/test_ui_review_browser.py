@@ -87,7 +87,8 @@ def test_the_promote_form_on_the_replay_has_named_fields_and_promotes(live_serve
         form.get_by_label("Suite").select_option(str(reviewed.suite.pk))
         form.get_by_label("Severity").select_option("warning")
         form.get_by_role("button", name="Promote").click()
-        page.wait_for_url(f"{ws}/regression-suites/{reviewed.suite.pk}/")
+        page.locator(f'[data-promoted="{other.pk}"]').wait_for()  # promoted in place (issue 25's flywheel): no jump to the suite
+        assert page.url.startswith(f"{ws}/runs/{run.pk}/cases/{other.pk}/")
         case = RegressionCase.objects.get(suite=reviewed.suite, source_case_run_id=other.pk)
         assert case.severity == "warning" and case.status == "proposed"
 

@@ -21,10 +21,8 @@ import argparse
 import csv
 import io
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable
@@ -32,16 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
-os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-_scratch = tempfile.TemporaryDirectory(prefix="agentclash-bench-")
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{_scratch.name}/bench.sqlite3")
-os.environ.setdefault("MEDIA_ROOT", f"{_scratch.name}/media")
+from bench.scratch_django import django_setup  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+django_setup()
 
 
 def make_run(cases: int, lanes: int, output_chars: int):

@@ -13,23 +13,14 @@ the statements of the inline path. PostgreSQL writes a batch of events with one 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
-os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-_scratch = tempfile.TemporaryDirectory(prefix="agentclash-bench-")
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{_scratch.name}/bench.sqlite3")
-os.environ.setdefault("MEDIA_ROOT", f"{_scratch.name}/media")
+from bench.scratch_django import django_setup  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+django_setup()
 
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402

@@ -30,23 +30,15 @@ import random
 import resource
 import statistics as stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
-os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-_scratch = tempfile.TemporaryDirectory(prefix="agentclash-bench-")
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{_scratch.name}/bench.sqlite3")
-os.environ.setdefault("MEDIA_ROOT", f"{_scratch.name}/media")
+from bench.scratch_django import django_setup  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+django_setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402

@@ -247,8 +247,10 @@ def _results_context(request: WorkspaceRequest, run, *, live: bool) -> dict:
 def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
     run = lookups.run_get(workspace=request.workspace, pk=run_id)
     partial = request.GET.get("partial") if request.htmx else None
-    if request.htmx and request.htmx.target == "run-results":  # a filter, tab or page link of the Results section
+    if request.htmx and request.htmx.target == "run-results":  # a tab, page or clear link of the Results section
         partial = "run-results"
+    if request.htmx and request.htmx.target == "run-results-body":  # the filter form: it stays, the rest follows
+        partial = "run-results-filtered"
     if partial == "run-live":
         return _live_tick(request, run_id)
     if partial == "run-status":
@@ -256,9 +258,9 @@ def run_detail(request: WorkspaceRequest, run_id: int) -> HttpResponse:
         context["in_partial"] = True  # the response carries the page <title>: htmx updates the tab
         return _polled(render(request, "runs/run_detail.html#run-status", context), context["live"])
     live = _is_live(run, lookups.case_counts(run=run))
-    if partial == "run-results":
+    if partial in ("run-results", "run-results-filtered"):
         context = {"run": run, **_results_context(request, run, live=live), "tick_ms": LIVE_TICK_MS}
-        return render(request, "runs/run_detail.html#run-results", context)
+        return render(request, f"runs/run_detail.html#{partial}", context)
     events = selectors.run_events_latest(run=run, limit=30)
     context = _status_context(request, run)
     context.update(_results_context(request, run, live=context["live"]))

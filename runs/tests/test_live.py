@@ -149,7 +149,10 @@ def test_an_unchanged_results_page_is_not_sent_again(workspace, admin, tasks, cl
     case = CaseRun.objects.filter(run=run).order_by("position", "lane__lane_index").first()
     CaseRun.objects.filter(pk=case.pk).update(status=CaseStatus.RUNNING, attempt=1)
     changed = htmx(client, url("detail", run.pk, partial="run-live", digest=digest))
-    assert changed.status_code == 200 and 'id="run-results-body" data-view="matrix" hx-swap-oob="true"' in changed.content.decode()
+    assert (
+        changed.status_code == 200
+        and 'id="run-results-body" data-view="matrix" data-state="#1" hx-swap-oob="true"' in changed.content.decode()
+    )
     assert "Running" in changed.content.decode()
 
 
@@ -170,6 +173,19 @@ def test_the_matrix_filters_to_failures_and_disagreements(race, viewer, client_f
     body = htmx(client_for(viewer), url("detail", race.pk, **query), HTTP_HX_TARGET="run-results").content.decode()
     assert body.lstrip().startswith('<section class="card" id="run-results"')
     assert {key for key in ("case-0", "case-1", "case-2") if f"<code>{key}</code>" in body} == rows
+
+
+def test_a_filter_answer_leaves_the_form_alone_and_follows_with_the_rest(race, viewer, client_for):
+    """The filter form targets #run-results-body: its answer never carries the form (what the reader
+    typed meanwhile stays), and brings the counts, the clear link and a poller for the new filter."""
+    body = htmx(client_for(viewer), url("detail", race.pk, show="failures", q="case"), HTTP_HX_TARGET="run-results-body").content.decode()
+    assert body.lstrip().startswith('<div id="run-results-body" data-view="matrix" data-state="show=failures&amp;q=case#1">')
+    assert "results-filters" not in body and 'id="results-q"' not in body
+    assert 'id="results-head" hx-swap-oob="true"' in body and "1 of 3 cases" in body
+    assert 'id="results-clear" hx-swap-oob="true"><a class="btn btn-small"' in body and "Clear filters" in body
+    assert {key for key in ("case-0", "case-1", "case-2") if f"<code>{key}</code>" in body} == {"case-1"}
+    cleared = htmx(client_for(viewer), url("detail", race.pk), HTTP_HX_TARGET="run-results-body").content.decode()
+    assert 'id="results-clear" hx-swap-oob="true"></span>' in cleared and "3 cases × " in cleared
 
 
 def test_the_matrix_shows_one_validators_verdicts(race, viewer, client_for):

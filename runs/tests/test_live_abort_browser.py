@@ -44,6 +44,10 @@ def test_changing_a_filter_mid_tick_logs_no_console_error(live_server, page, wor
     assert page.console_errors == [], page.console_errors
     assert seen["swapped"] >= 6, seen  # the filters and the ticks both ran
     assert "q=case2" in page.url and page.locator("#results-q").input_value() == "case2"  # the last filter won
+    state = page.locator("#run-results-body").get_attribute("data-state")  # and its results are shown, not a late tick's
+    last_show = choices[12 % len(choices)]
+    assert page.locator("#results-show").input_value() == last_show
+    assert state == (f"show={last_show}&" if last_show != "all" else "") + "q=case2#1", state
 
 
 def test_leaving_the_page_mid_tick_logs_no_console_error(live_server, page, workspace, member):

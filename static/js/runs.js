@@ -4,7 +4,7 @@
 // shortcuts are plain links. No inline script anywhere (strict Content-Security-Policy).
 // Also the matrix's "Columns" menu: lanes a reader hides stay hidden across live updates and
 // page loads of the same run (sessionStorage). And the results filter a reader changed last is the
-// one shown, even when an older filter's answer arrives after the change.
+// one shown, even when a live tick sent under an older filter arrives after the change.
 (() => {
   if (window.__runsBound) return;
   window.__runsBound = true;
@@ -123,33 +123,16 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", applyColumns); else applyColumns();
 
   // -- the newest filter wins ------------------------------------------------------------------
-  // A filter's answer replaces #run-results, its form included: a change made while that answer
-  // was on its way was queued on the old form and died with it (issue 25), so the page showed an
-  // older filter than the one typed. Put the reader's values back into the new form and ask again
-  // (once: the values sent last are remembered, so an answer that matches them ends it).
-  const FILTERS = "form.results-filters";
-  const valuesOf = (form) => new URLSearchParams(new FormData(form)).toString();
-  let lastSent = null;
-  let typed = null;
-  document.addEventListener("htmx:beforeRequest", (event) => {
-    const form = event.detail.elt;
-    if (form && form.matches && form.matches(FILTERS)) lastSent = valuesOf(form);
-  });
-  document.addEventListener("htmx:beforeSwap", (event) => {
-    const form = document.querySelector(FILTERS);
+  // The filter form targets #run-results-body and is never replaced, so a change made while an
+  // answer is on its way stays in the form and is sent next (htmx queues it on the form). A live
+  // tick sent before the filter changed still carries the old filter's results: its out-of-band
+  // copy of #run-results-body is dropped when its state (query and page) is not the one shown.
+  document.addEventListener("htmx:oobBeforeSwap", (event) => {
     const target = event.detail.target;
-    typed = form && target && target.id === "run-results" ? valuesOf(form) : null;
-  });
-  document.addEventListener("htmx:afterSettle", () => {
-    const wanted = typed;
-    typed = null;
-    const form = document.querySelector(FILTERS);
-    if (wanted === null || lastSent === null || !form || wanted === lastSent || wanted === valuesOf(form)) return;
-    new URLSearchParams(wanted).forEach((value, name) => {
-      const field = form.elements.namedItem(name);
-      if (field && "value" in field) field.value = value;
-    });
-    if (window.htmx) window.htmx.trigger(form, "submit");
+    const fragment = event.detail.fragment;
+    if (!target || target.id !== "run-results-body" || !fragment) return;
+    const incoming = fragment.id === "run-results-body" ? fragment : fragment.querySelector("#run-results-body");
+    if (incoming && incoming.dataset.state !== target.dataset.state) event.detail.shouldSwap = false;
   });
 
   // -- copy a new share link ----------------------------------------------------------------

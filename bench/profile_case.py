@@ -36,6 +36,8 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--profile", type=int, default=0, help="print this many functions by cumulative time")
     parser.add_argument("--wall", action="store_true", help="profile wall-clock time instead of CPU time")
+    parser.add_argument("--sort", default="cumulative", help="pstats sort key (cumulative, tottime, …)")
+    parser.add_argument("--callers", action="append", default=[], help="also print who calls functions matching this (repeatable)")
     args = parser.parse_args()
 
     from bench.throughput_packs import SCRIPTS, captured_run
@@ -58,7 +60,10 @@ def main() -> int:
     print(f"{args.variant} on {django.db.connection.vendor}: {done} cases, {results.count('completed')} completed; "
           f"CPU per case {cpu:.2f} ms, wall per case {wall * 1000 / done:.2f} ms")  # fmt: skip
     if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+        stats = pstats.Stats(profiler).sort_stats(args.sort)
+        stats.print_stats(args.profile)
+        for pattern in args.callers:
+            stats.print_callers(pattern)
     return 0 if results.count("completed") == done else 1
 
 

@@ -41,9 +41,10 @@ def sent_cases(captured) -> list[int]:
 
 
 @pytest.mark.django_db
-def test_one_task_runs_the_whole_lane_when_the_chain_allows(lane_of_five, tasks, settings):
+def test_one_task_runs_the_whole_lane_when_the_chain_allows(lane_of_five, tasks, settings, monkeypatch):
     run, first = lane_of_five
     settings.RUNS_CASE_CHAIN = 16
+    monkeypatch.setattr(task_functions, "CHAIN_SECONDS", 60.0)  # the length decides here, not a loaded machine's clock
     task_functions.case_run_execute(first)
     assert completed(run) == 5
     assert sent_cases(tasks) == []  # nothing went through the broker
@@ -54,9 +55,10 @@ def test_one_task_runs_the_whole_lane_when_the_chain_allows(lane_of_five, tasks,
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("chain", [1, 2, 3])
-def test_the_chain_stops_at_its_length_and_sends_the_next_case(lane_of_five, tasks, settings, chain):
+def test_the_chain_stops_at_its_length_and_sends_the_next_case(lane_of_five, tasks, settings, chain, monkeypatch):
     run, first = lane_of_five
     settings.RUNS_CASE_CHAIN = chain
+    monkeypatch.setattr(task_functions, "CHAIN_SECONDS", 60.0)
     task_functions.case_run_execute(first)
     assert completed(run) == chain
     following = sent_cases(tasks)

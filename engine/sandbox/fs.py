@@ -119,6 +119,20 @@ def open_beneath(root_fd: int, parts: list[str], flags: int, mode: int = 0o644) 
             os.close(owned)
 
 
+def _link_target(part: str, dfd: int, raw: str) -> str | None:
+    """The target of the link ``part``; None when it is no longer a link (the agent replaced or
+    removed it between its ``stat`` and this read)."""
+    try:
+        target = os.readlink(part, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+    if "\x00" in target:
+        raise WorkspacePathError(raw)
+    return target
+
+
 def resolve(root_fd: int, raw: str) -> list[str]:
     """Resolve ``raw`` to symlink-free components below ``root_fd`` (the tail may not exist)."""
     pending = agent_components(raw)
@@ -142,9 +156,10 @@ def resolve(root_fd: int, raw: str) -> list[str]:
                 links += 1
                 if links > MAX_SYMLINKS:
                     raise WorkspacePathError(raw)
-                target = os.readlink(part, dir_fd=dfd)
-                if "\x00" in target:
-                    raise WorkspacePathError(raw)
+                target = _link_target(part, dfd, raw)
+                if target is None:  # replaced or removed since the stat: look again (counted as a
+                    pending.insert(0, part)  # link above, so a racer cannot keep this going)
+                    continue
                 base = target if target.startswith("/") else agent_path(resolved) + "/" + target
                 cleaned = posixpath.normpath(base)
                 if cleaned.startswith("//"):

@@ -27,8 +27,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SLOW = [{"tool": "read_file", "args": {"path": "/workspace/notes.txt"}}] * 6 + [{"submit": "{{last_result}}"}]
 
 
-def _finished_with_redispatch(run_id: int, timeout: float) -> bool:
+def _finished_with_redispatch(run_id: int, timeout: float, worker: Worker | None = None) -> bool:
     def finished() -> bool:
+        if worker is not None:
+            worker.supervise()
         if Run.objects.get(pk=run_id).is_terminal:
             return True
         services.run_redispatch(after=dt.timedelta(seconds=2))
@@ -132,7 +134,9 @@ def test_a_broker_restart_mid_run_loses_no_case(workspace, admin, broker_queue, 
         time.sleep(0.5)
         own_redis_broker.start()
         restarted = time.monotonic()
-        assert _finished_with_redispatch(run.pk, timeout=120), Counter(CaseRun.objects.filter(run=run).values_list("status", flat=True))
+        assert _finished_with_redispatch(run.pk, timeout=120, worker=worker), Counter(
+            CaseRun.objects.filter(run=run).values_list("status", flat=True)
+        )
         took = time.monotonic() - restarted
     finally:
         worker.stop()

@@ -55,6 +55,19 @@ class Worker:
             raise RuntimeError("the worker has not been started")
         return self.process.pid
 
+    def supervise(self) -> bool:
+        """Start the worker again if its main process has exited, as a deployment's supervisor does
+        (Celery 5's consumer can end with "Unrecoverable error" when a Redis broker goes away while
+        it reconnects). True when it was restarted."""
+        if self.process is None or self.process.poll() is None:
+            return False
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # pool children it left behind
+        except ProcessLookupError:
+            pass
+        self.start()
+        return True
+
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)

@@ -23,13 +23,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
-os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-event-quota.sqlite3'}")
+from bench.scratch_django import django_setup  # noqa: E402
 
-import django  # noqa: E402
+django_setup()
 
-django.setup()
+from django.db import connection  # noqa: E402
 
 
 def _cpu() -> float:
@@ -87,7 +85,7 @@ def main() -> int:
     base, quota = statistics.median(per_case["baseline"]), statistics.median(per_case["quota"])
     load = os.getloadavg()[0]
     flush = "every event its own batch" if args.flush_every_event else f"flush every {settings.RUNS_EVENT_FLUSH_SECONDS:g}s"
-    print(f"{args.variant} on {django.db.connection.vendor}, {flush}, {args.rounds} rounds x {args.cases} cases, load {load:.2f}")
+    print(f"{args.variant} on {connection.vendor}, {flush}, {args.rounds} rounds x {args.cases} cases, load {load:.2f}")
     print(f"baseline (no quota): median CPU per case {base:.2f} ms  (rounds: {', '.join(f'{v:.2f}' for v in per_case['baseline'])})")
     print(f"quota (defaults):    median CPU per case {quota:.2f} ms  (rounds: {', '.join(f'{v:.2f}' for v in per_case['quota'])})")
     print(f"EVENT QUOTA ratio quota/baseline: {quota / base:.3f}")

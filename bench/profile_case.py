@@ -21,13 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentclash.settings.local")
-os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{ROOT / 'var' / 'bench-profile.sqlite3'}")
+from bench.scratch_django import django_setup  # noqa: E402
 
-import django  # noqa: E402
+django_setup()
 
-django.setup()
+from django.db import connection  # noqa: E402
 
 
 def main() -> int:
@@ -57,7 +55,7 @@ def main() -> int:
         after, wall = os.times(), time.perf_counter() - started
     done = len(results)
     cpu = (sum(after[:4]) - sum(before[:4])) * 1000 / done
-    print(f"{args.variant} on {django.db.connection.vendor}: {done} cases, {results.count('completed')} completed; "
+    print(f"{args.variant} on {connection.vendor}: {done} cases, {results.count('completed')} completed; "
           f"CPU per case {cpu:.2f} ms, wall per case {wall * 1000 / done:.2f} ms")  # fmt: skip
     if profiler:
         stats = pstats.Stats(profiler).sort_stats(args.sort)

@@ -35,25 +35,20 @@ def test_a_link_replaced_by_a_file_between_stat_and_readlink_is_looked_at_again(
     assert fs.resolve(fd, "db") == ["db"]
 
 
-def test_a_racer_that_never_settles_gets_a_path_error_not_a_loop(root, monkeypatch):
+@pytest.mark.parametrize(
+    "err, raised",
+    [
+        (errno.EINVAL, WorkspacePathError),  # a racer that never settles: a path error, not a loop
+        (errno.EACCES, PermissionError),  # other readlink errors still raise
+    ],
+)
+def test_a_link_that_cannot_be_read_ends_the_resolution(root, monkeypatch, err, raised):
     path, fd = root
     os.symlink("elsewhere", path / "db")
 
-    def always_swapped(name, *, dir_fd=None):
-        raise OSError(errno.EINVAL, "Invalid argument")
+    def failing(name, *, dir_fd=None):
+        raise OSError(err, os.strerror(err))
 
-    monkeypatch.setattr(os, "readlink", always_swapped)
-    with pytest.raises(WorkspacePathError):
-        fs.resolve(fd, "db")
-
-
-def test_other_readlink_errors_still_raise(root, monkeypatch):
-    path, fd = root
-    os.symlink("elsewhere", path / "db")
-
-    def denied(name, *, dir_fd=None):
-        raise OSError(errno.EACCES, "Permission denied")
-
-    monkeypatch.setattr(os, "readlink", denied)
-    with pytest.raises(PermissionError):
+    monkeypatch.setattr(os, "readlink", failing)
+    with pytest.raises(raised):
         fs.resolve(fd, "db")

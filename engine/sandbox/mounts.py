@@ -10,6 +10,7 @@ elsewhere the sandbox falls back to measuring the workspace during and after eve
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import os
 
@@ -37,9 +38,15 @@ def mount_workspace(path: str, size: int, uid: int | None, *, mode: int = 0o700)
     return True
 
 
-def unmount(path: str) -> None:
+def unmount(path: str, *, gone_ok: bool = False) -> None:
+    """Detach the mount at ``path``. ``gone_ok``: a path that is no longer a mount point (``EINVAL``)
+    or no longer exists (``ENOENT``) is not worth a warning — another process removed it first
+    (pool processes reaping the same dead sibling's sandbox at once, ``stale.py``)."""
     if _libc.umount2(os.fsencode(path), MNT_DETACH) != 0:
         err = ctypes.get_errno()
+        if gone_ok and err in (errno.EINVAL, errno.ENOENT):
+            log.debug("%s was unmounted already", path)
+            return
         log.warning("could not unmount %s: %s", path, os.strerror(err))
 
 

@@ -63,10 +63,12 @@ def owner_alive(record: dict[str, object]) -> bool:
     return _start_time(pid) == record.get("start")
 
 
-def remove_sandbox_dir(path: str) -> None:
-    """Unmount whatever is mounted below ``path`` (its workspace tmpfs) and delete the tree."""
+def remove_sandbox_dir(path: str, *, racing: bool = False) -> None:
+    """Unmount whatever is mounted below ``path`` (its workspace tmpfs) and delete the tree.
+    ``racing``: another process may be removing the same directory (the reaper), so a mount that
+    is gone by the time it is unmounted is expected, not a warning."""
     for point in mounts.mounts_below(path):
-        mounts.unmount(point)
+        mounts.unmount(point, gone_ok=racing)
     shutil.rmtree(path, ignore_errors=True)  # fd-based on Linux: never follows links out
 
 
@@ -96,7 +98,7 @@ def reap_stale_sandboxes(base_dir: str, *, cgroup_parent: str = "auto") -> int:
         for group in cgroup.stale_paths(name, cgroup_parent):
             cgroup.kill_members(group)
             cgroup.remove_dir(group)
-        remove_sandbox_dir(path)
+        remove_sandbox_dir(path, racing=True)
         removed += 1
         log.info("removed stale sandbox %s", path)
     return removed

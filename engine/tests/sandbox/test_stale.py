@@ -86,3 +86,19 @@ def test_a_sandbox_directory_is_its_own_tmpfs_and_nothing_is_left_after_destroy(
     finally:
         sandbox.destroy()
     assert not os.path.exists(sandbox.dir) and mounts.mounts_below(base) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="umount2 answers EPERM, not EINVAL, to a non-root worker")
+def test_a_mount_a_sibling_reaper_removed_first_is_no_warning(base, monkeypatch, caplog):
+    # Pool processes reap a dead sibling's sandboxes at the same moment (worker_process_init): one
+    # lists the mounts, the other unmounts them, and the first finds them gone.
+    path = os.path.join(base, "sbx-raced")
+    os.makedirs(os.path.join(path, "workspace"))
+    monkeypatch.setattr(mounts, "mounts_below", lambda _: [os.path.join(path, "workspace"), path])  # listed, never mounted
+    with caplog.at_level("DEBUG", logger="engine.sandbox.mounts"):
+        stale.remove_sandbox_dir(path, racing=True)
+    assert not os.path.exists(path)
+    assert [r.levelname for r in caplog.records] == ["DEBUG", "DEBUG"]
+    caplog.clear()
+    mounts.unmount(base)  # the sandbox's own destroy still says so: its mount should have been there
+    assert [r.levelname for r in caplog.records] == ["WARNING"] and "Invalid argument" in caplog.records[0].getMessage()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
@@ -196,3 +197,20 @@ def report_csp() -> str:
 def encode_lines(chunks: Iterable[str]) -> Iterator[bytes]:
     for chunk in chunks:
         yield chunk.encode()
+
+
+EXPORTS = {  # name in the URL → (the rows, content type)
+    "csv": (csv_lines, "text/csv; charset=utf-8"),
+    "json": (json_chunks, "application/json"),
+}
+
+
+def export_response(run: Run, kind: str) -> StreamingHttpResponse:
+    """``results.csv`` or ``results.json`` of ``run`` as a streamed download (the run page's links
+    and the API's ``…/runs/<id>/results.csv|json`` answer the same bytes)."""
+    rows, content_type = EXPORTS[kind]
+    response = StreamingHttpResponse(encode_lines(rows(run)), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.{kind}"'
+    response["Cache-Control"] = "private, no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -459,24 +459,14 @@ def case_output(request: WorkspaceRequest, run_id: int, case_run_id: int) -> Htt
     return render(request, template, context)
 
 
-def _export(run, chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(results.encode_lines(chunks), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["Cache-Control"] = "private, no-store"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
-
-
 @workspace_view()
 def run_results_csv(request: WorkspaceRequest, run_id: int) -> StreamingHttpResponse:
-    run = lookups.run_get(workspace=request.workspace, pk=run_id)
-    return _export(run, results.csv_lines(run), content_type="text/csv; charset=utf-8", filename=f"run-{run.pk}-results.csv")
+    return results.export_response(lookups.run_get(workspace=request.workspace, pk=run_id), "csv")
 
 
 @workspace_view()
 def run_results_json(request: WorkspaceRequest, run_id: int) -> StreamingHttpResponse:
-    run = lookups.run_get(workspace=request.workspace, pk=run_id)
-    return _export(run, results.json_chunks(run), content_type="application/json", filename=f"run-{run.pk}-results.json")
+    return results.export_response(lookups.run_get(workspace=request.workspace, pk=run_id), "json")
 
 
 def report_response(run, *, shared: bool, download: bool) -> HttpResponse:

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from core.api import ApiError, query_choice, query_int
 from packs.models import PackVersion
-from runs import lookups, selectors, services
+from runs import lookups, results, selectors, services
 from runs.api.serializers import CaseRunOutputSerializer, EventOutputSerializer, RepeatsField, RunOutputSerializer
 from runs.models import MAX_REPEATS, RunStatus
 from workspaces.access import object_get_for_workspace
@@ -163,6 +163,24 @@ class RunEventExportApi(WorkspaceApiView):
         response = StreamingHttpResponse(services.event_export_lines(run), content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-events.jsonl"'
         return response
+
+
+class RunResultsCsvApi(WorkspaceApiView):
+    @extend_schema(
+        responses={(200, "text/csv"): str},
+        summary="The run's results as CSV (streamed): one line per case × lane × trial, as the run page's export",
+    )
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
+        return results.export_response(lookups.run_get(workspace=self.workspace, pk=run_id), "csv")
+
+
+class RunResultsJsonApi(WorkspaceApiView):
+    @extend_schema(
+        responses={(200, "application/json"): dict},
+        summary="The run's results as one JSON document (streamed), as the run page's export",
+    )
+    def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
+        return results.export_response(lookups.run_get(workspace=self.workspace, pk=run_id), "json")
 
 
 class RunCancelApi(WorkspaceApiView):

@@ -11,12 +11,15 @@ import re
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
+from rest_framework.test import APIClient
 
 from regression.tests.factories import failing_deployment
 from runs import services
 from runs.models import CaseRun
 from runs.tests.factories import make_deployment, publish
 from runs.tests.test_security_in_runs import ENV_CANARY, PACK
+from workspaces import services as workspace_services
+from workspaces.models import TokenScope
 
 pytestmark = pytest.mark.django_db
 
@@ -226,3 +229,32 @@ def test_the_matrix_page_query_count_does_not_grow_with_cases(
             assert client_for(viewer).get(url("detail", run.pk)).status_code == 200
         counts.append(len(captured.captured_queries))
     assert counts[1] <= counts[0] + 2, counts
+
+
+def _bearer(user, *, workspace=None):
+    client = APIClient()
+    raw = workspace_services.api_token_create(user=user, name="export script", scope=TokenScope.READ, workspace=workspace)[1]
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.mark.parametrize("kind", ["csv", "json"])
+def test_a_read_token_downloads_the_same_results_as_the_run_page(race, viewer, client_for, kind, workspace):
+    # Scripts and CI read a run's results without a browser session: the same bytes as the page's link.
+    response = _bearer(viewer, workspace=workspace).get(f"/api/v1/workspaces/{workspace.slug}/runs/{race.pk}/results.{kind}")
+    assert response.status_code == 200 and response.streaming
+    assert f'attachment; filename="run-{race.pk}-results.{kind}"' == response["Content-Disposition"]
+    assert response["Cache-Control"] == "private, no-store" and response["X-Content-Type-Options"] == "nosniff"
+    body = streamed(response)
+    assert body == streamed(client_for(viewer).get(url(f"results_{kind}", race.pk)))
+    rows = json.loads(body)["results"] if kind == "json" else list(csv.DictReader(io.StringIO(body)))
+    assert len(rows) == 6 and {r["case_key"] for r in rows} == {"case-0", "case-1", "case-2"}
+
+
+@pytest.mark.parametrize("kind", ["csv", "json"])
+def test_another_workspaces_results_are_a_404_and_no_token_is_a_401(race, stranger, other_workspace, kind, workspace):
+    path = f"/api/v1/workspaces/{workspace.slug}/runs/{race.pk}/results.{kind}"
+    assert _bearer(stranger, workspace=other_workspace).get(path).status_code == 404
+    other_path = f"/api/v1/workspaces/{other_workspace.slug}/runs/{race.pk}/results.{kind}"
+    assert _bearer(stranger, workspace=other_workspace).get(other_path).status_code == 404  # the run is not theirs
+    assert APIClient().get(path).status_code == 401

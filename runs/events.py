@@ -421,12 +421,13 @@ def stored_size(events: list[PreparedEvent]) -> int:
 
 
 class RunEventSink:
-    """The engine's event sink for one case attempt: redacts, buffers, then flushes in batches.
+    """The engine's event sink for one case attempt: redacts, prepares, then flushes in batches.
 
     Each event is redacted as it arrives, in order, by a :class:`StreamRedactor` (which also masks
-    a secret split across consecutive events) and written with this attempt's number. Flushes
-    when ``max_buffer`` events are waiting or ``interval`` seconds passed since the last flush,
-    and always at the end of the case (:meth:`flush`). The attempt's pulse also flushes every
+    a secret split across consecutive events), prepared for the insert at once (encoded, an
+    oversized payload moved to a file; :attr:`pending_bytes` counts what waits) and written with
+    this attempt's number. Flushes when ``max_buffer`` events are waiting or ``interval`` seconds
+    passed since the last flush, and always at the end of the case (:meth:`flush`). The attempt's pulse also flushes every
     ``interval`` seconds from the ticker thread (:meth:`flush_due`), so what the engine emitted
     before a long tool or model call is stored while the call runs and survives the worker being
     killed.
@@ -456,8 +457,11 @@ class RunEventSink:
         self.interval = interval
         self.max_buffer = max_buffer
         self.clock = clock
-        self.buffer: list[Event] = []
-        self.prepared: list[PreparedEvent] = []  # taken from the buffer, not written yet
+        self.prepared: list[PreparedEvent] = []  # not written yet
+        # Their stored size: the finish records ``stored_bytes + pending_bytes`` as the attempt's
+        # count, since its last batch (``write_final``) is written without ``_account``. Without it
+        # a case whose events all fit that batch stored them uncounted (issue 22's review).
+        self.pending_bytes = 0
         self.last_flush = clock()
         self.count = 0
         # ``keep``: every event of the attempt as the scorer reads it (see :func:`as_evidence`).
@@ -481,11 +485,13 @@ class RunEventSink:
             if self.quota_stop and not event.event_type.startswith(QUOTA_KEPT_PREFIXES):
                 self.dropped += 1  # the budget is spent: the agent's events are not stored
                 return
-            self.buffer.append(event)
+            prepared = events_prepare(lane_id=self.lane_id, events=[event])
+            self.prepared += prepared
+            self.pending_bytes += stored_size(prepared)
             if self.evidence is not None:
                 self.evidence.append(as_evidence(event, self.count))
             self.count += 1
-            if len(self.buffer) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
+            if len(self.prepared) >= self.max_buffer or self.clock() - self.last_flush >= self.interval:
                 self.flush()
 
     def flush(self) -> None:
@@ -500,7 +506,7 @@ class RunEventSink:
         """
         with self._lock:
             self.last_flush = self.clock()
-            if self.buffer or self.prepared:
+            if self.prepared:
                 self._write(self._insert_batch)
 
     def _insert_batch(self, batch: list[PreparedEvent], where: dict[str, Any]) -> None:
@@ -551,11 +557,14 @@ class RunEventSink:
                 " AND c.id <> %s)"
             )
             params += [self.run_id, self.case_run_id]
-        sql = "UPDATE runs_caserun SET hosted_bytes = %s WHERE id = %s"
+        # This attempt's row only: a superseded attempt still running (its claim was taken over)
+        # must not overwrite the count of the attempt that holds the case now.
+        sql = "UPDATE runs_caserun SET hosted_bytes = %s WHERE id = %s AND attempt = %s"
         with connection.cursor() as cursor:
-            cursor.execute(sql + (f" RETURNING {', '.join(columns)}" if columns else ""), [used, self.case_run_id, *params])
-            if columns:
-                sums = [int(value or 0) for value in cursor.fetchone() or ()]
+            cursor.execute(sql + (f" RETURNING {', '.join(columns)}" if columns else ""), [used, self.case_run_id, self.attempt, *params])
+            row = cursor.fetchone() if columns else None
+            if row is not None:  # None: the claim is lost; the last sums stay
+                sums = [int(value or 0) for value in row]
                 self._others = (sums.pop(0) if quota.run else 0, sums.pop(0) if quota.workspace else 0)
                 self._others_at = now
         self.stored_bytes = used
@@ -576,8 +585,8 @@ class RunEventSink:
                 return
 
     def _write(self, insert: Callable[[list[PreparedEvent], dict[str, Any]], object], *, extra: list[Event] | None = None) -> None:
-        self._prepare_buffer()
-        batch, self.prepared = self.prepared, []
+        batch, self.prepared, pending = self.prepared, [], self.pending_bytes
+        self.pending_bytes = 0
         if extra:
             batch += events_prepare(lane_id=self.lane_id, events=extra)
         if not batch:
@@ -587,15 +596,11 @@ class RunEventSink:
         except BaseException:
             self.clean = False
             self.prepared[:0] = batch  # written by the next flush (event ids make it idempotent)
+            self.pending_bytes += pending
             raise
-
-    def _prepare_buffer(self) -> None:
-        if self.buffer:  # the buffer is emptied only once its events are prepared (a file write may fail)
-            self.prepared += events_prepare(lane_id=self.lane_id, events=self.buffer)
-            self.buffer = []
 
     def flush_due(self) -> None:
         """Flush if events have waited ``interval`` seconds (the background thread's tick)."""
         with self._lock:
-            if (self.buffer or self.prepared) and self.clock() - self.last_flush >= self.interval:
+            if self.prepared and self.clock() - self.last_flush >= self.interval:
                 self.flush()

@@ -183,8 +183,10 @@ def case_finish(case_run: CaseRun, result: CaseAttempt, sink: RunEventSink, ctx:
     ``ctx`` is None when the case's context could not be built (the failure is the result).
     """
     status, fields = result_fields(result, ctx.redactor if ctx else Redactor([]))
-    if sink.quota is not None:  # the attempt's stored event bytes so far (a native case's quota): read, not
-        fields["hosted_bytes"] = sink.stored_bytes  # asked for, so the finish enters runs.events once (issue 21)
+    if sink.quota is not None:  # the attempt's stored event bytes with its last batch (a native case's quota):
+        # read, not asked for, so the finish enters runs.events once (issue 21); the attempt's pulse
+        # has stopped, so no flush moves bytes from one to the other meanwhile
+        fields["hosted_bytes"] = sink.stored_bytes + sink.pending_bytes
     for name, value in fields.items():  # the row as it is about to be, for scoring
         setattr(case_run, name, value)
     case_run.status = status

@@ -3,6 +3,7 @@ events is stopped with ``quota_exceeded``, counted as its own failure and never 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -162,7 +163,13 @@ def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, 
     run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
     case = CaseRun.objects.get(run=run)
     sink = RunEventSink(
-        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=1, redactor=None, interval=0, quota=EventQuota(500, 0, 0)
+        run_id=run.pk,
+        lane_id=case.lane_id,
+        case_run_id=case.pk,
+        attempt=case.attempt,
+        redactor=None,
+        interval=0,
+        quota=EventQuota(500, 0, 0),
     )
 
     def event(n: int, event_type: str, text: str) -> Event:
@@ -194,7 +201,7 @@ def test_the_run_total_is_re_summed_at_most_once_a_second_and_own_bytes_count_in
         run_id=run.pk,
         lane_id=case.lane_id,
         case_run_id=case.pk,
-        attempt=1,
+        attempt=case.attempt,
         redactor=None,
         interval=0,
         clock=lambda: now[0],
@@ -214,3 +221,47 @@ def test_the_run_total_is_re_summed_at_most_once_a_second_and_own_bytes_count_in
     now[0] += 0.6
     sink(event(3))  # …then it is: 1900 + ~990 (500 + ~990 had it not)
     assert "the run budget" in sink.quota_stop and "of 2000 (EVENT_BYTES_PER_RUN)" in sink.quota_stop
+
+
+@pytest.mark.django_db
+def test_a_case_whose_events_all_fit_its_last_batch_is_counted(workspace, admin, tasks, flood_provider, settings):
+    # A hostile agent that emits its whole flood within one flush interval (fewer than max_buffer
+    # events) had it stored by the finish's last batch, which was never counted: the run's and the
+    # workspace's budgets did not see it.
+    settings.RUNS_EVENT_FLUSH_SECONDS = 3600  # nothing is flushed before the finish
+    settings.EVENT_BYTES_PER_CASE = 10_000_000
+    [case] = _run(workspace, admin, tasks, _deployment(workspace, flood=5_000))
+    assert case.stop_reason == "completed"
+    model_text = 3 * 5_000  # three model calls of 5,000 characters, stored with the case's other events
+    assert case.hosted_bytes > model_text
+    stored = RunEvent.objects.filter(case_run=case).exclude(event_type__startswith="scoring.")
+    assert case.hosted_bytes >= sum(len(json.dumps(e.payload, separators=(",", ":"))) for e in stored) * 0.95
+
+
+@pytest.mark.django_db
+def test_the_sink_counts_what_waits_and_what_it_wrote(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
+    case = CaseRun.objects.get(run=run)
+    sink = RunEventSink(
+        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=0, redactor=None, interval=3600, quota=EventQuota(0, 0, 0)
+    )
+    sink(Event("p:1", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "a" * 400}, case_key=case.case_key))
+    waiting = sink.pending_bytes
+    assert waiting > 400 and sink.stored_bytes == 0 and not RunEvent.objects.filter(case_run=case).exists()
+    sink.flush()  # a batch of the attempt: counted by _account, nothing left waiting
+    assert (sink.pending_bytes, sink.stored_bytes, CaseRun.objects.get(pk=case.pk).hosted_bytes) == (0, waiting, waiting)
+
+
+@pytest.mark.django_db
+def test_a_superseded_attempt_does_not_overwrite_the_count_of_the_one_that_holds_the_case(workspace, admin):
+    version = publish(workspace, admin, native_pack_yaml(cases=1))
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
+    case = CaseRun.objects.get(run=run)
+    CaseRun.objects.filter(pk=case.pk).update(attempt=2, hosted_bytes=1_234)  # attempt 2 holds the case and counted its own
+    old = RunEventSink(
+        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=1, redactor=None, interval=0, quota=EventQuota(0, 10_000, 0)
+    )
+    old(Event("s:1", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "z" * 900}, case_key=case.case_key))
+    assert old.stored_bytes > 900  # its own tally goes on…
+    assert CaseRun.objects.get(pk=case.pk).hosted_bytes == 1_234  # …but the row is the new attempt's

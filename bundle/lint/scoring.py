@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bundle.lint.checkers import lint_in_process_answers
 from bundle.lint.never_pass import find_never_passing, lint_literal_errors
 from bundle.lint.verdicts import lint_verdicts
 from bundle.validate.common import Report
@@ -20,6 +21,7 @@ def lint_scoring(bundle: dict[str, Any], report: Report) -> None:
     findings = find_never_passing(validators, report)
     lint_literal_errors(validators, report)
     _lint_pack_data_only(validators, report)
+    lint_in_process_answers(spec, validators, report)
     _lint_judges(spec, report)
     _lint_cost(spec, report)
     lint_verdicts(bundle, findings, report)

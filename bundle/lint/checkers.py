@@ -18,6 +18,8 @@ from bundle.validate.common import Report
 
 SPEC = "version.evaluation_spec"
 _PYTHON = re.compile(r"(?:^|[\s;&|(`'\"/])python(?:3(?:\.\d+)?)?(?=$|[\s;&|)`'\"])", re.MULTILINE)
+# The same pytest rule as engine/sandbox/verification.py's ``pytest_reports_here`` (where the harness
+# requires pytest's report): written twice because bundle/ and engine/ import nothing of the project.
 _PYTEST = re.compile(r"(?:^|[\s;&|(`'\"/])(?:py\.test|pytest)(?=$|[\s;&|)`'\"])|-m\s*pytest\b", re.MULTILINE)
 
 

@@ -165,22 +165,19 @@ class RunEventExportApi(WorkspaceApiView):
         return response
 
 
-class RunResultsCsvApi(WorkspaceApiView):
+class RunResultsExportApi(WorkspaceApiView):
     @extend_schema(
-        responses={(200, "text/csv"): str},
-        summary="The run's results as CSV (streamed): one line per case × lane × trial, as the run page's export",
+        responses={(200, "text/csv"): str, (200, "application/json"): dict},
+        operation_id="runs_results_export",
+        parameters=[
+            OpenApiParameter("run_id", int, OpenApiParameter.PATH),
+            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=["csv", "json"], description="results.csv or results.json"),
+        ],
+        summary="The run's results as results.csv or results.json (streamed): one row per case × lane × trial, "
+        "the bytes of the run page's exports",
     )
-    def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
-        return results.export_response(lookups.run_get(workspace=self.workspace, pk=run_id), "csv")
-
-
-class RunResultsJsonApi(WorkspaceApiView):
-    @extend_schema(
-        responses={(200, "application/json"): dict},
-        summary="The run's results as one JSON document (streamed), as the run page's export",
-    )
-    def get(self, request: Request, workspace_slug: str, run_id: int) -> StreamingHttpResponse:
-        return results.export_response(lookups.run_get(workspace=self.workspace, pk=run_id), "json")
+    def get(self, request: Request, workspace_slug: str, run_id: int, kind: str) -> StreamingHttpResponse:
+        return results.export_response(lookups.run_get(workspace=self.workspace, pk=run_id), kind)
 
 
 class RunCancelApi(WorkspaceApiView):

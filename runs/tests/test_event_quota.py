@@ -69,6 +69,23 @@ def _run(workspace, admin, tasks, deployment, cases: int = 1) -> list[CaseRun]:
     return list(CaseRun.objects.filter(run=run).order_by("position"))
 
 
+def _queued_cases(workspace, admin, cases: int = 1) -> list[CaseRun]:
+    """A started run's cases, not executed: the sink tests drive a sink by hand."""
+    version = publish(workspace, admin, native_pack_yaml(cases=cases))
+    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
+    return list(CaseRun.objects.filter(run=run).order_by("position"))
+
+
+def _sink(case: CaseRun, quota: EventQuota, **options) -> RunEventSink:
+    """The sink of ``case``'s current attempt (``attempt=`` another one), flushing every event unless told."""
+    options = {"attempt": case.attempt, "interval": 0, **options}
+    return RunEventSink(run_id=case.run_id, lane_id=case.lane_id, case_run_id=case.pk, redactor=None, quota=quota, **options)
+
+
+def _event(case: CaseRun, event_id: str, text: str, event_type: str = "model.output.delta") -> Event:
+    return Event(event_id, event_type, "native_engine", "2026-01-01T00:00:00Z", {"text": text}, case_key=case.case_key)
+
+
 def _assert_stopped(case: CaseRun, setting: str) -> None:
     assert (case.status, case.stop_reason, case.attempt) == (CaseStatus.FAILED, "quota_exceeded", 1)  # never retried
     assert setting in case.error and "budget of stored event bytes is spent" in case.error
@@ -159,21 +176,11 @@ def test_the_admin_workspace_usage_page_shows_native_event_bytes(workspace, admi
 
 @pytest.mark.django_db
 def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, admin):
-    version = publish(workspace, admin, native_pack_yaml(cases=1))
-    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
-    case = CaseRun.objects.get(run=run)
-    sink = RunEventSink(
-        run_id=run.pk,
-        lane_id=case.lane_id,
-        case_run_id=case.pk,
-        attempt=case.attempt,
-        redactor=None,
-        interval=0,
-        quota=EventQuota(500, 0, 0),
-    )
+    [case] = _queued_cases(workspace, admin)
+    sink = _sink(case, EventQuota(500, 0, 0))
 
     def event(n: int, event_type: str, text: str) -> Event:
-        return Event(f"q:{n}", event_type, "native_engine", "2026-01-01T00:00:00Z", {"text": text}, case_key=case.case_key)
+        return _event(case, f"q:{n}", text, event_type)
 
     sink(event(1, "model.output.delta", "a" * 100))
     assert sink.quota_stop == "" and 100 < CaseRun.objects.get(pk=case.pk).hosted_bytes < 200  # counted, under the budget
@@ -193,23 +200,12 @@ def test_once_the_budget_is_spent_only_the_harness_events_are_stored(workspace, 
 
 @pytest.mark.django_db
 def test_the_run_total_is_re_summed_at_most_once_a_second_and_own_bytes_count_in_between(workspace, admin):
-    version = publish(workspace, admin, native_pack_yaml(cases=2))
-    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
-    case, other = CaseRun.objects.filter(run=run).order_by("position")
+    case, other = _queued_cases(workspace, admin, cases=2)
     now = [100.0]
-    sink = RunEventSink(
-        run_id=run.pk,
-        lane_id=case.lane_id,
-        case_run_id=case.pk,
-        attempt=case.attempt,
-        redactor=None,
-        interval=0,
-        clock=lambda: now[0],
-        quota=EventQuota(0, 2_000, 0),
-    )
+    sink = _sink(case, EventQuota(0, 2_000, 0), clock=lambda: now[0])
 
     def event(n: int) -> Event:
-        return Event(f"r:{n}", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "a" * 300}, case_key=case.case_key)
+        return _event(case, f"r:{n}", "a" * 300)
 
     CaseRun.objects.filter(pk=other.pk).update(hosted_bytes=500)
     sink(event(1))  # sums the other case: 500 + ~330
@@ -240,13 +236,9 @@ def test_a_case_whose_events_all_fit_its_last_batch_is_counted(workspace, admin,
 
 @pytest.mark.django_db
 def test_the_sink_counts_what_waits_and_what_it_wrote(workspace, admin):
-    version = publish(workspace, admin, native_pack_yaml(cases=1))
-    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
-    case = CaseRun.objects.get(run=run)
-    sink = RunEventSink(
-        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=0, redactor=None, interval=3600, quota=EventQuota(0, 0, 0)
-    )
-    sink(Event("p:1", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "a" * 400}, case_key=case.case_key))
+    [case] = _queued_cases(workspace, admin)
+    sink = _sink(case, EventQuota(0, 0, 0), interval=3600)
+    sink(_event(case, "p:1", "a" * 400))
     waiting = sink.pending_bytes
     assert waiting > 400 and sink.stored_bytes == 0 and not RunEvent.objects.filter(case_run=case).exists()
     sink.flush()  # a batch of the attempt: counted by _account, nothing left waiting
@@ -255,13 +247,9 @@ def test_the_sink_counts_what_waits_and_what_it_wrote(workspace, admin):
 
 @pytest.mark.django_db
 def test_a_superseded_attempt_does_not_overwrite_the_count_of_the_one_that_holds_the_case(workspace, admin):
-    version = publish(workspace, admin, native_pack_yaml(cases=1))
-    run = services.run_create(workspace=workspace, user=admin, pack_version=version, deployment_ids=[make_deployment(workspace).pk])
-    case = CaseRun.objects.get(run=run)
+    [case] = _queued_cases(workspace, admin)
     CaseRun.objects.filter(pk=case.pk).update(attempt=2, hosted_bytes=1_234)  # attempt 2 holds the case and counted its own
-    old = RunEventSink(
-        run_id=run.pk, lane_id=case.lane_id, case_run_id=case.pk, attempt=1, redactor=None, interval=0, quota=EventQuota(0, 10_000, 0)
-    )
-    old(Event("s:1", "model.output.delta", "native_engine", "2026-01-01T00:00:00Z", {"text": "z" * 900}, case_key=case.case_key))
+    old = _sink(case, EventQuota(0, 10_000, 0), attempt=1)
+    old(_event(case, "s:1", "z" * 900))
     assert old.stored_bytes > 900  # its own tally goes on…
     assert CaseRun.objects.get(pk=case.pk).hosted_bytes == 1_234  # …but the row is the new attempt's

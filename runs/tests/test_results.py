@@ -257,4 +257,5 @@ def test_another_workspaces_results_are_a_404_and_no_token_is_a_401(race, strang
     assert _bearer(stranger, workspace=other_workspace).get(path).status_code == 404
     other_path = f"/api/v1/workspaces/{other_workspace.slug}/runs/{race.pk}/results.{kind}"
     assert _bearer(stranger, workspace=other_workspace).get(other_path).status_code == 404  # the run is not theirs
+    assert _bearer(stranger, workspace=other_workspace).get(path.replace(f"results.{kind}", "results.xml")).status_code == 404
     assert APIClient().get(path).status_code == 401
